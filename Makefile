@@ -1,0 +1,27 @@
+# The two commands a newcomer needs (see README.md): `make demo` and `make test`.
+.PHONY: demo test lint bench screenshots setup setup-test clean
+
+setup:
+	@scripts/bootstrap.sh
+
+setup-test:
+	@scripts/bootstrap.sh --test
+
+demo: setup
+	.venv/bin/diskplan --demo
+
+test: setup-test
+	.venv/bin/ruff check src tests scripts
+	.venv/bin/python -m pytest
+
+lint: setup-test
+	.venv/bin/ruff check src tests scripts
+
+bench: setup-test
+	.venv/bin/python scripts/bench.py
+
+screenshots: setup-test
+	.venv/bin/python scripts/screenshots.py
+
+clean:
+	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

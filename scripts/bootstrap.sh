@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Set up .venv/ with diskplan and its dependencies on a fresh Debian/Ubuntu machine.
+#   scripts/bootstrap.sh          what the planner needs (libparted, a compiler for pyparted)
+#   scripts/bootstrap.sh --test   also the referee tools the tests compare against
+# As root, missing Debian packages are installed with apt-get; otherwise the exact command is printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+# Debian package -> a file that proves it is installed
+declare -A need=(
+  [libparted-dev]=/usr/include/parted/parted.h
+  [pkg-config]=/usr/bin/pkg-config
+  [gcc]=/usr/bin/gcc
+)
+if [ "$want_test" = 1 ]; then
+  need+=([parted]=/usr/sbin/parted [fdisk]=/usr/sbin/sfdisk [gdisk]=/usr/sbin/gdisk [tmux]=/usr/bin/tmux)
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
+  echo "diskplan needs Python >= 3.11 as '$PY' (set PYTHON=... to choose another)." >&2
+  exit 1
+fi
+# Debian's python3 needs its headers and venv module; a self-built Python has both.
+if ! "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  need+=([python3-dev]=/nonexistent-python-dev)
+fi
+if ! "$PY" -c 'import ensurepip' 2>/dev/null; then
+  need+=([python3-venv]=/nonexistent-python-venv)
+fi
+
+missing=()
+for pkg in "${!need[@]}"; do
+  [ -e "${need[$pkg]}" ] || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null || true
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "diskplan needs these Debian packages. Run:" >&2
+    echo "    sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+stamp=.venv/.diskplan-installed
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# Reinstall only when the project's metadata changed since the last install.
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  touch "$stamp"
+fi

@@ -1,0 +1,3 @@
+from diskplan.cli.main import main
+
+raise SystemExit(main())

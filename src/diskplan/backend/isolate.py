@@ -1,0 +1,77 @@
+"""Run a function in a forked child, so a libparted crash (SIGSEGV on some truncated tables) or hang
+cannot take the planner down, and nothing libparted prints reaches the user's terminal."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class IsolatedFailure(Exception):
+    """The child died, hung, or raised: ``reason`` is one line for the user."""
+
+    def __init__(self, reason: str, *, signal_number: int | None = None, error_type: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.signal_number = signal_number
+        self.error_type = error_type
+
+
+def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        os.close(r)
+        status = 0
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            try:
+                payload = pickle.dumps(("ok", fn(*args)))
+            except BaseException as exc:
+                payload = pickle.dumps(("err", type(exc).__name__, str(exc) or type(exc).__name__))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view) :]
+        except BaseException:
+            status = 1
+        os._exit(status)
+
+    os.close(w)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise IsolatedFailure(f"gave no answer within {timeout:.0f} s")
+            ready, _, _ = select.select([r], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        raise IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
+    try:
+        result = pickle.loads(b"".join(chunks))
+    except Exception as exc:
+        raise IsolatedFailure("the reader ended without an answer") from exc
+    if result[0] == "err":
+        raise IsolatedFailure(result[2], error_type=result[1])
+    return result[1]  # type: ignore[no-any-return]

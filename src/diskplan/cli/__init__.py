@@ -1,0 +1,1 @@
+"""Entry points: ``diskplan`` (the planner), ``diskplan check|export|apply|restore``."""

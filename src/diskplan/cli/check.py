@@ -1,0 +1,93 @@
+"""``diskplan check TARGET``: every partition's alignment at once, like ``parted align-check`` for all.
+
+Exit status: 0 nothing found, 1 findings, 2 the target could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.model.report import Report, build_report, report_json
+from diskplan.model.units import human_bytes
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan check",
+        description="Check every partition's alignment and explain each finding.",
+        epilog="Exit status: 0 nothing found, 1 findings, 2 the target could not be read.",
+    )
+    p.add_argument("target", help="block device or image file")
+    p.add_argument("--json", action="store_true", help="print one JSON object (see README.md)")
+    add_overrides(p)
+    return p
+
+
+def _yes(ok: bool) -> Text:
+    return Text("yes", style="green") if ok else Text("NO", style="bold red")
+
+
+def render(report: Report, console: Console) -> None:
+    disk, geom = report.disk, report.disk.geometry
+    console.print(
+        f"[bold]{disk.source}[/]: {geom.sectors} sectors × {geom.logical} B = {human_bytes(geom.size_bytes)}, "
+        f"physical block {geom.physical} B, alignment offset {geom.alignment_offset} B, "
+        f"table {disk.table.label or 'none'}"
+    )
+    g = report.grain
+    console.print(
+        f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
+        + (f", offset {g.offset}s" if g.offset else "")
+    )
+    if report.partitions:
+        t = RichTable(box=None, pad_edge=False, header_style="bold")
+        for col, just in (("#", "right"), ("start", "right"), ("end", "right"), ("size", "right")):
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
+        t.add_column("name")
+        t.add_column("physical")
+        t.add_column("grain")
+        t.add_column("findings")
+        for r in report.partitions:
+            p = r.partition
+            t.add_row(
+                str(p.number),
+                f"{p.start}s",
+                f"{p.end}s",
+                human_bytes(p.size * geom.logical),
+                p.name or p.role.value,
+                _yes(r.aligned_physical),
+                _yes(r.aligned_grain),
+                ", ".join(f.code for f in r.findings) or "-",
+            )
+        console.print(t)
+    for f in report.all_findings:
+        where = f"partition {f.partition}" if f.partition is not None else "table"
+        console.print(Text.assemble((f"{f.severity}", SEVERITY_STYLE[f.severity]), f" {where}: {f.message} [{f.code}]"))
+        for line in f.explanation:
+            console.print(f"    {line}", highlight=False)
+    if not report.all_findings:
+        console.print("[green]No findings: every partition is aligned.[/]")
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        disk = open_target(args.target, args)
+    except TargetError as exc:
+        print(f"diskplan check: {exc}", file=sys.stderr)
+        return 2
+    report = build_report(disk)
+    if args.json:
+        print(json.dumps(report_json(report), indent=2))
+    else:
+        render(report, Console(highlight=False))
+    return 1 if report.all_findings else 0

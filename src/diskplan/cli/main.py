@@ -1,0 +1,40 @@
+"""``diskplan``: dispatch to a subcommand; never let a traceback reach the user."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+# Subcommands live in their own modules and are imported only when used (start-up stays light).
+COMMANDS = {
+    "check": "diskplan.cli.check",
+    "export": "diskplan.cli.export",
+    "apply": "diskplan.cli.apply",
+    "restore": "diskplan.cli.restore",
+}
+PLANNER = "diskplan.cli.planner"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    module = PLANNER
+    if argv and argv[0] in COMMANDS:
+        module = COMMANDS[argv.pop(0)]
+    try:
+        return int(importlib.import_module(module).main(argv) or 0)
+    except KeyboardInterrupt:
+        print("diskplan: interrupted; nothing was written.", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # argparse's usage errors and --help
+        return exc.code if isinstance(exc.code, int) else 2
+    except Exception as exc:
+        if os.environ.get("DISKPLAN_DEBUG"):
+            raise
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"diskplan: {detail} (internal error; run with DISKPLAN_DEBUG=1 for details)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

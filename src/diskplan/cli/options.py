@@ -1,0 +1,81 @@
+"""Options shared by every command: what the firmware does not say about a disk, and opening a target."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+
+from diskplan.backend.reader import ReadError, read
+from diskplan.discovery.topology import topology
+from diskplan.model.disk import Disk
+from diskplan.model.units import parse_bytes
+
+
+class TargetError(Exception):
+    """The target could not be opened or read: one line for the user."""
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_overrides(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("what the device does not say (image files, lying firmware)")
+    g.add_argument("--physical-block", type=_size, metavar="SIZE", help="physical block / flash page, e.g. 4096")
+    g.add_argument("--alignment-offset", type=_size, metavar="SIZE", help="bytes LBA 0 lies before a boundary")
+    g.add_argument("--optimal-io", type=_size, metavar="SIZE", help="optimal I/O size, e.g. a stripe: 196608")
+    g.add_argument("--min-io", type=_size, metavar="SIZE", help="minimum I/O size")
+    g.add_argument(
+        "--grain",
+        type=_size,
+        action="append",
+        metavar="SIZE",
+        help="a boundary the kernel cannot know (erase block, RAID/LVM stripe); repeatable",
+    )
+
+
+def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
+    try:
+        geom = disk.geometry.with_overrides(
+            physical=args.physical_block,
+            alignment_offset=args.alignment_offset,
+            optimal_io=args.optimal_io,
+            min_io=args.min_io,
+            grains=tuple(args.grain) if args.grain else None,
+        )
+    except ValueError as exc:
+        raise TargetError(str(exc)) from exc
+    return disk.with_geometry(geom)
+
+
+def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
+    """Read ``path`` with its sysfs topology, then the user's overrides."""
+    if not os.path.exists(path):
+        raise TargetError(f"{path}: no such file or device")
+    if os.path.isdir(path):
+        raise TargetError(f"{path} is a directory, not a disk or an image file")
+    if not os.access(path, os.R_OK):
+        raise TargetError(f"{path}: permission denied (reading a disk usually needs root)")
+    try:
+        disk = read(path)
+    except ReadError as exc:
+        raise TargetError(f"{path}: {exc}") from exc
+    topo = topology(path)
+    if topo is not None:
+        geom = replace(
+            disk.geometry,
+            physical=max(topo.physical, disk.geometry.logical) or disk.geometry.physical,
+            min_io=topo.min_io,
+            optimal_io=topo.optimal_io,
+            alignment_offset=topo.alignment_offset,
+            discard_granularity=topo.discard_granularity,
+            rotational=topo.rotational,
+            scheduler=topo.scheduler,
+            model=disk.geometry.model or topo.model,
+        )
+        disk = replace(disk, geometry=geom, kind="block")
+    return apply_overrides(disk, args) if args is not None else disk

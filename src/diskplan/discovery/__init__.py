@@ -1,0 +1,1 @@
+"""What the kernel knows about block devices: sysfs topology, and (only ``udev.py``) pyudev."""

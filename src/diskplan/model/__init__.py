@@ -1,0 +1,1 @@
+"""The pure model: geometry, grains, extents, tables, findings, plans. Imports nothing but the stdlib."""

@@ -1,0 +1,21 @@
+"""A disk as read: its geometry, its table, and what the reader had to say about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from diskplan.model.geometry import Geometry
+from diskplan.model.table import Table
+
+
+@dataclass(frozen=True)
+class Disk:
+    geometry: Geometry
+    table: Table
+    source: str = ""  # path the user gave
+    kind: str = "file"  # "file", "block", "demo"
+    filesystem: str = ""  # a filesystem found on the whole disk (no table)
+    messages: tuple[str, ...] = field(default=())  # what libparted or our own checks said while reading
+
+    def with_geometry(self, geometry: Geometry) -> Disk:
+        return replace(self, geometry=geometry)

@@ -1,0 +1,59 @@
+"""Partition types by name: GPT type GUIDs, MBR ids, and how libparted 3.5 expresses each one.
+
+libparted 3.5 (Debian 12) cannot set a type GUID or MBR id directly (pyparted needs parted > 3.5 for
+that); it derives them from a flag or a filesystem type. ``flag``/``fs`` say which one yields the type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PartType:
+    name: str
+    gpt: str | None  # type GUID, upper case
+    mbr: int | None  # MBR system id
+    flag: str | None = None  # libparted flag that selects this type
+    fs: str | None = None  # libparted filesystem type that selects it
+
+
+TYPES: tuple[PartType, ...] = (
+    PartType("Linux filesystem", "0FC63DAF-8483-4772-8E79-3D69D8477DE4", 0x83, None, "ext2"),
+    PartType("EFI system", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", 0xEF, "esp"),
+    PartType("Linux swap", "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F", 0x82, "swap", "linux-swap(v1)"),
+    PartType("Linux LVM", "E6D6D379-F507-44C2-A23C-238F2A3DF928", 0x8E, "lvm"),
+    PartType("Linux RAID", "A19D880F-05FC-4D3B-A006-743F0F84911E", 0xFD, "raid"),
+    PartType("Linux home", "933AC7E1-2EB4-4F13-B844-0E14E2AEF915", None, "linux-home"),
+    PartType("BIOS boot", "21686148-6449-6E6F-744E-656564454649", None, "bios_grub"),
+    PartType("Microsoft basic data", "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7", 0x07, "msftdata", "ntfs"),
+    PartType("Microsoft reserved", "E3C9E316-0B5C-4DB8-817D-F92DF00215AE", None, "msftres"),
+    PartType("W95 FAT32 (LBA)", None, 0x0C, "lba", "fat32"),
+    PartType("Extended", None, 0x05),
+    PartType("Extended (LBA)", None, 0x0F),
+)
+
+DEFAULT = TYPES[0]
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def lookup(text: str) -> PartType | None:
+    """Find a type by name ("linux swap", "esp"-like short names), GUID, or MBR id ("0x82", "82")."""
+    key = _norm(text)
+    for t in TYPES:
+        if key in (_norm(t.name), _norm(t.gpt or "-"), _norm(t.flag or "-")):
+            return t
+    try:
+        code = int(text, 16)
+    except ValueError:
+        return None
+    return next((t for t in TYPES if t.mbr == code), None)
+
+
+def describe(type_code: str) -> str:
+    """A readable name for a GUID or "0x83", or the code itself."""
+    t = lookup(type_code) if type_code else None
+    return t.name if t else type_code

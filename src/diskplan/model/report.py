@@ -1,0 +1,109 @@
+"""The alignment report for a whole disk: what ``diskplan check`` prints and the UI lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diskplan.model.disk import Disk
+from diskplan.model.extent import Partition
+from diskplan.model.findings import NOTICE, Finding, analyze
+from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.ptypes import describe
+
+NO_TABLE = "no-partition-table"
+WHOLE_DISK_FS = "whole-disk-filesystem"
+READ_ONLY_LABEL = "read-only-label"
+LIBPARTED_SAID = "libparted-message"
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    partition: Partition
+    aligned_physical: bool
+    aligned_grain: bool
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    disk: Disk
+    grain: Grain
+    partitions: tuple[PartitionReport, ...]
+    table_findings: tuple[Finding, ...]
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return [*self.table_findings, *(f for p in self.partitions for f in p.findings)]
+
+
+def _table_findings(disk: Disk) -> list[Finding]:
+    out: list[Finding] = []
+    t = disk.table
+    if t.label is None:
+        if disk.filesystem:
+            out.append(
+                Finding(
+                    WHOLE_DISK_FS,
+                    NOTICE,
+                    f"a {disk.filesystem} filesystem fills the whole disk: there is no partition table",
+                    ("Creating a partition table here would destroy that filesystem.",),
+                )
+            )
+        else:
+            out.append(Finding(NO_TABLE, NOTICE, "no partition table was found", ()))
+    if t.read_only:
+        out.append(Finding(READ_ONLY_LABEL, NOTICE, t.read_only, ("diskplan shows this table but will not write it.",)))
+    for m in disk.messages:
+        out.append(Finding(LIBPARTED_SAID, NOTICE, m, ("libparted said this while reading the table.",)))
+    return out
+
+
+def build_report(disk: Disk, grain: Grain | None = None) -> Report:
+    geom = disk.geometry
+    grain = grain or optimal_grain(geom)
+    findings = analyze(geom, disk.table, grain)
+    reports = []
+    for p in disk.table.partitions:
+        mine = tuple(f for f in findings if f.partition == p.number)
+        reports.append(
+            PartitionReport(
+                p,
+                aligned_physical=(p.start - grain.offset) % geom.sectors_per_physical == 0,
+                aligned_grain=grain.is_aligned(p.start),
+                findings=mine,
+            )
+        )
+    table_level = _table_findings(disk) + [f for f in findings if f.partition is None]
+    return Report(disk, grain, tuple(reports), tuple(table_level))
+
+
+def report_json(report: Report) -> dict[str, object]:
+    """The stable ``diskplan check --json`` object (documented in README.md)."""
+    disk, geom = report.disk, report.disk.geometry
+    return {
+        "target": disk.source,
+        "logical_sector_size": geom.logical,
+        "physical_block_size": geom.physical,
+        "alignment_offset": geom.alignment_offset,
+        "grain_sectors": report.grain.sectors,
+        "grain_offset": report.grain.offset,
+        "sectors": geom.sectors,
+        "table": disk.table.label,
+        "partitions": [
+            {
+                "number": r.partition.number,
+                "start": r.partition.start,
+                "end": r.partition.end,
+                "size": r.partition.size,
+                "type": r.partition.type,
+                "type_name": describe(r.partition.type),
+                "name": r.partition.name,
+                "role": r.partition.role.value,
+                "aligned_physical": r.aligned_physical,
+                "aligned_grain": r.aligned_grain,
+                "findings": [f.as_json() for f in r.findings],
+            }
+            for r in report.partitions
+        ],
+        "findings": [f.as_json() for f in report.table_findings],
+    }

@@ -1,0 +1,59 @@
+"""Byte counts for people: IEC (KiB, MiB) and SI (kB, MB) are different things, so we say which."""
+
+from __future__ import annotations
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+
+
+def human_bytes(n: int) -> str:
+    """Binary (IEC) units, as partitioning tools should show them: 1048576 -> '1 MiB'."""
+    for unit, size in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(n) >= size:
+            value = n / size
+            text = f"{value:.1f}".rstrip("0").rstrip(".") if value < 100 else f"{value:.0f}"
+            return f"{text} {unit}"
+    return f"{n} B"
+
+
+def human_si(n: int) -> str:
+    """Decimal (SI) units, as disk vendors and parted's default unit count: 17408 -> '17.4 kB'."""
+    for unit, size in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": KiB,
+    "kib": KiB,
+    "m": MiB,
+    "mib": MiB,
+    "g": GiB,
+    "gib": GiB,
+    "t": TiB,
+    "tib": TiB,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
+
+
+def parse_bytes(text: str) -> int:
+    """'4096', '4KiB', '4k', '192 KiB', '1MB' -> bytes. 'k'/'m' alone are binary (as in lsblk and dd)."""
+    s = text.strip().lower().replace(" ", "")
+    i = len(s)
+    while i and not (s[i - 1].isdigit() or s[i - 1] == "."):
+        i -= 1
+    number, unit = s[:i], s[i:]
+    if unit not in _BYTE_UNITS or not number:
+        raise ValueError(f"not a size: {text!r} (use bytes, or KiB, MiB, GiB, kB, MB, GB)")
+    value = float(number) * _BYTE_UNITS[unit]
+    if value != int(value):
+        raise ValueError(f"{text!r} is not a whole number of bytes")
+    return int(value)
