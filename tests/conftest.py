@@ -1,0 +1,76 @@
+"""Shared fixtures: sparse images, loop devices (root only, skipped with the reason), referee tools."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def run(*cmd: str, input: str | None = None) -> str:
+    """Run a referee tool; fail the test with its stderr when it fails."""
+    proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def need_tool(name: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    if path is None:
+        pytest.skip(f"{name} is not installed (make test installs it)")
+    return path
+
+
+@pytest.fixture
+def sparse_image(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
+    """make(size_bytes, name='disk.img') -> a sparse file of that size."""
+
+    def make(size: int, name: str = "disk.img") -> pathlib.Path:
+        path = tmp_path / name
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return path
+
+    return make
+
+
+def _loop_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root for loop devices"
+    if shutil.which("losetup") is None:
+        return "losetup is not installed"
+    if not os.path.exists("/dev/loop-control"):
+        return "this machine has no loop devices (/dev/loop-control missing)"
+    return None
+
+
+@pytest.fixture
+def loop_device() -> Iterator[Callable[..., str]]:
+    """attach(image, sector_size=512, read_only=False) -> /dev/loopN, detached after the test."""
+    reason = _loop_reason()
+    if reason:
+        pytest.skip(reason)
+    attached: list[str] = []
+
+    def attach(image: os.PathLike[str] | str, sector_size: int = 512, read_only: bool = False) -> str:
+        cmd = ["losetup", "--find", "--show", "--partscan", "--sector-size", str(sector_size)]
+        if read_only:
+            cmd.append("--read-only")
+        proc = subprocess.run([*cmd, str(image)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"losetup could not attach a loop device: {proc.stderr.strip()}")
+        dev = proc.stdout.strip()
+        attached.append(dev)
+        return dev
+
+    yield attach
+    for dev in reversed(attached):
+        subprocess.run(["losetup", "--detach", dev], capture_output=True)
