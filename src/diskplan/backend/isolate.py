@@ -17,11 +17,34 @@ T = TypeVar("T")
 class IsolatedFailure(Exception):
     """The child died, hung, or raised: ``reason`` is one line for the user."""
 
-    def __init__(self, reason: str, *, signal_number: int | None = None, error_type: str = "") -> None:
+    def __init__(
+        self, reason: str, *, signal_number: int | None = None, error_type: str = "", timed_out: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.signal_number = signal_number
-        self.error_type = error_type
+        self.error_type = error_type  # the exception the child raised ("" when it died or hung)
+        self.timed_out = timed_out
+
+
+# A hostile table can make libparted allocate without bound; the child may use this much beyond what
+# it inherited, then allocations fail (an error or a crash, both reported) instead of the machine swapping.
+CHILD_EXTRA_MEMORY = 2 << 30
+
+
+def _limit_memory() -> None:
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            inherited = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        soft = inherited + CHILD_EXTRA_MEMORY
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (OSError, ValueError, ImportError):
+        pass  # no /proc or no limits: run unbounded, as before
 
 
 def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
@@ -34,6 +57,7 @@ def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+            _limit_memory()
             try:
                 payload = pickle.dumps(("ok", fn(*args)))
             except BaseException as exc:
@@ -54,7 +78,7 @@ def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                raise IsolatedFailure(f"gave no answer within {timeout:.0f} s")
+                raise IsolatedFailure(f"gave no answer within {timeout:g} s", timed_out=True)
             ready, _, _ = select.select([r], [], [], left)
             if not ready:
                 continue

@@ -8,13 +8,15 @@ Callers read through ``backend.reader`` (a forked child) so a libparted crash ca
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import _ped
 import parted
 
-from diskplan.backend.rawtable import gpt_types, msdos_types
+from diskplan.backend.gptcheck import GptState, check_gpt
+from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -48,6 +50,16 @@ def _handler(kind: int, options: int, message: str) -> int:
     return _ped.EXCEPTION_RESOLVE_CANCEL
 
 
+def _read_handler(kind: int, options: int, message: str) -> int:
+    """While only reading: Ignore when offered, else OK ("the primary appears OK, so that will be used"),
+    else No (never "Fix": nothing is committed, but the user should see the table as it is)."""
+    _messages.append(" ".join(message.split()))
+    for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
+        if options & answer:
+            return answer
+    return _ped.EXCEPTION_RESOLVE_CANCEL
+
+
 @contextmanager
 def answering(handler=_handler) -> Iterator[list[str]]:  # type: ignore[no-untyped-def]
     """Install our handler for the duration; yields the list that collects libparted's messages."""
@@ -59,13 +71,17 @@ def answering(handler=_handler) -> Iterator[list[str]]:  # type: ignore[no-untyp
         _ped.register_exn_handler(_handler)
 
 
-def _raw_types(path: str, label: str, sector: int) -> dict[int, str]:
+def _raw_types(path: str, label: str, sector: int, gpt: GptState | None) -> dict[int, str]:
     """Type GUIDs and MBR ids straight from the table: libparted 3.5 cannot report them."""
     try:
         if label == "gpt":
-            return gpt_types(path, sector)
+            good = gpt.good if gpt else None
+            return {e.number: e.type_guid for e in good.entries} if good else {}
         if label == "msdos":
-            return {n: f"0x{t:02x}" for n, t in msdos_types(path, sector).items()}
+            layout = mbr_layout(path, sector, 1 << 62)
+            if layout is None:
+                return {}
+            return {p.number: f"0x{p.type_id:02x}" for p in (*layout.primaries, *layout.logicals)}
     except OSError:
         pass
     return {}
@@ -101,18 +117,11 @@ def _partition(part: parted.Partition, disk: parted.Disk, types: dict[int, str])
     )
 
 
-def _gpt_usable(path: str, geom: Geometry) -> tuple[int, int]:
-    """First and last usable LBA from the primary GPT header (libparted does not expose them)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(geom.logical)
-            header = f.read(92)
-        first = int.from_bytes(header[40:48], "little")
-        last = int.from_bytes(header[48:56], "little")
-        if header[:8] == b"EFI PART" and 0 < first <= last < geom.sectors:
-            return first, last
-    except OSError:
-        pass
+def _gpt_usable(gpt: GptState | None, geom: Geometry) -> tuple[int, int]:
+    """First and last usable LBA from the good GPT header (libparted does not expose them)."""
+    good = gpt.good if gpt else None
+    if good is not None and good.header is not None and 0 < good.header.first_usable <= good.header.last_usable:
+        return good.header.first_usable, good.header.last_usable
     entries = gpt_entry_sectors(geom)
     return 2 + entries, geom.sectors - 2 - entries
 
@@ -155,9 +164,20 @@ def _probe_filesystem(device: parted.Device) -> str:
         return ""
 
 
+def _no_label(device: parted.Device) -> bool:
+    """True when libparted recognises no label at all (asked before newDisk, which would report it as
+    an error indistinguishable from a damaged table)."""
+    try:
+        device.getPedDevice().disk_probe()
+    except (_ped.IOException, _ped.PartedException, _ped.DiskException):
+        return True
+    return False
+
+
 def read_disk(path: str) -> Disk:
-    """Read ``path`` (image file or block device). Raises BackendError with a one-line reason."""
-    with answering() as messages:
+    """Read ``path`` (image file or block device). Raises BackendError with a one-line reason.
+    Run it in a child (backend.reader): some tables crash libparted."""
+    with answering(_read_handler) as messages:
         try:
             device = parted.getDevice(path)
         except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
@@ -171,94 +191,63 @@ def read_disk(path: str) -> Disk:
         )
         if device.length <= 0:
             raise BackendError(f"{path} is empty: no sectors to hold a table")
+        if _no_label(device):
+            fs = _probe_filesystem(device)
+            messages.clear()  # "unrecognised disk label" is what no table means, not a message
+            return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs)
         try:
             disk = parted.newDisk(device)
-        except _ped.DiskLabelException:
-            fs = _probe_filesystem(device)
-            return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
-        except (_ped.PartedException, _ped.IOException, _ped.DiskException) as exc:
+        except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
             reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
-            raise BackendError(f"libparted could not read the table on {path}: {reason}") from exc
+            raise BackendError(f"libparted refused it: {reason}") from exc
         label = disk.type
+        if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
+            fs = next((p.fileSystem.type for p in disk.partitions if p.fileSystem), "") or _probe_filesystem(device)
+            return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
+        gpt = check_gpt(path, geom.logical, geom.sectors) if label == "gpt" else None
         if label == "gpt":
-            first, last = _gpt_usable(path, geom)
+            first, last = _gpt_usable(gpt, geom)
         elif label == "msdos":
             first, last = 1, min(geom.sectors, MBR_LIMIT_SECTORS) - 1
         else:
             first, last = 0, geom.sectors - 1
-        types = _raw_types(path, label, geom.logical)
+        types = _raw_types(path, label, geom.logical, gpt)
         parts = tuple(sorted((_partition(p, disk, types) for p in disk.partitions), key=lambda p: (p.start, p.number)))
         read_only = ""
         if label not in WRITABLE_LABELS:
             read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
+        max_parts = 4
+        if label == "gpt":
+            good = gpt.good if gpt else None
+            max_parts = good.header.entry_count if good and good.header else 128
         table = Table(
             label=label,
             first_usable=first,
             last_usable=last,
             partitions=parts,
             metadata=_regions(disk, label, geom, first, last),
-            max_partitions=128 if label == "gpt" else 4,  # maxSupportedPartitionCount aborts in 3.5
+            max_partitions=max_parts,  # maxSupportedPartitionCount aborts in 3.5
             read_only=read_only,
         )
         return Disk(geom, table, path, messages=tuple(messages))
 
 
 # --- writing ---------------------------------------------------------------------------------------
+# The plan reaches libparted as: a label, whether to start from an empty table (``fresh``), the current
+# partitions to delete (by extent: msdos renumbers logical partitions), the partitions to create (exact
+# extent and number) and kept partitions whose name, type or flags change. Kept partitions are never
+# deleted and re-added, so their GUIDs, attributes and data stay as they are.
 
-
-def _set_type(part: parted.Partition, p: Partition) -> None:
-    """libparted 3.5 sets a type GUID / MBR id only through a flag or a filesystem type."""
-    t = ptypes.lookup(p.type) if p.type else None
-    if t is None or p.role is Role.EXTENDED:
-        return
-    if t.fs:
-        part.system = parted.fileSystemType[t.fs]
-    if t.flag:
-        code = _flag_code(t.flag)
-        if code is not None and part.isFlagAvailable(code):
-            part.setFlag(code)
-
-
-def build_disk(device: parted.Device, label: str, partitions: tuple[Partition, ...], fresh: bool) -> parted.Disk:
-    """A parted Disk in memory holding exactly ``partitions`` (states other than DELETE)."""
-    if fresh:
-        disk = parted.freshDisk(device, label)
-    else:
-        disk = parted.newDisk(device)
-        if disk.type != label:
-            disk = parted.freshDisk(device, label)
-    if disk.isFlagAvailable(parted.DISK_CYLINDER_ALIGNMENT):
-        disk.unsetFlag(parted.DISK_CYLINDER_ALIGNMENT)  # otherwise msdos snaps partitions to cylinders
-    wanted = {p.number: p for p in partitions if p.state is not State.DELETE}
-    existing = {p.number: p for p in disk.partitions}
-    # Delete what the plan drops or moved (logical ones first: they live inside the extended one).
-    for number in sorted(existing, reverse=True):
-        part = existing[number]
-        keep = wanted.get(number)
-        if keep is None or (keep.start, keep.end) != (part.geometry.start, part.geometry.end):
-            disk.deletePartition(part)
-    present = {p.number for p in disk.partitions}
-    order = sorted(
-        (p for p in wanted.values() if p.number not in present),
-        key=lambda p: (p.role is Role.LOGICAL, p.start),
-    )
-    for p in order:
-        kind = {
-            Role.PRIMARY: parted.PARTITION_NORMAL,
-            Role.EXTENDED: parted.PARTITION_EXTENDED,
-            Role.LOGICAL: parted.PARTITION_LOGICAL,
-        }[p.role]
-        geometry = parted.Geometry(device=device, start=p.start, end=p.end)
-        part = parted.Partition(disk=disk, type=kind, geometry=geometry)
-        disk.addPartition(part, parted.Constraint(exactGeom=geometry))
-        _set_type(part, p)
-        if p.name and disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME):
-            part.name = p.name
-        for flag in p.flags:
-            code = _flag_code(flag)
-            if code is not None and part.isFlagAvailable(code):
-                part.setFlag(code)
-    return disk
+_PED_ERRORS: tuple[type[BaseException], ...] = tuple(
+    v for k, v in vars(_ped).items() if k.endswith("Exception") and isinstance(v, type) and issubclass(v, Exception)
+)
+_KIND = {
+    Role.PRIMARY: parted.PARTITION_NORMAL,
+    Role.EXTENDED: parted.PARTITION_EXTENDED,
+    Role.LOGICAL: parted.PARTITION_LOGICAL,
+}
+# Flags that choose a partition's type in libparted 3.5: cleared before another type is set.
+_TYPE_FLAGS = frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
 
 
 def _flag_code(name: str) -> int | None:
@@ -268,18 +257,295 @@ def _flag_code(name: str) -> int | None:
     return None
 
 
-def write_table(path: str, label: str, partitions: tuple[Partition, ...], *, fresh: bool = True) -> None:
-    """Write ``partitions`` to ``path`` in one commit, exactly where they are (no snapping by libparted)."""
+def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
+    """libparted 3.5 sets a type GUID / MBR id only through a flag or a filesystem type; refuse a type
+    it cannot express rather than write a different one."""
+    if not p.type or p.role is Role.EXTENDED:
+        return
+    t = ptypes.lookup(p.type)
+    if t is None or (label == "gpt" and t.gpt is None) or (label == "msdos" and t.mbr is None) or not (t.fs or t.flag):
+        raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
+    flag = _flag_code(t.flag) if t.flag else None
+    if t.fs is None and (flag is None or not part.isFlagAvailable(flag)):
+        raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
+    for name in part.getFlagsAsString().split(", "):
+        code = _flag_code(name) if name in _TYPE_FLAGS and name != "boot" else None
+        if code is not None:
+            part.unsetFlag(code)
+    if t.fs:
+        part.system = parted.fileSystemType[t.fs]
+    if flag is not None and part.isFlagAvailable(flag):
+        part.setFlag(flag)
+
+
+def _set_attributes(disk: parted.Disk, part: parted.Partition, p: Partition, label: str) -> None:
+    if p.role is not Role.EXTENDED:
+        _set_type(part, p, label)
+    if disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME) and (p.name or part.name):
+        part.name = p.name
+    for flag in p.flags:
+        if flag in _TYPE_FLAGS and not (label == "msdos" and flag == "boot"):
+            continue  # the type decides these (GPT "boot" means ESP in libparted)
+        code = _flag_code(flag)
+        if code is None or not part.isFlagAvailable(code):
+            raise BackendError(f"libparted has no {flag!r} flag for partition {p.number} on {label}")
+        part.setFlag(code)
+    if "boot" not in p.flags and "boot" in part.getFlagsAsString().split(", ") and label == "msdos":
+        part.unsetFlag(parted.PARTITION_BOOT)
+
+
+def _at(disk: parted.Disk, start: int, end: int) -> parted.Partition | None:
+    return next((q for q in disk.partitions if (q.geometry.start, q.geometry.end) == (start, end)), None)
+
+
+def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: Role) -> parted.Partition:
+    geometry = parted.Geometry(device=device, start=start, end=end)
+    part = parted.Partition(disk=disk, type=_KIND[role], geometry=geometry)
+    try:
+        disk.addPartition(part, parted.Constraint(exactGeom=geometry))
+    except _PED_ERRORS as exc:
+        reason = " ".join(str(exc).split())
+        raise BackendError(f"libparted cannot place a partition at {start}..{end}: {reason}") from exc
+    return part
+
+
+def _spare_sectors(disk: parted.Disk, avoid: list[Extent]) -> Iterator[int]:
+    """Free sectors (outside any extended partition) that no planned partition will use."""
+    for free in disk.getFreeSpacePartitions():
+        if free.type & parted.PARTITION_LOGICAL:
+            continue
+        for lba in range(free.geometry.start, free.geometry.end + 1):
+            if not any(e.contains(lba) for e in avoid):
+                yield lba
+
+
+def _add_numbered(
+    disk: parted.Disk, device: parted.Device, p: Partition, label: str, spare: Iterator[int]
+) -> parted.Partition:
+    """libparted gives a new partition the lowest free number and pyparted cannot set one: fill the
+    lower free numbers with one-sector placeholders, add, then drop the placeholders."""
+    placeholders = []
+    used = {q.number for q in disk.partitions if q.number > 0}
+    for number in range(1, p.number):
+        if number in used:
+            continue
+        lba = next(spare, None)
+        if lba is None:
+            raise BackendError(f"no free sector to keep number {number} free while creating partition {p.number}")
+        placeholders.append(_add(disk, device, lba, lba, Role.PRIMARY))
+    part = _add(disk, device, p.start, p.end, p.role)
+    for q in placeholders:
+        disk.deletePartition(q)
+    if part.number != p.number:
+        raise BackendError(f"libparted numbered the partition at {p.start}..{p.end} {part.number}, not {p.number}")
+    return part
+
+
+def build_disk(
+    device: parted.Device,
+    label: str,
+    *,
+    fresh: bool,
+    delete: tuple[Extent, ...] = (),
+    create: tuple[Partition, ...] = (),
+    change: tuple[Partition, ...] = (),
+) -> parted.Disk:
+    """The new table as a parted Disk in memory; nothing is written. Raises BackendError when libparted
+    cannot hold the plan exactly (a partition it would move, a number or type it cannot give)."""
+    if fresh:
+        disk = parted.freshDisk(device, label)
+    else:
+        disk = parted.newDisk(device)
+        if disk.type != label:
+            raise BackendError(f"the disk holds a {disk.type} table, not {label}: a new label must start empty")
+    if disk.isFlagAvailable(parted.DISK_CYLINDER_ALIGNMENT):
+        disk.unsetFlag(parted.DISK_CYLINDER_ALIGNMENT)  # otherwise msdos snaps partitions to cylinders
+    order = {Role.LOGICAL: 0, Role.PRIMARY: 1, Role.EXTENDED: 2}  # logical ones live inside the extended one
+    doomed = [_at(disk, e.start, e.end) for e in delete]
+    for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_role(q)]):
+        disk.deletePartition(part)
+    if None in doomed:
+        missing = [f"{e.start}..{e.end}" for e, q in zip(delete, doomed, strict=True) if q is None]
+        raise BackendError(f"no partition to delete at {', '.join(missing)}: the disk changed since it was read")
+    for p in change:
+        part = _at(disk, p.start, p.end)
+        if part is None:
+            raise BackendError(f"partition {p.number} is no longer at {p.start}..{p.end}")
+        _set_attributes(disk, part, p, label)
+    avoid = [p.extent for p in create]
+    spare = _spare_sectors(disk, avoid)
+    for p in sorted(create, key=lambda p: (p.role is Role.LOGICAL, p.number)):
+        if p.role is Role.LOGICAL:
+            part = _add(disk, device, p.start, p.end, p.role)
+            if part.number != p.number:
+                got = part.number
+                raise BackendError(f"libparted numbered the logical partition at {p.start} {got}, not {p.number}")
+        else:
+            part = _add_numbered(disk, device, p, label, spare)
+        _set_attributes(disk, part, p, label)
+    return disk
+
+
+def placed(disk: parted.Disk) -> tuple[Partition, ...]:
+    """Number, extent and role of every partition in the in-memory table."""
+    parts = (Partition(q.number, q.geometry.start, q.geometry.end, role=_role(q)) for q in disk.partitions)
+    return tuple(sorted(parts, key=lambda p: p.number))
+
+
+def table_sectors(disk: parted.Disk) -> tuple[Extent, ...]:
+    """The sectors a commit of ``disk`` writes: MBR or protective MBR, GPT headers and entry arrays,
+    and for msdos every EBR (libparted puts each one at the start of the gap before its partition)."""
+    n, ss = disk.device.length, disk.device.sectorSize
+    if disk.type == "gpt":
+        entries = -(-128 * 128 // ss)
+        return (Extent(0, 1 + entries), Extent(n - 1 - entries, n - 1))
+    out = [Extent(0, 0)]
+    ext = disk.getExtendedPartition()
+    if ext is not None:
+        out.append(Extent(ext.geometry.start, ext.geometry.start))
+    prev = None
+    part = disk.getFirstPartition()
+    while part is not None:
+        real = not part.type & (parted.PARTITION_METADATA | parted.PARTITION_FREESPACE)
+        if part.type & parted.PARTITION_LOGICAL and real and prev is not None:
+            out.append(Extent(prev.geometry.start, prev.geometry.start))
+        prev = part
+        part = part.nextPartition()
+    return tuple(sorted(set(out)))
+
+
+def preview_table(
+    path: str,
+    label: str,
+    *,
+    fresh: bool,
+    delete: tuple[Extent, ...] = (),
+    create: tuple[Partition, ...] = (),
+    change: tuple[Partition, ...] = (),
+) -> tuple[tuple[Partition, ...], tuple[Extent, ...], tuple[str, ...]]:
+    """Build the new table in memory only: what libparted would write (partitions as placed, sectors
+    written, its messages). Run it in a child (backend.isolate)."""
     with answering() as messages:
         try:
             device = parted.getDevice(path)
-            disk = build_disk(device, label, partitions, fresh)
-            got = {p.number: (p.geometry.start, p.geometry.end) for p in disk.partitions}
-            want = {p.number: (p.start, p.end) for p in partitions if p.state is not State.DELETE}
-            if sorted(got.values()) != sorted(want.values()):
-                placed, planned = sorted(got.values()), sorted(want.values())
-                raise BackendError(f"libparted placed partitions at {placed}, not {planned}")
+            disk = build_disk(device, label, fresh=fresh, delete=delete, create=create, change=change)
+            return placed(disk), table_sectors(disk), tuple(messages)
+        except _PED_ERRORS as exc:
+            detail = " ".join(str(exc).split()) or (messages[-1] if messages else "")
+            raise BackendError(f"libparted cannot build this table: {detail}") from exc
+
+
+def _device_size(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def commit_table(
+    path: str,
+    label: str,
+    *,
+    fresh: bool,
+    delete: tuple[Extent, ...] = (),
+    create: tuple[Partition, ...] = (),
+    change: tuple[Partition, ...] = (),
+    sectors: int,
+    sector_size: int,
+    expect: tuple[Partition, ...] | None = None,
+    after_write: Callable[[], None] | None = None,
+) -> tuple[bool, str, tuple[str, ...]]:
+    """Write the new table with one libparted commit, then tell the kernel (block devices only).
+
+    Returns (kernel told, why not, libparted's messages). Raises BackendError, having written nothing,
+    when the device is not the one that was read (``sectors``/``sector_size``), or when libparted would
+    place anything other than ``expect``. ``after_write`` runs between the write and the kernel update
+    (tests inject faults there). Run it in a child (backend.isolate)."""
+    with answering() as messages:
+        try:
+            size = _device_size(path)
+        except OSError as exc:
+            raise BackendError(f"{path} is gone: {exc.strerror}") from exc
+        if size != sectors * sector_size:
+            was = sectors * sector_size
+            raise BackendError(f"{path} now has {size} bytes, not the {was} that were read: it vanished or changed")
+        try:
+            device = parted.getDevice(path)
+            if (device.length, device.sectorSize) != (sectors, sector_size):
+                raise BackendError(f"{path} changed: {device.length} sectors of {device.sectorSize} B")
+            disk = build_disk(device, label, fresh=fresh, delete=delete, create=create, change=change)
+            if expect is not None and placed(disk) != expect:
+                raise BackendError("libparted would not place the partitions exactly as planned; nothing written")
+            boot_code = b""
+            if label == "msdos" and not fresh:
+                with open(path, "rb") as f:
+                    boot_code = f.read(446)
+            disk.commitToDevice()
+        except _PED_ERRORS as exc:
+            detail = " ".join(str(exc).split()) or (messages[-1] if messages else "")
+            raise BackendError(f"libparted could not write {path}: {detail}") from exc
+        if boot_code:
+            _keep_boot_code(path, boot_code)
+        if after_write is not None:
+            after_write()
+        if device.type == parted.DEVICE_FILE:
+            return True, "", tuple(messages)
+        before = len(messages)
+        try:
+            told = bool(disk.commitToOS())
+        except _PED_ERRORS as exc:
+            told = False
+            messages.append(" ".join(str(exc).split()))
+        why = " ".join(messages[before:]) if not told else ""
+        return told, why, tuple(messages)
+
+
+def _keep_boot_code(path: str, old: bytes) -> None:
+    """libparted 3.5 replaces an msdos boot area that starts with a zero byte with its own boot code and
+    a new random disk identifier, which changes every kept partition's PARTUUID. Put the old one back."""
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        if os.pread(fd, len(old), 0) != old:
+            os.pwrite(fd, old, 0)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def inform_kernel(path: str) -> tuple[bool, str]:
+    """Make the kernel's partition list match the table now on ``path`` (after a restore): libparted's
+    commitToOS adds, resizes and removes partitions one by one (BLKPG). An empty list when there is no
+    table. Returns (told, why not)."""
+    with answering() as messages:
+        try:
+            device = parted.getDevice(path)
+            if device.type == parted.DEVICE_FILE:
+                return True, ""
+            try:
+                disk = parted.newDisk(device)
+            except _PED_ERRORS:
+                disk = parted.freshDisk(device, "loop")  # no table: libparted's "loop" label has no partitions
+            if disk.commitToOS():
+                return True, ""
+        except _PED_ERRORS as exc:
+            messages.append(" ".join(str(exc).split()))
+        return False, " ".join(messages) or "libparted could not update the kernel's partition list"
+
+
+def write_table(path: str, label: str, partitions: tuple[Partition, ...]) -> None:
+    """Write ``partitions`` to ``path`` on an empty ``label`` table in one commit, exactly where they are
+    (for fixtures and demos: no backup, no checks; the user path is backend.commit)."""
+    live = tuple(p for p in partitions if p.state is not State.DELETE)
+    with answering() as messages:
+        try:
+            device = parted.getDevice(path)
+            disk = build_disk(device, label, fresh=True, create=live)
+            got = sorted((p.geometry.start, p.geometry.end) for p in disk.partitions)
+            want = sorted((p.start, p.end) for p in live)
+            if got != want:
+                raise BackendError(f"libparted placed partitions at {got}, not {want}")
             disk.commit()
-        except _ped.PartedException as exc:
+        except _PED_ERRORS as exc:
             detail = " ".join(str(exc).split()) or (messages[-1] if messages else "")
             raise BackendError(f"libparted refused to write {path}: {detail}") from exc

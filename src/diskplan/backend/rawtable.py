@@ -154,3 +154,172 @@ def gpt_types(path: str, sector: int) -> dict[int, str]:
     except OSError:
         return {}
     return {e.number: e.type_guid for e in parse_gpt_entries(raw, header.entry_count, header.entry_size)}
+
+
+def read_bytes(path: str, offset: int, count: int) -> bytes:
+    """``count`` bytes at ``offset``, fewer (or none) past the end of the file: never raises for that."""
+    if offset < 0 or count <= 0:
+        return b""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(count)
+
+
+# --- MBR and the EBR chain ----------------------------------------------------------------------------
+
+EXTENDED_IDS = (0x05, 0x0F, 0x85)
+PROTECTIVE_ID = 0xEE
+
+
+@dataclass(frozen=True)
+class MbrPartition:
+    number: int  # 1..4 primary, 5.. logical
+    type_id: int
+    start: int  # absolute LBA
+    size: int
+    boot: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size - 1
+
+
+@dataclass(frozen=True)
+class MbrLayout:
+    primaries: tuple[MbrPartition, ...]
+    logicals: tuple[MbrPartition, ...]
+    missing_ebr: tuple[tuple[int, int], ...] = ()  # (extended partition number, LBA without an EBR)
+    chain_problems: tuple[tuple[int, str], ...] = ()  # (extended partition number, what is wrong)
+
+
+def mbr_layout(path: str, sector: int, sectors: int, max_logical: int = 256) -> MbrLayout | None:
+    """The MBR's primary entries and the logical partitions of its extended one, with what is wrong in
+    the EBR chain. None when sector 0 has no 0x55AA signature. Bounded: a looping chain stops."""
+    entries = mbr_entries(read_bytes(path, 0, sector))
+    if not entries:
+        return None
+    primaries = tuple(
+        MbrPartition(e.index + 1, e.type_id, e.start, e.size, e.boot) for e in entries if e.type_id and e.size
+    )
+    logicals: list[MbrPartition] = []
+    missing: list[tuple[int, int]] = []
+    problems: list[tuple[int, str]] = []
+    for ext in (p for p in primaries if p.type_id in EXTENDED_IDS):
+        if logicals or missing or problems:
+            problems.append((ext.number, "a second extended partition (only one is allowed)"))
+            break
+        ebr, seen = ext.start, set()
+        while True:
+            if ebr in seen:
+                problems.append((ext.number, f"the chain loops back to the EBR at LBA {ebr}"))
+                break
+            if len(seen) >= max_logical:
+                problems.append((ext.number, f"more than {max_logical} logical partitions"))
+                break
+            if not ext.start <= ebr <= ext.end or ebr >= sectors:
+                problems.append((ext.number, f"an EBR link points to LBA {ebr}, outside the extended partition"))
+                break
+            seen.add(ebr)
+            links = mbr_entries(read_bytes(path, ebr * sector, sector))
+            if not links:
+                if ebr == ext.start:
+                    missing.append((ext.number, ebr))
+                else:
+                    problems.append((ext.number, f"the EBR at LBA {ebr} has no 0x55AA signature"))
+                break
+            first, nxt = links[0], links[1]
+            if first.type_id and first.size:
+                logicals.append(MbrPartition(5 + len(logicals), first.type_id, ebr + first.start, first.size))
+            if not nxt.type_id or not nxt.start:
+                break
+            ebr = ext.start + nxt.start
+    return MbrLayout(primaries, tuple(logicals), tuple(missing), tuple(problems))
+
+
+def is_hybrid_mbr(layout: MbrLayout) -> bool:
+    """A protective 0xEE entry next to real ones (Boot Camp, gptsync, gdisk's hybrid MBRs)."""
+    ids = [p.type_id for p in layout.primaries]
+    return PROTECTIVE_ID in ids and any(t != PROTECTIVE_ID for t in ids)
+
+
+# --- Apple Partition Map ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApmEntry:
+    number: int  # the entry's index in the map, from 1 (what libblkid, parted and pdisk number)
+    start: int  # in the map's blocks (the driver descriptor's block size), not in sectors
+    count: int
+    name: str
+    type: str
+
+
+def _cstr(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("latin-1")
+
+
+def apm_block_size(sector0: bytes) -> int:
+    """The driver descriptor's block size ("ER" signature), 0 when there is none."""
+    if len(sector0) < 4 or sector0[:2] != b"ER":
+        return 0
+    size = int.from_bytes(sector0[2:4], "big")
+    return size if size in (512, 1024, 2048, 4096) else 0
+
+
+def apm_entries(path: str, max_entries: int = 256) -> tuple[int, list[ApmEntry]]:
+    """(block size, map entries) of an Apple Partition Map; starts and counts in bytes / block size.
+    Entry i lives at byte i × block size; every entry says how many entries the map has."""
+    block = apm_block_size(read_bytes(path, 0, 512)) or 512
+    out: list[ApmEntry] = []
+    count = 1
+    i = 1
+    while i <= min(count, max_entries):
+        raw = read_bytes(path, i * block, 512)
+        if len(raw) < 88 or raw[:2] != b"PM":
+            break
+        if i == 1:
+            count = int.from_bytes(raw[4:8], "big")
+        out.append(
+            ApmEntry(
+                i,
+                int.from_bytes(raw[8:12], "big"),
+                int.from_bytes(raw[12:16], "big"),
+                _cstr(raw[16:48]),
+                _cstr(raw[48:80]),
+            )
+        )
+        i += 1
+    return block, out
+
+
+# --- BSD disklabel ------------------------------------------------------------------------------------
+
+BSD_MAGIC = 0x82564557
+BSD_LABEL_OFFSETS = (512, 64)  # i386 puts it in sector 1; some ports at byte 64 of sector 0
+
+
+@dataclass(frozen=True)
+class BsdPartition:
+    number: int  # slot index + 1 (a=1, b=2, c=3, ...), as sfdisk numbers them
+    start: int
+    size: int
+    fstype: int
+
+
+def bsd_label(path: str) -> tuple[int, list[BsdPartition]] | None:
+    """(offset of the label, used slots) of a stand-alone BSD disklabel, or None."""
+    for off in BSD_LABEL_OFFSETS:
+        raw = read_bytes(path, off, 148 + 16 * 22)
+        if len(raw) < 148 or int.from_bytes(raw[0:4], "little") != BSD_MAGIC:
+            continue
+        if int.from_bytes(raw[132:136], "little") != BSD_MAGIC:
+            continue
+        n = min(int.from_bytes(raw[138:140], "little"), 22, (len(raw) - 148) // 16)
+        parts = []
+        for i in range(n):
+            e = raw[148 + 16 * i : 164 + 16 * i]
+            size, start, fstype = int.from_bytes(e[0:4], "little"), int.from_bytes(e[4:8], "little"), e[12]
+            if size and fstype:  # fstype 0 is "unused" (the whole-disk slot c is usually that)
+                parts.append(BsdPartition(i + 1, start, size, fstype))
+        return off, parts
+    return None

@@ -1,13 +1,38 @@
-"""Read a disk where a libparted crash cannot hurt us: in a forked child, with a deadline."""
+"""Read a disk so that no table can hurt the planner, and say everything odd about it.
+
+libparted reads the table in a forked child with a deadline (backend.isolate): it crashes (SIGSEGV) on
+some truncated tables. Around that, pure-Python checks in this process: the size and sector size, both
+GPT copies and their CRCs, hybrid MBRs, the EBR chain, filesystems on the whole disk, labels libparted
+cannot read, a GPT written with another sector size. When libparted fails, diskplan's own parsers show
+what they can, read-only.
+
+Contract: ``read`` returns a Disk whenever the target has at least one sector, with its geometry, so the
+planner can always offer a new label; what went wrong is in ``Disk.findings`` (codes in
+model.tablefindings; ``unreadable-table`` when libparted could not read it) and ``Table.read_only``.
+It raises ReadError only when there is nothing to plan on: the target cannot be opened, or is smaller
+than one sector.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from diskplan.backend import gptcheck, hybrid, probe, rawtable
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
+from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.findings import Finding
+from diskplan.model.geometry import Geometry
+from diskplan.model.repair import GptRepair
+from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table
+from diskplan.model.units import MiB
+
+SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 
 
 class ReadError(Exception):
-    """The table could not be read (safely): ``str(exc)`` is one line for the user."""
+    """Nothing to plan on (cannot open, or smaller than one sector): ``str(exc)`` is one line."""
 
 
 def _read(path: str) -> Disk:
@@ -16,10 +41,296 @@ def _read(path: str) -> Disk:
     return read_disk(path)
 
 
+def _failure_reason(exc: IsolatedFailure) -> str:
+    if exc.signal_number is not None:
+        return exc.reason  # "libparted crashed (SIGSEGV)"
+    if exc.timed_out:
+        return f"libparted {exc.reason}"
+    if exc.error_type == "BackendError":
+        return exc.reason
+    return f"the reader failed ({exc.error_type}: {exc.reason})"
+
+
 def read(path: str, timeout: float = 30.0) -> Disk:
     try:
-        return run_isolated(_read, path, timeout=timeout)
+        facts = probe.device_facts(path)
+    except OSError as exc:
+        raise ReadError(f"cannot open it: {exc.strerror or exc}") from exc
+    if facts.sectors == 0:
+        what = "empty (0 bytes)" if facts.size_bytes == 0 else f"{facts.size_bytes} B, less than one sector"
+        raise ReadError(f"it is {what}: there is nothing to read and no room for a table")
+    try:
+        disk: Disk | None = run_isolated(_read, path, timeout=timeout)
+        failure = ""
     except IsolatedFailure as exc:
-        if exc.signal_number is not None:
-            raise ReadError(f"this table could not be read safely: {exc.reason}") from exc
-        raise ReadError(exc.reason) from exc
+        disk, failure = None, _failure_reason(exc)
+    return _Survey(path, facts).finish(disk, failure)
+
+
+class _Survey:
+    """The checks that run in this process around libparted's answer, collecting findings."""
+
+    def __init__(self, path: str, facts: probe.DeviceFacts) -> None:
+        self.path = path
+        self.facts = facts
+        self.findings: list[Finding] = []
+        self.read_only: list[str] = []
+        self.views: tuple[Table, ...] = ()
+        self.repair: GptRepair | None = None
+        self.filesystem = ""
+        self.libparted_was_wrong = False  # its messages are about a table that is not there
+
+    # --- the pieces -----------------------------------------------------------------------------------
+
+    def finish(self, disk: Disk | None, failure: str) -> Disk:
+        f = self.facts
+        if disk is None:
+            geom = Geometry(sectors=f.sectors, logical=f.logical, physical=f.physical, path=self.path)
+            disk = Disk(geom, Table(None, 0, f.sectors - 1), self.path)
+        geom = disk.geometry
+        if f.remainder:
+            self.findings.append(tf.size_not_sector_multiple(f.size_bytes, geom.logical))
+        if geom.size_bytes < MiB:
+            self.findings.append(tf.tiny_disk(geom.sectors, geom.logical))
+        gpt = gptcheck.check_gpt(self.path, geom.logical, geom.sectors)
+        mbr = rawtable.mbr_layout(self.path, geom.logical, geom.sectors)
+        table = disk.table
+        self.filesystem = disk.filesystem
+        if failure:
+            table = self._salvage(geom, gpt, mbr, failure)
+        elif table.label is None:
+            table = self._no_label(geom)
+        elif table.label == "msdos" and not table.partitions:
+            table = self._superfloppy(geom, table)
+        elif table.label == "mac":
+            table = self._apm(geom) or table
+        if table.label == "gpt" and gpt is not None:
+            self._gpt(geom, gpt, table)
+        if table.label == "gpt" and mbr is not None and rawtable.is_hybrid_mbr(mbr):
+            self.views = (hybrid.mbr_view(mbr, geom.sectors),)
+            self.findings.append(tf.hybrid_mbr(hybrid.describe_views(mbr, table.partitions)))
+            self.read_only.append("a hybrid MBR would be replaced by a protective one if this table were written")
+        if table.label == "msdos" and mbr is not None and not failure:
+            self._ebr_chain(mbr)
+        if table.label is not None and table.partitions:
+            sniffed = probe.sniff_filesystem(self.path, f.size_bytes)
+            if sniffed == "iso9660":
+                self.findings.append(tf.hybrid_iso(sniffed))
+        self._unsafe_to_write(geom, table)
+        if self.read_only:
+            reasons = [r for r in (table.read_only, *self.read_only) if r]
+            table = replace(table, read_only="; ".join(dict.fromkeys(reasons)))
+        return replace(
+            disk,
+            table=table,
+            messages=() if self.libparted_was_wrong else _uncovered(disk.messages, self.findings, table, geom),
+            filesystem=self.filesystem if table.label is None else "",
+            findings=(*disk.findings, *self.findings),
+            views=self.views,
+            repair=self.repair,
+        )
+
+    def _salvage(
+        self, geom: Geometry, gpt: gptcheck.GptState | None, mbr: rawtable.MbrLayout | None, failure: str
+    ) -> Table:
+        """libparted crashed, hung or refused: show what diskplan's own parsers can, read-only."""
+        reason = f"{tf.UNSAFE_PREFIX}: {failure}"
+        self.read_only.append(reason)
+        good = gpt.good if gpt else None
+        fs = probe.sniff_filesystem(self.path, self.facts.size_bytes)
+        table: Table | None = None
+        recovered = ""
+        if good is not None:
+            table, recovered = gptcheck.gpt_table(good, geom.sectors, reason), f"the {good.which} GPT"
+        elif (apm := self._apm(geom)) is not None:
+            table, recovered = apm, "the Apple Partition Map"
+        elif (bsd := self._bsd(geom)) is not None:
+            table, recovered = bsd, "the BSD disklabel"
+        elif fs in SUPERFLOPPY_FS:
+            self.filesystem = fs
+        elif mbr is not None and mbr.primaries:
+            table, recovered = _mbr_table(mbr, geom), "the MBR"
+        self.findings.append(tf.unreadable(failure, recovered))
+        if table is None:
+            return Table(None, 0, geom.sectors - 1, read_only=reason)
+        return table
+
+    def _no_label(self, geom: Geometry) -> Table:
+        """libparted found no label: a table it cannot read, a GPT of another sector size, a filesystem,
+        or really nothing."""
+        empty = Table(None, 0, geom.sectors - 1)
+        other = probe.other_sector_size(self.path, geom.logical)
+        if other:
+            self.findings.append(tf.sector_size_mismatch(other, geom.logical))
+            self.read_only.append(f"the table was written with {other} B sectors")
+            return empty
+        bsd = self._bsd(geom)
+        if bsd is not None:
+            return bsd
+        foreign = probe.sniff_foreign_label(self.path)
+        if foreign is not None:
+            kind, where = foreign
+            self.findings.append(tf.unknown_label(kind, where))
+            self.read_only.append(f"a {kind} label diskplan cannot read is on this disk")
+            return empty
+        apm = self._apm(geom)
+        if apm is not None:
+            return apm
+        self.filesystem = probe.sniff_filesystem(self.path, self.facts.size_bytes) or self.filesystem
+        return empty
+
+    def _superfloppy(self, geom: Geometry, table: Table) -> Table:
+        """An "msdos" table with no partitions whose sector 0 is really a FAT/NTFS/exFAT boot sector."""
+        fs = probe.sniff_filesystem(self.path, self.facts.size_bytes)
+        if fs in SUPERFLOPPY_FS:
+            self.filesystem = fs
+            self.libparted_was_wrong = True
+            return Table(None, 0, geom.sectors - 1)
+        return table
+
+    def _apm(self, geom: Geometry) -> Table | None:
+        """The Apple Partition Map, converted from its own block size to our sectors (libparted 3.5 reads
+        2048 B APM blocks on 512 B sectors as if they were sectors: every offset 4x too small)."""
+        block, entries = rawtable.apm_entries(self.path)
+        if not entries or block < geom.logical:
+            return None
+        k = block // geom.logical
+        parts, meta = [], [Region("metadata", Extent(0, k - 1), "driver descriptor")]
+        for e in entries:
+            if e.count == 0 or e.type == "Apple_Free":
+                continue
+            start, end = e.start * k, (e.start + e.count) * k - 1
+            if e.type == "Apple_partition_map":
+                meta.append(Region("metadata", Extent(start, end), "Apple partition map"))
+                continue
+            parts.append(Partition(e.number, start, end, type=e.type, name=e.name, state=State.EXISTING))
+        ddm = rawtable.read_bytes(self.path, 0, 8)
+        described = int.from_bytes(ddm[4:8], "big") * k
+        if described > geom.sectors:
+            self.findings.append(tf.table_larger_than_disk("mac", described, geom.sectors, geom.logical))
+        return Table(
+            "mac",
+            0,
+            geom.sectors - 1,
+            tuple(sorted(parts, key=lambda p: (p.start, p.number))),
+            tuple(meta),
+            max_partitions=max(len(entries), 1),
+            read_only="diskplan writes gpt and msdos tables; this one is mac",
+        )
+
+    def _bsd(self, geom: Geometry) -> Table | None:
+        found = rawtable.bsd_label(self.path)
+        if found is None:
+            return None
+        _, slots = found
+        parts = tuple(
+            Partition(p.number, p.start, p.start + p.size - 1, type=f"0x{p.fstype:02x}", state=State.EXISTING)
+            for p in slots
+        )
+        return Table(
+            "bsd",
+            0,
+            geom.sectors - 1,
+            tuple(sorted(parts, key=lambda p: (p.start, p.number))),
+            max_partitions=22,
+            read_only="diskplan writes gpt and msdos tables; this one is a BSD disklabel",
+        )
+
+    def _gpt(self, geom: Geometry, gpt: gptcheck.GptState, table: Table) -> None:
+        p, b = gpt.primary, gpt.backup
+        self.repair = gptcheck.plan_repair(gpt)
+        if p.ok and not b.ok and gpt.table_sectors > geom.sectors:
+            self.repair = None
+            self.findings.append(tf.table_larger_than_disk("gpt", gpt.table_sectors, geom.sectors, geom.logical))
+            self.read_only.append("the table describes a larger disk than this one")
+        elif p.ok != b.ok:
+            bad, good = (b, p) if p.ok else (p, b)
+            how = self.repair.summary if self.repair else ""
+            self.findings.append(tf.gpt_copy_damaged(bad.which, bad.problem, good.which, how, _no_repair(good)))
+        elif not p.ok and not b.ok:
+            self.findings.append(tf.gpt_both_damaged(p.problem, b.problem))
+        else:
+            differ = gptcheck.copies_differ(gpt)
+            if differ:
+                self.findings.append(tf.gpt_copies_differ(differ))
+            if b.lba != geom.sectors - 1:
+                self.findings.append(tf.gpt_backup_not_at_end(b.lba, geom.last_lba, geom.logical))
+
+    def _ebr_chain(self, mbr: rawtable.MbrLayout) -> None:
+        for number, lba in mbr.missing_ebr:
+            self.findings.append(tf.extended_without_ebr(number, lba))
+        for number, detail in mbr.chain_problems:
+            self.findings.append(tf.ebr_chain_damaged(number, detail))
+            self.read_only.append(f"the chain of logical partitions in partition {number} is damaged")
+
+    def _unsafe_to_write(self, geom: Geometry, table: Table) -> None:
+        """Partitions past the end, or overlapping: libparted would refuse or "fix" them on a write."""
+        live = [p for p in table.partitions if p.role is not Role.EXTENDED]
+        past = [p.number for p in table.partitions if p.end > geom.last_lba]
+        if past:
+            self.read_only.append(f"partition(s) {_numbers(past)} end past the last LBA {geom.last_lba}")
+        clash: set[int] = set()
+        ordered = sorted(live, key=lambda p: (p.start, p.end))
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                if b.start > a.end:
+                    break
+                clash.update((a.number, b.number))
+        if clash:
+            self.read_only.append(f"partitions {_numbers(sorted(clash))} overlap")
+
+
+# libparted messages that a finding of ours already says better (with the numbers): not repeated.
+_COVERED = (
+    ("GPT table is corrupt", (tf.GPT_BACKUP_DAMAGED, tf.GPT_PRIMARY_DAMAGED, tf.TABLE_LARGER_THAN_DISK)),
+    ("wrong signature", (tf.EXTENDED_WITHOUT_EBR, tf.EBR_CHAIN_DAMAGED)),
+)
+
+
+def _uncovered(messages: tuple[str, ...], findings: list[Finding], table: Table, geom: Geometry) -> tuple[str, ...]:
+    codes = {f.code for f in findings}
+    past_end = any(p.end > geom.last_lba for p in table.partitions)
+    out = []
+    for m in messages:
+        if any(text in m and codes.intersection(by) for text, by in _COVERED):
+            continue
+        if "partition outside the disk" in m and past_end:
+            continue
+        if "driver descriptor says the physical block size" in m and table.label == "mac":
+            continue  # read from the map in its own block size (see _Survey._apm)
+        out.append(m)
+    return tuple(out)
+
+
+def _numbers(ns: list[int]) -> str:
+    return ", ".join(str(n) for n in ns)
+
+
+def _no_repair(good: gptcheck.GptCopy) -> str:
+    h = good.header
+    if good.which == "primary" and h is not None and h.last_usable >= h.backup - 1:
+        return (
+            f"the usable area reaches LBA {h.last_usable}, so there is no room for a backup entry array "
+            f"before the backup header at LBA {h.backup} (writing a new table makes room)"
+        )
+    return f"the {good.which} copy's layout leaves no room to rebuild the other one on this disk"
+
+
+def _mbr_table(mbr: rawtable.MbrLayout, geom: Geometry) -> Table:
+    parts = []
+    for p in (*mbr.primaries, *mbr.logicals):
+        if p.type_id == rawtable.PROTECTIVE_ID:
+            continue
+        role = Role.LOGICAL if p.number > 4 else Role.EXTENDED if p.type_id in rawtable.EXTENDED_IDS else Role.PRIMARY
+        parts.append(
+            Partition(p.number, p.start, p.end, type=f"0x{p.type_id:02x}", role=role, state=State.EXISTING)
+        )
+    return Table(
+        "msdos",
+        1,
+        max(1, min(geom.sectors, MBR_LIMIT_SECTORS) - 1),
+        tuple(sorted(parts, key=lambda p: (p.start, p.number))),
+        (Region("mbr", Extent(0, 0), "MBR"),),
+        max_partitions=4,
+    )
+

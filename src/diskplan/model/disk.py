@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
+from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 
 
@@ -16,6 +18,11 @@ class Disk:
     kind: str = "file"  # "file", "block", "demo"
     filesystem: str = ""  # a filesystem found on the whole disk (no table)
     messages: tuple[str, ...] = field(default=())  # what libparted or our own checks said while reading
+    # What the reader found about the table itself (damage, hybrid MBR, unreadable label): stable codes
+    # from model.tablefindings; ``partition`` set when one partition is concerned.
+    findings: tuple[Finding, ...] = field(default=())
+    views: tuple[Table, ...] = field(default=())  # other readings of the same sectors: a hybrid MBR's half
+    repair: GptRepair | None = None  # a repair the plan can offer (nothing is written until commit)
 
     def with_geometry(self, geometry: Geometry) -> Disk:
         return replace(self, geometry=geometry)

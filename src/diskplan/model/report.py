@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
-from diskplan.model.findings import NOTICE, Finding, analyze
+from diskplan.model.findings import NOTICE, SEVERITY_RANK, Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.ptypes import describe
+from diskplan.model.tablefindings import SECTOR_SIZE_MISMATCH, UNREADABLE
 
 NO_TABLE = "no-partition-table"
 WHOLE_DISK_FS = "whole-disk-filesystem"
@@ -49,19 +50,22 @@ def _table_findings(disk: Disk) -> list[Finding]:
                     ("Creating a partition table here would destroy that filesystem.",),
                 )
             )
-        else:
+        elif not any(f.code in (UNREADABLE, SECTOR_SIZE_MISMATCH) for f in disk.findings):
             out.append(Finding(NO_TABLE, NOTICE, "no partition table was found", ()))
     if t.read_only:
         out.append(Finding(READ_ONLY_LABEL, NOTICE, t.read_only, ("diskplan shows this table but will not write it.",)))
     for m in disk.messages:
         out.append(Finding(LIBPARTED_SAID, NOTICE, m, ("libparted said this while reading the table.",)))
+    numbers = {p.number for p in t.partitions}
+    out.extend(f for f in disk.findings if f.partition not in numbers)  # the reader's (tablefindings.py)
     return out
 
 
 def build_report(disk: Disk, grain: Grain | None = None) -> Report:
     geom = disk.geometry
     grain = grain or optimal_grain(geom)
-    findings = analyze(geom, disk.table, grain)
+    findings = analyze(geom, disk.table, grain) + [f for f in disk.findings if f.partition is not None]
+    findings.sort(key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
     reports = []
     for p in disk.table.partitions:
         mine = tuple(f for f in findings if f.partition == p.number)
@@ -74,6 +78,7 @@ def build_report(disk: Disk, grain: Grain | None = None) -> Report:
             )
         )
     table_level = _table_findings(disk) + [f for f in findings if f.partition is None]
+    table_level.sort(key=lambda f: SEVERITY_RANK[f.severity])  # stable: errors first, then in reading order
     return Report(disk, grain, tuple(reports), tuple(table_level))
 
 

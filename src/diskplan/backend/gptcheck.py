@@ -1,0 +1,212 @@
+"""Judge both copies of a GPT ourselves: signature, header CRC, its own LBA, entry array inside the disk
+and its CRC. Says which copy is good, builds a table from it when libparted cannot, and computes the
+bytes a repair would write (nothing is written here)."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from diskplan.backend.rawtable import GptEntry, GptHeader, parse_gpt_entries, parse_gpt_header, read_bytes
+from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.repair import GptRepair
+from diskplan.model.table import Region, Table
+
+MAX_ENTRY_BYTES = 4 << 20  # far above any real table (128 × 128 B = 16 KiB; Android uses a few hundred)
+
+
+@dataclass(frozen=True)
+class GptCopy:
+    which: str  # "primary" or "backup"
+    lba: int  # where the header was looked for
+    header: GptHeader | None  # None: no GPT signature there
+    problem: str  # empty when the copy passed every check
+    entries: tuple[GptEntry, ...] = ()
+    raw_header: bytes = field(default=b"", repr=False)
+    raw_entries: bytes = field(default=b"", repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.header is not None and not self.problem
+
+
+@dataclass(frozen=True)
+class GptState:
+    primary: GptCopy
+    backup: GptCopy
+    sectors: int
+    logical: int
+
+    @property
+    def good(self) -> GptCopy | None:
+        return self.primary if self.primary.ok else self.backup if self.backup.ok else None
+
+    @property
+    def table_sectors(self) -> int:
+        """How many sectors the good copy says the disk has (its backup header sits on the last one)."""
+        g = self.good
+        if g is None or g.header is None:
+            return 0
+        return (g.header.backup if g.which == "primary" else g.header.current) + 1
+
+
+def _entry_sectors(header: GptHeader, logical: int) -> int:
+    return -(-(header.entry_count * header.entry_size) // logical)
+
+
+def read_copy(path: str, which: str, lba: int, sectors: int, logical: int) -> GptCopy:
+    if lba < 1 or lba >= sectors:
+        return GptCopy(which, lba, None, f"LBA {lba} is outside the disk (0..{sectors - 1})")
+    raw = read_bytes(path, lba * logical, logical)
+    header = parse_gpt_header(raw, lba)
+    if raw[:8] != b"EFI PART":
+        return GptCopy(which, lba, None, f"no GPT header at LBA {lba}")
+    if header.problem and not header.current:  # header size impossible: nothing else is trustworthy
+        return GptCopy(which, lba, header, header.problem, raw_header=raw)
+    if not header.valid:
+        return GptCopy(which, lba, header, header.problem, raw_header=raw)
+    if header.current != lba:
+        return GptCopy(which, lba, header, f"header says it is at LBA {header.current}, found at LBA {lba}", (), raw)
+    if header.entry_size < 128 or header.entry_size % 8 or header.entry_count == 0:
+        problem = f"impossible entry array ({header.entry_count} entries of {header.entry_size} B)"
+        return GptCopy(which, lba, header, problem, (), raw)
+    nbytes = header.entry_count * header.entry_size
+    if nbytes > MAX_ENTRY_BYTES:
+        return GptCopy(which, lba, header, f"entry array of {nbytes} B is implausibly large", (), raw)
+    count = _entry_sectors(header, logical)
+    if header.entries_lba < 1 or header.entries_lba + count > sectors:
+        problem = f"entry array at LBA {header.entries_lba}..{header.entries_lba + count - 1} lies outside the disk"
+        return GptCopy(which, lba, header, problem, (), raw)
+    if header.entries_lba <= lba < header.entries_lba + count:
+        return GptCopy(which, lba, header, "entry array overlaps its own header", (), raw)
+    entries_raw = read_bytes(path, header.entries_lba * logical, nbytes)
+    if len(entries_raw) < nbytes:
+        return GptCopy(which, lba, header, "entry array is cut off by the end of the image", (), raw)
+    if zlib.crc32(entries_raw) & 0xFFFFFFFF != header.entries_crc:
+        return GptCopy(which, lba, header, "entry array CRC does not match", (), raw, entries_raw)
+    if header.first_usable > header.last_usable + 1:
+        problem = f"usable area {header.first_usable}..{header.last_usable} is empty"
+        return GptCopy(which, lba, header, problem, (), raw, entries_raw)
+    entries = tuple(parse_gpt_entries(entries_raw, header.entry_count, header.entry_size))
+    return GptCopy(which, lba, header, "", entries, raw, entries_raw)
+
+
+def check_gpt(path: str, logical: int, sectors: int) -> GptState | None:
+    """Both copies judged; None when neither LBA 1 nor the last LBA has a GPT signature."""
+    if sectors < 2:
+        return None
+    primary = read_copy(path, "primary", 1, sectors, logical)
+    candidates = []
+    if primary.header is not None and primary.header.backup and primary.header.valid:
+        candidates.append(primary.header.backup)
+    candidates.append(sectors - 1)
+    backup = None
+    for lba in dict.fromkeys(candidates):
+        copy = read_copy(path, "backup", lba, sectors, logical)
+        if copy.header is not None or backup is None:
+            backup = copy
+        if copy.header is not None:
+            break
+    assert backup is not None
+    if primary.header is None and backup.header is None:
+        return None
+    return GptState(primary, backup, sectors, logical)
+
+
+def copies_differ(state: GptState) -> str:
+    """Why two valid copies disagree, "" when they agree."""
+    p, b = state.primary, state.backup
+    if not (p.ok and b.ok) or p.header is None or b.header is None:
+        return ""
+    if p.header.disk_guid != b.header.disk_guid:
+        return "different disk GUIDs"
+    if (p.header.first_usable, p.header.last_usable) != (b.header.first_usable, b.header.last_usable):
+        return "different usable areas"
+    if p.raw_entries != b.raw_entries:
+        return "different partition entries"
+    return ""
+
+
+def _rebuilt_header(good: GptCopy, current: int, alternate: int, entries_lba: int, logical: int) -> bytes:
+    assert good.header is not None
+    size = int.from_bytes(good.raw_header[12:16], "little")
+    h = bytearray(good.raw_header[:size])
+    h[16:20] = b"\0\0\0\0"
+    h[24:32] = current.to_bytes(8, "little")
+    h[32:40] = alternate.to_bytes(8, "little")
+    h[72:80] = entries_lba.to_bytes(8, "little")
+    h[16:20] = (zlib.crc32(bytes(h)) & 0xFFFFFFFF).to_bytes(4, "little")
+    return bytes(h) + bytes(logical - size)
+
+
+def plan_repair(state: GptState) -> GptRepair | None:
+    """Rebuild the bad copy from the good one, where the good header says it belongs; None when there is
+    nothing to repair or no safe place to put it (a truncated disk: the backup's place does not exist)."""
+    good, logical = state.good, state.logical
+    if good is None or good.header is None or (state.primary.ok and state.backup.ok):
+        return None
+    h = good.header
+    count = _entry_sectors(h, logical)
+    entries = good.raw_entries + bytes(count * logical - len(good.raw_entries))
+    if good.which == "primary":
+        bad = state.backup
+        header_lba = h.backup
+        entries_lba = header_lba - count
+        if header_lba >= state.sectors or header_lba <= h.last_usable or entries_lba <= h.last_usable:
+            return None
+        header = _rebuilt_header(good, header_lba, 1, entries_lba, logical)
+    else:
+        bad = state.primary
+        header_lba, entries_lba = 1, 2
+        if entries_lba + count > h.first_usable:
+            return None
+        header = _rebuilt_header(good, 1, h.current, entries_lba, logical)
+    return GptRepair(
+        good=good.which,
+        rewrite=bad.which,
+        header_lba=header_lba,
+        entries_lba=entries_lba,
+        entries_sectors=count,
+        reason=bad.problem,
+        writes=((header_lba, header), (entries_lba, entries)),
+    )
+
+
+def gpt_table(copy: GptCopy, sectors: int, read_only: str) -> Table:
+    """The table one good copy describes, read-only (used when libparted could not read it)."""
+    h = copy.header
+    assert h is not None
+    parts = tuple(
+        sorted(
+            (
+                Partition(
+                    number=e.number,
+                    start=e.first,
+                    end=e.last,
+                    type=e.type_guid,
+                    name=e.name,
+                    role=Role.PRIMARY,
+                    state=State.EXISTING,
+                    uuid=e.part_guid,
+                )
+                for e in copy.entries
+                if e.last >= e.first
+            ),
+            key=lambda p: (p.start, p.number),
+        )
+    )
+    meta = [Region("pmbr", Extent(0, 0), "protective MBR"), Region("gpt-header", Extent(1, 1), "GPT header")]
+    if h.first_usable > 2:
+        meta.append(Region("gpt-entries", Extent(2, min(h.first_usable, sectors) - 1), "GPT entries"))
+    if h.last_usable + 1 < sectors - 1:
+        meta.append(Region("gpt-entries", Extent(h.last_usable + 1, sectors - 2), "backup GPT entries"))
+    meta.append(Region("gpt-header", Extent(sectors - 1, sectors - 1), "backup GPT header"))
+    return Table(
+        label="gpt",
+        first_usable=h.first_usable,
+        last_usable=h.last_usable,
+        partitions=parts,
+        metadata=tuple(meta),
+        max_partitions=h.entry_count,
+        read_only=read_only,
+    )

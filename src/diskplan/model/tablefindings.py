@@ -1,0 +1,229 @@
+"""Findings about a table as a whole (or how it was read), not about where one partition lies.
+
+The reader (backend.reader) builds these from what it measured; ``diskplan check --json`` prints their
+codes, which are stable. Each explanation shows the numbers it is based on.
+"""
+
+from __future__ import annotations
+
+from diskplan.model.findings import ERROR, NOTICE, WARNING, Finding
+from diskplan.model.units import MiB, human_bytes
+
+UNREADABLE = "unreadable-table"
+GPT_PRIMARY_DAMAGED = "gpt-primary-damaged"
+GPT_BACKUP_DAMAGED = "gpt-backup-damaged"
+GPT_BOTH_DAMAGED = "gpt-both-damaged"
+GPT_BACKUP_NOT_AT_END = "gpt-backup-not-at-end"
+GPT_COPIES_DIFFER = "gpt-copies-differ"
+TABLE_LARGER_THAN_DISK = "table-larger-than-disk"
+HYBRID_MBR = "hybrid-mbr"
+EXTENDED_WITHOUT_EBR = "extended-without-ebr"
+EBR_CHAIN_DAMAGED = "ebr-chain-damaged"
+SIZE_NOT_SECTOR_MULTIPLE = "size-not-sector-multiple"
+TINY_DISK = "tiny-disk"
+SECTOR_SIZE_MISMATCH = "sector-size-mismatch"
+HYBRID_ISO = "hybrid-iso-image"
+
+UNSAFE_PREFIX = "this table could not be read safely"
+
+
+def unreadable(reason: str, recovered: str = "") -> Finding:
+    """libparted crashed, hung or refused; ``recovered`` says what diskplan's own parser showed instead."""
+    lines = [
+        "diskplan reads tables in a separate process, so this did not take the planner down; nothing was written.",
+    ]
+    if recovered:
+        lines.append(f"The partitions shown come from diskplan's own reading of {recovered}; they are read-only.")
+    else:
+        lines.append("No partitions can be shown.")
+    lines.append("You can still plan a new label, which replaces whatever table is there (and loses it).")
+    return Finding(UNREADABLE, ERROR, f"{UNSAFE_PREFIX}: {reason}", tuple(lines))
+
+
+def unknown_label(kind: str, where: str) -> Finding:
+    return Finding(
+        UNREADABLE,
+        ERROR,
+        f"{UNSAFE_PREFIX}: a {kind} label is on this disk and diskplan cannot read it",
+        (
+            f"Its signature is at {where}; libparted does not read this label, so no partitions can be shown.",
+            "Treat the disk as in use: a new label would replace that table and lose what it describes.",
+        ),
+    )
+
+
+def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair: str = "") -> Finding:
+    """One GPT copy failed a check (``which`` is "primary" or "backup"); ``good`` is shown instead.
+    ``repair`` describes the planned repair; ``no_repair`` says why none is offered when it is empty."""
+    code = GPT_PRIMARY_DAMAGED if which == "primary" else GPT_BACKUP_DAMAGED
+    severity = ERROR if which == "primary" else WARNING
+    last = (
+        f"Repair, offered as a planned operation (nothing is written until you commit): {repair}."
+        if repair
+        else f"No repair is offered: {no_repair}."
+    )
+    return Finding(
+        code,
+        severity,
+        f"the {which} GPT is damaged ({problem}); the {good} copy is good and is shown",
+        (
+            "A GPT is stored twice: the primary at LBA 1 (entries after it) and a backup at the last LBA "
+            "(entries before it); each header carries a CRC32 of itself and of its entry array.",
+            f"The {which} copy: {problem}. The {good} copy passed every check (signature, both CRCs, "
+            "its own LBA, entry array inside the disk).",
+            last,
+        ),
+    )
+
+
+def gpt_both_damaged(primary: str, backup: str) -> Finding:
+    return Finding(
+        GPT_BOTH_DAMAGED,
+        ERROR,
+        "both GPT copies are damaged: there is no good copy to show",
+        (
+            f"Primary (LBA 1): {primary}.",
+            f"Backup (last LBA): {backup}.",
+            "gdisk's recovery menu can try to salvage a table from the remains; diskplan will not guess.",
+        ),
+    )
+
+
+def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Finding:
+    grown = (last_lba - backup_lba) * logical
+    return Finding(
+        GPT_BACKUP_NOT_AT_END,
+        NOTICE,
+        f"the backup GPT is at LBA {backup_lba}, not at the disk's last LBA {last_lba}",
+        (
+            f"The disk is {last_lba - backup_lba} sectors ({human_bytes(grown)}) larger than when the table "
+            "was written (a grown image, a cloned disk): that space cannot be partitioned until the backup "
+            "moves to the end.",
+            "Repair (planned; nothing is written until commit): move the backup header and entries to the end "
+            "(what `sgdisk -e` and parted's 'Fix' do).",
+        ),
+    )
+
+
+def gpt_copies_differ(detail: str) -> Finding:
+    return Finding(
+        GPT_COPIES_DIFFER,
+        WARNING,
+        f"the primary and backup GPT are both valid but differ ({detail}); the primary is shown",
+        (
+            "Both copies pass their CRC checks, so one was written without the other (an interrupted write, "
+            "a tool that updates one copy).",
+            "Firmware and the kernel use the primary. Writing the table makes both copies equal again.",
+        ),
+    )
+
+
+def table_larger_than_disk(label: str, table_sectors: int, sectors: int, logical: int) -> Finding:
+    missing = table_sectors - sectors
+    return Finding(
+        TABLE_LARGER_THAN_DISK,
+        ERROR,
+        f"the {label} table describes a disk of {table_sectors} sectors; this one has {sectors}",
+        (
+            f"{table_sectors} × {logical} B = {human_bytes(table_sectors * logical)} described, "
+            f"{sectors} × {logical} B = {human_bytes(sectors * logical)} present: {missing} sectors are missing.",
+            "The image was truncated, or the table was copied from a larger disk. Partitions past the end are "
+            "shown but cannot hold what they say; the table is read-only.",
+        ),
+    )
+
+
+def hybrid_mbr(lines: list[str]) -> Finding:
+    return Finding(
+        HYBRID_MBR,
+        WARNING,
+        "hybrid MBR: sector 0 lists partitions of its own beside the GPT's protective entry",
+        (
+            "BIOS-era systems (Boot Camp's Windows, old boot loaders) read the MBR view; everything else "
+            "reads the GPT. Both views are shown:",
+            *lines,
+            "Change one view without the other and they disagree. Writing with libparted (parted, diskplan) "
+            "replaces sector 0 with a plain protective MBR and the MBR view is lost, so this table is read-only.",
+        ),
+    )
+
+
+def extended_without_ebr(number: int, lba: int) -> Finding:
+    return Finding(
+        EXTENDED_WITHOUT_EBR,
+        WARNING,
+        f"extended partition {number} has no EBR at its first sector (LBA {lba}): it holds no logical partitions",
+        (
+            f"Logical partitions are chained through Extended Boot Records; the first must be at LBA {lba} and "
+            "end in the 0x55 0xAA signature. That sector has no signature, so the chain is empty or was lost "
+            "(an image that kept only the MBR).",
+            "Whatever the extended partition held is not described by any table; do not reuse its space "
+            "before checking it.",
+        ),
+        number,
+    )
+
+
+def ebr_chain_damaged(number: int, detail: str) -> Finding:
+    return Finding(
+        EBR_CHAIN_DAMAGED,
+        WARNING,
+        f"the chain of logical partitions in extended partition {number} is damaged: {detail}",
+        ("Logical partitions after the damage are not shown; the table is read-only.",),
+        number,
+    )
+
+
+def size_not_sector_multiple(size_bytes: int, logical: int) -> Finding:
+    whole, rest = divmod(size_bytes, logical)
+    return Finding(
+        SIZE_NOT_SECTOR_MULTIPLE,
+        NOTICE,
+        f"the image is {size_bytes} B, not a whole number of {logical} B sectors: the last {rest} B are unused",
+        (
+            f"{size_bytes} B = {whole} × {logical} B + {rest} B. Every tool sees {whole} sectors; the "
+            f"trailing {rest} B belong to no sector.",
+            "A truncated download or copy often looks like this; check the image against its source.",
+        ),
+    )
+
+
+def tiny_disk(sectors: int, logical: int) -> Finding:
+    size = sectors * logical
+    return Finding(
+        TINY_DISK,
+        NOTICE,
+        f"the disk is only {human_bytes(size)} ({sectors} sectors): no partition fits on the 1 MiB grain",
+        (
+            f"{sectors} × {logical} B = {size} B < {MiB} B. Partitions this small can only start off the "
+            "1 MiB grain; a GPT alone needs 2 × 33 sectors with 512 B sectors.",
+        ),
+    )
+
+
+def sector_size_mismatch(found_at: int, logical: int) -> Finding:
+    """A GPT header at LBA 1 of ``found_at``-byte sectors, none at LBA 1 of the ``logical`` ones in use."""
+    return Finding(
+        SECTOR_SIZE_MISMATCH,
+        WARNING,
+        f"this looks like a {found_at}-byte-sector disk: attach it with losetup --sector-size {found_at}",
+        (
+            f"No GPT header at byte {logical} (LBA 1 with {logical} B sectors), but one at byte {found_at} "
+            f"(LBA 1 with {found_at} B sectors): the table was written with {found_at} B logical sectors.",
+            f"Read with {logical} B sectors every LBA in it would be wrong, so it is shown read-only: "
+            f"`losetup --find --show --read-only --sector-size {found_at} IMAGE`, then open the loop device.",
+        ),
+    )
+
+
+def hybrid_iso(filesystem: str) -> Finding:
+    return Finding(
+        HYBRID_ISO,
+        NOTICE,
+        f"a {filesystem} filesystem also spans the whole disk: this is a hybrid ISO image",
+        (
+            "The image is readable both as a CD/DVD filesystem starting at sector 0 and through its partition "
+            "table; the table's partitions point into that filesystem.",
+            "Changing partitions that overlap the ISO filesystem breaks the image.",
+        ),
+    )
