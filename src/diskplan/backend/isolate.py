@@ -3,6 +3,7 @@ cannot take the planner down, and nothing libparted prints reaches the user's te
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import select
@@ -57,6 +58,9 @@ def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+            # faulthandler (PYTHONFAULTHANDLER, pytest) writes to a saved copy of stderr, not fd 2: a
+            # libparted crash would dump a Python traceback on the user's terminal.
+            faulthandler.disable()
             _limit_memory()
             try:
                 payload = pickle.dumps(("ok", fn(*args)))
