@@ -1,0 +1,109 @@
+"""``diskplan export TARGET|PLAN --format json|sfdisk|parted``: a table (read from a disk or image) or a plan
+file (JSON plan or ``sfdisk --dump`` text), printed as a JSON plan, an sfdisk script or parted commands.
+
+Exit status: 0 printed, 2 the target or plan could not be read or expressed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+
+from diskplan.cli.options import TargetError, open_target
+from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
+
+FORMATS = ("json", "sfdisk", "parted")
+PLAN_PROBE_BYTES = 1 << 16
+MAX_PLAN_BYTES = 16 << 20
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan export",
+        description="Print a disk's table or a plan file as a JSON plan, an sfdisk script or parted commands.",
+        epilog="TARGET is a block device or an image file; PLAN is a JSON plan or `sfdisk --dump` output "
+        "(- reads standard input). Exit status: 0 printed, 2 could not read or express it.",
+    )
+    p.add_argument("source", metavar="TARGET|PLAN", help="disk, image file, or plan file")
+    p.add_argument("--format", "-f", choices=FORMATS, default="json", help="output format (default: json)")
+    p.add_argument(
+        "--device",
+        metavar="DEV",
+        help="the disk the sfdisk/parted output is for (default: TARGET itself; for a PLAN, DEVICE)",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
+    return p
+
+
+def _is_plan_file(path: str) -> bool:
+    """A regular file holding text is a plan; a block device or binary data is a target."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            head = f.read(PLAN_PROBE_BYTES)
+    except OSError:
+        return False
+    if not head.strip() or b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a multi-byte character cut at the probe's end is still text
+        return exc.start >= len(head) - 3
+    return True
+
+
+def _read_plan(path: str) -> PlanSpec:
+    if path == "-":
+        text = sys.stdin.read(MAX_PLAN_BYTES)
+    else:
+        if os.path.getsize(path) > MAX_PLAN_BYTES:
+            raise PlanFileError(f"{path} is too large to be a plan")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    try:
+        return load_plan(text)
+    except PlanFileError as exc:
+        raise PlanFileError(f"{'standard input' if path == '-' else path}: {exc}") from exc
+
+
+def load_source(source: str) -> tuple[PlanSpec, str]:
+    """The plan and the device name scripts should use by default."""
+    if source == "-" or _is_plan_file(source):
+        return _read_plan(source), "DEVICE"
+    disk = open_target(source)
+    try:
+        return spec_from_table(disk.table, disk.geometry), source
+    except PlanFileError as exc:
+        raise PlanFileError(f"{source}: {exc}") from exc
+
+
+def render(spec: PlanSpec, fmt: str, device: str) -> str:
+    if fmt == "json":
+        return to_json(spec)
+    if fmt == "sfdisk":
+        return to_sfdisk(spec, device)
+    return to_parted(spec, device)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        spec, default_device = load_source(args.source)
+        text = render(spec, args.format, args.device or default_device)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+    except (TargetError, PlanFileError) as exc:
+        print(f"diskplan export: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        where = getattr(exc, "filename", None) or args.output or args.source
+        print(f"diskplan export: {where}: {detail}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,148 @@
+"""What a gpt or msdos label lets a partition carry: its type code, name, flags and number.
+
+Type codes are canonical so plans compare equal whatever the user typed: a GPT type is its GUID in upper
+case, an MBR type is "0x" and two lower-case hex digits. Flags here are *attributes*, not types: on GPT
+libparted 3.5 reports many types as flags ("esp", "lvm", "swap"...); those are folded into the type, and only
+real attribute bits stay flags (named as libparted names them, so backend.libparted can set them):
+
+=================  ==========================================  =====================
+flag               meaning                                     sfdisk ``attrs=``
+=================  ==========================================  =====================
+gpt ``hidden``     bit 0 "required partition" (libparted's     RequiredPartition
+                   name for it)
+gpt ``no_block_io``bit 1                                        NoBlockIOProtocol
+gpt ``legacy_boot``bit 2, legacy BIOS bootable                  LegacyBIOSBootable
+gpt ``no_automount``bit 63 (Microsoft: do not mount)            GUID:63
+gpt ``guid:N``     type-specific bit N, 48 <= N <= 62           GUID:N
+msdos ``boot``     the active (bootable) mark                   bootable
+=================  ==========================================  =====================
+"""
+
+from __future__ import annotations
+
+import re
+
+from diskplan.model import ptypes
+from diskplan.model.extent import Role
+
+LABELS = ("gpt", "msdos")
+GPT_NAME_UNITS = 36  # UTF-16 code units in a GPT entry's name
+EXTENDED_IDS = (0x05, 0x0F, 0x85)
+DEFAULT_EXTENDED = "0x0f"  # what parted writes (LBA extended); fdisk writes 0x05
+FIRST_LOGICAL = 5
+MSDOS_PRIMARIES = 4
+
+GPT_ATTRIBUTES: dict[str, str] = {
+    "hidden": "RequiredPartition",
+    "no_block_io": "NoBlockIOProtocol",
+    "legacy_boot": "LegacyBIOSBootable",
+    "no_automount": "GUID:63",
+    **{f"guid:{n}": f"GUID:{n}" for n in range(48, 63)},
+}
+MSDOS_FLAGS = ("boot",)
+_GUID = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
+
+
+class LabelError(ValueError):
+    """Something the label cannot hold: ``str(exc)`` says what and why."""
+
+
+def check_label(label: str | None) -> str:
+    if label == "dos":  # sfdisk's name for it
+        return "msdos"
+    if label not in LABELS:
+        raise LabelError(f"diskplan plans gpt and msdos tables, not {label or 'a disk without a table'}")
+    return label
+
+
+def attribute_flags(label: str) -> tuple[str, ...]:
+    """The flags a user may set on a partition of ``label`` (the UI's choices)."""
+    return tuple(GPT_ATTRIBUTES) if label == "gpt" else MSDOS_FLAGS
+
+
+def plan_flags(label: str, flags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Only the attribute flags of ``flags`` (libparted's type-flags dropped), sorted."""
+    allowed = attribute_flags(label)
+    return tuple(sorted({f for f in flags if f in allowed}))
+
+
+def check_flags(label: str, flags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    allowed = attribute_flags(label)
+    bad = [f for f in flags if f not in allowed]
+    if bad:
+        raise LabelError(
+            f"{label} partitions have no flag {', '.join(map(repr, bad))}; "
+            f"flags are {', '.join(allowed[:4])}{', guid:48..guid:62' if label == 'gpt' else ''} "
+            "(set types such as esp, swap or lvm as the type)"
+        )
+    return tuple(sorted(set(flags)))
+
+
+def is_extended_type(code: str) -> bool:
+    try:
+        return int(code, 16) in EXTENDED_IDS
+    except ValueError:
+        return False
+
+
+def default_type(label: str, role: Role = Role.PRIMARY) -> str:
+    if role is Role.EXTENDED:
+        return DEFAULT_EXTENDED
+    t = ptypes.DEFAULT
+    return (t.gpt or "") if label == "gpt" else f"0x{t.mbr:02x}"
+
+
+def type_code(label: str, text: str) -> str:
+    """The canonical type code for what the user typed: a name ("EFI system", "swap", "lvm"), a GPT GUID,
+    or an MBR id ("0x83", "83"). Raises LabelError naming what would have been accepted."""
+    text = text.strip()
+    known = ptypes.lookup(text) if text else None
+    if label == "gpt":
+        if known is not None and known.gpt:
+            return known.gpt
+        if _GUID.match(text):
+            return text.upper()
+        names = ", ".join(t.name for t in ptypes.TYPES if t.gpt)
+        raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID or one of {names}")
+    if known is not None and known.mbr is not None:
+        return f"0x{known.mbr:02x}"
+    try:
+        code = int(text.removeprefix("0x").removeprefix("0X"), 16)
+    except ValueError:
+        code = -1
+    if 0 < code <= 0xFF:
+        return f"0x{code:02x}"
+    names = ", ".join(t.name for t in ptypes.TYPES if t.mbr is not None)
+    raise LabelError(f"{text!r} is not an MBR partition type: give an id from 0x01 to 0xff or one of {names}")
+
+
+def check_name(label: str, name: str) -> str:
+    if label == "msdos":
+        if name:
+            raise LabelError("msdos partitions have no names (GPT has them)")
+        return name
+    if len(name.encode("utf-16-le")) // 2 > GPT_NAME_UNITS:
+        raise LabelError(f"a GPT partition name holds at most {GPT_NAME_UNITS} characters")
+    if "\0" in name:
+        raise LabelError("a partition name cannot contain a NUL character")
+    return name
+
+
+def role_for_type(label: str, code: str, number: int) -> Role:
+    """msdos: extended ids are containers, numbers from 5 are logical; GPT has only primaries."""
+    if label != "msdos":
+        return Role.PRIMARY
+    if is_extended_type(code):
+        return Role.EXTENDED
+    return Role.LOGICAL if number >= FIRST_LOGICAL else Role.PRIMARY
+
+
+def fold_type(label: str, code: str, flags: tuple[str, ...]) -> str:
+    """A type code for a partition libparted described only by flags (no raw type read)."""
+    if code:
+        return code
+    for f in flags:
+        t = next((t for t in ptypes.TYPES if t.flag == f), None)
+        if t is not None and (t.gpt if label == "gpt" else t.mbr is not None):
+            return t.gpt if label == "gpt" else f"0x{t.mbr:02x}"  # type: ignore[return-value]
+    return ""

@@ -1,0 +1,114 @@
+"""Live partitions of one level, sorted by start, with the free gaps between them found by bisection.
+
+A table has a top lane (primary and extended partitions, in the usable area) and, on msdos, a logical lane
+inside the extended partition, where each logical partition needs one free sector before it for its EBR
+(libparted and sfdisk both refuse a logical partition that starts right after the previous one).
+A lane never changes in place: a move or resize keeps every partition's rank (a partition cannot pass a
+neighbour), so the new lane shares everything but one slot; only creating or deleting rebuilds it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import pairwise
+from operator import attrgetter
+
+from diskplan.model.extent import Extent, Partition
+from diskplan.model.snap import Gap
+
+_start = attrgetter("start")
+
+
+@dataclass(frozen=True)
+class Lane:
+    parts: tuple[Partition, ...]  # sorted by start
+    area_lo: int  # first sector of the area (the extended partition's EBR sector for logicals)
+    area_hi: int  # last sector a partition may use
+    sep: int  # free sectors needed before each partition (1 for logicals: the EBR)
+    area_before: str  # what lies before the area, for reasons
+    area_after: str
+    overlapping: bool = False  # an existing table with overlapping partitions (gaps then use the max end)
+
+    @classmethod
+    def of(cls, parts: list[Partition], area_lo: int, area_hi: int, sep: int, before: str, after: str) -> Lane:
+        ordered = tuple(sorted(parts, key=attrgetter("start", "number")))
+        overlapping = any(a.end >= b.start for a, b in pairwise(ordered))
+        return cls(ordered, area_lo, area_hi, sep, before, after, overlapping)
+
+    def with_part(self, i: int, p: Partition) -> Lane:
+        """The lane with slot ``i`` replaced by ``p`` (which keeps its rank)."""
+        parts = self.parts
+        return Lane((*parts[:i], p, *parts[i + 1 :]), self.area_lo, self.area_hi, self.sep, self.area_before,
+                    self.area_after, self.overlapping)
+
+    def with_area(self, lo: int, hi: int) -> Lane:
+        return Lane(self.parts, lo, hi, self.sep, self.area_before, self.area_after, self.overlapping)
+
+    def _prev_end(self, i: int) -> int | None:
+        if i == 0:
+            return None
+        if self.overlapping:
+            return max(p.end for p in self.parts[:i])
+        return self.parts[i - 1].end
+
+    def _prev_owner(self, i: int) -> Partition:
+        if self.overlapping:
+            return max(self.parts[:i], key=attrgetter("end"))
+        return self.parts[i - 1]
+
+    def _bounds(self, i_prev: int, i_next: int) -> Gap:
+        """The gap after the first ``i_prev`` partitions and before partition ``i_next``."""
+        prev_end = self._prev_end(i_prev)
+        if prev_end is None:
+            lo, before = self.area_lo + self.sep, self.area_before
+        else:
+            lo, before = prev_end + 1 + self.sep, f"partition {self._prev_owner(i_prev).number}"
+        if i_next < len(self.parts):
+            nxt = self.parts[i_next]
+            hi, after = nxt.start - 1 - self.sep, f"partition {nxt.number}"
+            if self.sep:
+                after += " and its EBR"
+        else:
+            hi, after = self.area_hi, self.area_after
+        return Gap(lo, min(hi, self.area_hi), self.area_hi, before, after)
+
+    def gap_of(self, i: int) -> Gap:
+        """Where partition ``i`` may lie without touching its neighbours."""
+        return self._bounds(i, i + 1)
+
+    def gap_at(self, lba: int) -> tuple[Gap | None, str]:
+        """The free gap holding ``lba``, or None and why there is none."""
+        i = bisect_right(self.parts, lba, key=_start)  # partitions starting at or before lba
+        prev_end = self._prev_end(i)
+        if prev_end is not None and prev_end >= lba:
+            return None, f"sector {lba} belongs to partition {self._prev_owner(i).number}"
+        gap = self._bounds(i, i)
+        if lba < gap.lo - self.sep:  # (the sep sectors just before a gap are the EBR of what goes there)
+            return None, f"sector {lba} is before the usable area ({self.area_before})"
+        if lba > gap.hi:
+            if i == len(self.parts):
+                return None, f"sector {lba} is past the usable area ({self.area_after})"
+            return None, f"sector {lba} is kept free for the EBR of partition {self.parts[i].number}"
+        return gap, ""
+
+    def gaps(self, min_sectors: int = 1) -> list[Gap]:
+        out = []
+        for i in range(len(self.parts) + 1):
+            gap = self._bounds(i, i)
+            if gap.hi - gap.lo + 1 >= min_sectors:
+                out.append(gap)
+        return out
+
+    def index(self, p: Partition) -> int:
+        """Slot of ``p`` (by identity: an existing table may hold two partitions with the same start)."""
+        i = bisect_right(self.parts, p.start, key=_start) - 1
+        while i >= 0 and self.parts[i] is not p:
+            i -= 1
+        if i < 0:
+            raise KeyError(p.number)
+        return i
+
+    def fits(self, extent: Extent) -> bool:
+        gap, _ = self.gap_at(extent.start)
+        return gap is not None and extent.end <= gap.hi

@@ -1,0 +1,821 @@
+"""The plan: the table a user wants, shaped one step at a time on top of the table on disk.
+
+A ``Plan`` is immutable. Every operation returns an ``Outcome``: the new plan (or the same plan, when the
+step is refused, with the reason), and for moves and resizes a ``Snap`` saying where the user asked the
+partition to go and where snapping put it. ``History`` keeps the plans for undo and redo.
+
+Partitions carry a state: EXISTING (on disk, holds data: never moved or resized), DELETE (on disk, marked
+for deletion: its space is free for planning) and PROPOSED (planned). Proposed partitions snap to the grain
+of the snapping target; snapping never makes partitions overlap, never enters the table's metadata, never
+passes the end of the usable area. Partitions are addressed by number: live ones (EXISTING or PROPOSED)
+have unique numbers; a number freed by a deletion can be reused by a proposal, as parted and sfdisk would.
+
+A drag is a series of previews from one plan: ``base.move_to(n, lba)`` per mouse move, shown from
+``outcome.plan``/``outcome.snap``, and one ``history.apply(outcome)`` when the button is released. Each
+move or resize costs O(log n) Python steps (bisection, one slot replaced in tuples), not a full analysis.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from itertools import pairwise
+from operator import attrgetter
+
+from diskplan.model import labels
+from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import Grain, SnapTarget
+from diskplan.model.labels import LabelError
+from diskplan.model.lanes import Lane
+from diskplan.model.snap import (
+    Gap,
+    clamp,
+    first_end,
+    first_start,
+    last_end,
+    last_start,
+    place,
+    place_end,
+    place_start,
+    snap_end,
+    snap_start,
+)
+from diskplan.model.table import MBR_LIMIT_SECTORS, Table, new_table
+from diskplan.model.units import human_bytes
+
+_order = attrgetter("start", "number")
+TOP, LOGICAL = 0, 1
+
+
+class Edge(Enum):
+    START = "start"
+    END = "end"
+
+
+@dataclass(frozen=True)
+class Snap:
+    """Where a step asked a partition to be, and where snapping put it (both in sectors)."""
+
+    requested: Extent
+    snapped: Extent
+    grain: Grain
+    sector_size: int
+    notes: tuple[str, ...] = ()  # "stopped against partition 3", "size rounded to whole grains"
+
+    @property
+    def start_shift(self) -> int:
+        return self.snapped.start - self.requested.start
+
+    @property
+    def end_shift(self) -> int:
+        return self.snapped.end - self.requested.end
+
+    def _lba(self, lba: int) -> str:
+        nbytes = lba * self.sector_size
+        return f"{lba}s ({nbytes:,} B = {human_bytes(nbytes)})"
+
+    def describe(self, edge: Edge | None = None) -> str:
+        """"start 2050s (1,049,600 B = 1 MiB) -> 2048s (1,048,576 B = 1 MiB)" for ``edge``, or both edges
+        and the size when ``edge`` is None (a move, a new partition)."""
+        parts = []
+        for e in (Edge.START, Edge.END) if edge is None else (edge,):
+            req = self.requested.start if e is Edge.START else self.requested.end
+            got = self.snapped.start if e is Edge.START else self.snapped.end
+            text = f"{e.value} {self._lba(req)}"
+            parts.append(text + (f" -> {self._lba(got)}" if got != req else " (on the grain)"))
+        if edge is None:
+            size = self.snapped.size
+            parts.append(f"size {size}s = {size * self.sector_size:,} B ({human_bytes(size * self.sector_size)})")
+        return "; ".join(parts + list(self.notes))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    before: Plan
+    plan: Plan  # the plan after the step: ``before`` itself when refused or when nothing changed
+    ok: bool  # False: refused, ``message`` says why
+    message: str
+    snap: Snap | None = None
+    number: int | None = None  # the partition the step concerned (a new partition's number)
+
+    @property
+    def changed(self) -> bool:
+        return self.plan is not self.before
+
+
+@dataclass(frozen=True)
+class Change:
+    """One pending change against the table on disk, for the list the user reviews."""
+
+    kind: str  # "label", "delete", "create", "type", "name", "flags"
+    number: int | None
+    text: str
+
+
+class _Refused(Exception):
+    pass
+
+
+def _describe_area(label: str | None, table: Table, geom: Geometry) -> tuple[str, str]:
+    if label == "gpt":
+        return (f"the GPT header and entries (up to {table.first_usable - 1}s)",
+                f"the backup GPT (from {table.last_usable + 1}s)")
+    if label == "msdos":
+        after = "the end of the disk"
+        if geom.sectors > MBR_LIMIT_SECTORS:
+            after = f"msdos's 2 TiB limit ({MBR_LIMIT_SECTORS}s)"
+        return "the MBR (sector 0)", after
+    return "the start of the disk", "the end of the disk"
+
+
+def _build_lanes(table: Table, geom: Geometry) -> tuple[tuple[Lane, Lane], dict[int, tuple[int, int]]]:
+    before, after = _describe_area(table.label, table, geom)
+    live = table.live
+    tops = [p for p in live if p.role is not Role.LOGICAL]
+    top = Lane.of(tops, table.first_usable, table.last_usable, 0, before, after)
+    ext = next((p for p in top.parts if p.role is Role.EXTENDED), None)
+    logicals = [p for p in live if p.role is Role.LOGICAL]
+    if ext is not None:
+        logical = Lane.of(logicals, ext.start, ext.end, 1, f"the start of extended partition {ext.number}",
+                          f"the end of extended partition {ext.number}")
+    else:
+        logical = Lane.of(logicals, 0, -1, 1, "no extended partition", "no extended partition")
+    where = {p.number: (TOP, i) for i, p in enumerate(top.parts)}
+    where.update({p.number: (LOGICAL, i) for i, p in enumerate(logical.parts)})
+    return (top, logical), where
+
+
+@dataclass(frozen=True)
+class Plan:
+    geometry: Geometry
+    base: Table  # the table on disk, as read
+    table: Table  # the table wanted: EXISTING, PROPOSED and DELETE partitions
+    target: SnapTarget = SnapTarget.OPTIMAL
+    fresh: bool = False  # the table is a new label: nothing of the disk's table survives
+    # Derived from the fields above (never compared): the grain and the lane index.
+    grain: Grain = field(default=Grain(1), compare=False)
+    _lanes: tuple[Lane, Lane] = field(default=(), compare=False, repr=False)  # type: ignore[assignment]
+    _where: dict[int, tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
+
+    # --- building -------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, geometry: Geometry, table: Table, target: SnapTarget = SnapTarget.OPTIMAL) -> Plan:
+        """A plan that changes nothing yet, on the table read from the disk."""
+        return cls._make(geometry, table, table, target, False)
+
+    @classmethod
+    def _make(cls, geom: Geometry, base: Table, table: Table, target: SnapTarget, fresh: bool) -> Plan:
+        lanes, where = _build_lanes(table, geom)
+        return cls(geom, base, table, target, fresh, target.grain(geom), lanes, where)
+
+    def _rebuilt(self, table: Table, *, fresh: bool | None = None) -> Plan:
+        return Plan._make(self.geometry, self.base, table, self.target, self.fresh if fresh is None else fresh)
+
+    def _replaced(self, old: Partition, new: Partition) -> Plan:
+        """The plan with ``old`` replaced by ``new``, which keeps its rank in its lane (moves, resizes,
+        type/name/flag changes): one slot replaced in a few tuples, found by bisection."""
+        lane_no, i = self._where[old.number]
+        lanes = list(self._lanes)
+        lanes[lane_no] = lanes[lane_no].with_part(i, new)
+        if new.role is Role.EXTENDED:
+            lanes[LOGICAL] = lanes[LOGICAL].with_area(new.start, new.end)
+        parts = self.table.partitions
+        j = bisect_left(parts, _order(old), key=_order)
+        while parts[j] is not old:
+            j += 1
+        rest = parts[:j] + parts[j + 1 :]
+        k = bisect_left(rest, _order(new), key=_order)
+        table = replace(self.table, partitions=(*rest[:k], new, *rest[k:]))
+        where = self._where if new.number == old.number else None
+        if where is None:
+            return self._rebuilt(table)
+        return Plan(self.geometry, self.base, table, self.target, self.fresh, self.grain, (lanes[0], lanes[1]),
+                    where)
+
+    # --- queries --------------------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str | None:
+        return self.table.label
+
+    @property
+    def live(self) -> tuple[Partition, ...]:
+        return self._lanes[TOP].parts + self._lanes[LOGICAL].parts
+
+    @property
+    def dirty(self) -> bool:
+        return self.fresh or self.table != self.base
+
+    def partition(self, number: int) -> Partition | None:
+        """The live (existing or proposed) partition with ``number``."""
+        at = self._where.get(number)
+        return None if at is None else self._lanes[at[0]].parts[at[1]]
+
+    def deleted(self, number: int) -> Partition | None:
+        return next((p for p in self.table.partitions if p.state is State.DELETE and p.number == number), None)
+
+    def extended(self) -> Partition | None:
+        return next((p for p in self._lanes[TOP].parts if p.role is Role.EXTENDED), None)
+
+    def gap_of(self, number: int) -> Gap | None:
+        """Where partition ``number`` could be moved or stretched to (a drag's limits)."""
+        at = self._where.get(number)
+        return None if at is None else self._lanes[at[0]].gap_of(at[1])
+
+    def gap_at(self, lba: int) -> tuple[Gap | None, str]:
+        """The free space holding ``lba`` (inside the extended partition: the logical lane), or why none."""
+        ext = self.extended()
+        lane = self._lanes[LOGICAL] if ext is not None and ext.start <= lba <= ext.end else self._lanes[TOP]
+        return lane.gap_at(lba)
+
+    def free_regions(self, min_sectors: int = 1) -> list[Gap]:
+        """Every gap a new partition could use, top level and inside the extended partition, by start."""
+        gaps = self._lanes[TOP].gaps(min_sectors)
+        if self.extended() is not None:
+            gaps += self._lanes[LOGICAL].gaps(min_sectors)
+        return sorted(gaps, key=attrgetter("lo"))
+
+    def on_grain(self, p: Partition) -> bool:
+        """Whether ``p`` starts on the grain and ends one before a boundary or at its area's last sector."""
+        g = self.grain
+        if not g.is_aligned(p.start):
+            return False
+        area_hi = self._lanes[LOGICAL if p.role is Role.LOGICAL else TOP].area_hi
+        return g.is_aligned(p.end + 1) or p.end == area_hi
+
+    def blocked(self) -> str:
+        """Why this plan cannot change partitions (no table, a label diskplan does not write), or ""."""
+        if self.table.label is None:
+            return "there is no partition table: create a gpt or msdos label first"
+        if self.table.label not in labels.LABELS:
+            return self.table.read_only or f"diskplan does not write {self.table.label} tables: create a new label"
+        return ""
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    def _refuse(self, reason: str, number: int | None = None) -> Outcome:
+        return Outcome(self, self, False, reason, None, number)
+
+    def _proposed(self, number: int) -> tuple[Partition, int, int]:
+        why = self.blocked()
+        if why:
+            raise _Refused(why)
+        at = self._where.get(number)
+        if at is None:
+            raise _Refused(f"there is no partition {number}" + (" (it is marked for deletion)"
+                                                                  if self.deleted(number) else ""))
+        p = self._lanes[at[0]].parts[at[1]]
+        if p.state is State.EXISTING:
+            raise _Refused(f"partition {number} is on the disk and holds data: diskplan does not move or "
+                           "resize it (mark it for deletion to plan in its space)")
+        return p, at[0], at[1]
+
+    def _logicals(self) -> tuple[Partition, ...]:
+        return self._lanes[LOGICAL].parts
+
+    def _step(self) -> int:
+        return self.grain.sectors
+
+    def _free_number(self, role: Role) -> int:
+        label = self.table.label
+        if label == "msdos":
+            if role is Role.LOGICAL:
+                used = {p.number for p in self._logicals()}
+                return next(n for n in range(labels.FIRST_LOGICAL, labels.FIRST_LOGICAL + len(used) + 1)
+                            if n not in used)
+            tops = self._lanes[TOP].parts
+            if len(tops) >= labels.MSDOS_PRIMARIES:
+                raise _Refused("an msdos table holds 4 primary partitions (an extended one counts): "
+                               "make room in an extended partition for more")
+            used = {p.number for p in tops}
+            return next(n for n in range(1, labels.MSDOS_PRIMARIES + 1) if n not in used)
+        used = set(self._where)
+        for n in range(1, self.table.max_partitions + 1):
+            if n not in used:
+                return n
+        raise _Refused(f"this {label} table holds at most {self.table.max_partitions} partitions")
+
+    def _outcome(self, p: Partition, new: Partition, requested: Extent, notes: list[str], verb: str,
+                 wanted_change: bool) -> Outcome:
+        snap = Snap(requested, new.extent, self.grain, self.geometry.logical, tuple(notes))
+        if (new.start, new.end) == (p.start, p.end):
+            if wanted_change and notes:
+                return Outcome(self, self, False, f"partition {p.number} cannot be {verb} further: {notes[-1]}",
+                               snap, p.number)
+            return Outcome(self, self, True, f"partition {p.number} stays at {p.start}s..{p.end}s", snap, p.number)
+        plan = self._replaced(p, new)
+        return Outcome(self, plan, True, f"{verb} partition {p.number} to {new.start}s..{new.end}s", snap,
+                       p.number)
+
+    # --- proposing ------------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        start: int,
+        size: int,
+        *,
+        ptype: str = "",
+        name: str = "",
+        flags: tuple[str, ...] = (),
+        role: Role | None = None,
+    ) -> Outcome:
+        """A new partition of ``size`` sectors in the free space holding ``start``, snapped to the grain.
+
+        On msdos a start inside the extended partition makes a logical partition; ``role=Role.EXTENDED``
+        makes the extended one. The size may shrink to stay aligned and inside the free space, but only
+        when the request as typed fitted there; otherwise the step is refused."""
+        try:
+            return self._propose(start, size, ptype, name, flags, role)
+        except (_Refused, LabelError) as exc:
+            return self._refuse(str(exc))
+
+    def _propose(self, start: int, size: int, ptype: str, name: str, flags: tuple[str, ...],
+                 role: Role | None) -> Outcome:
+        why = self.blocked()
+        if why:
+            raise _Refused(why)
+        if size < 1:
+            raise _Refused("a partition has at least one sector")
+        label = self.table.label
+        assert label is not None
+        ext = self.extended()
+        inside = ext is not None and ext.start <= start <= ext.end
+        if role is None:
+            role = Role.LOGICAL if inside else Role.PRIMARY
+        if label != "msdos" and role is not Role.PRIMARY:
+            raise _Refused(f"{label} has no {role.value} partitions")
+        if role is Role.LOGICAL and not inside:
+            raise _Refused("a logical partition goes inside the extended partition" +
+                           ("" if ext else ": create an extended partition first"))
+        if role is not Role.LOGICAL and inside:
+            assert ext is not None
+            raise _Refused(f"sector {start} is inside extended partition {ext.number}: only logical "
+                           "partitions go there")
+        if role is Role.EXTENDED and ext is not None:
+            raise _Refused(f"an msdos table has one extended partition, and partition {ext.number} is it")
+        code = labels.type_code(label, ptype) if ptype else labels.default_type(label, role)
+        if labels.is_extended_type(code) != (role is Role.EXTENDED):
+            raise _Refused(f"type {code} is for extended partitions only" if role is not Role.EXTENDED
+                           else f"an extended partition needs an extended type, not {code}")
+        name = labels.check_name(label, name)
+        flags = labels.check_flags(label, flags)
+        number = self._free_number(role)
+        lane = self._lanes[LOGICAL if role is Role.LOGICAL else TOP]
+        gap, reason = lane.gap_at(start)
+        if gap is None:
+            raise _Refused(reason)
+        s, e, notes = self._fit_new(gap, start, size)
+        new = Partition(number, s, e, code, name, flags, role, State.PROPOSED)
+        plan = self._rebuilt(self.table.with_partitions((*self.table.partitions, new)))
+        snap = Snap(Extent(start, start + size - 1), new.extent, self.grain, self.geometry.logical, tuple(notes))
+        what = "extended partition" if role is Role.EXTENDED else f"{role.value} partition" if label == "msdos" \
+            else "partition"
+        size = human_bytes(new.size * self.geometry.logical)
+        return Outcome(self, plan, True, f"new {what} {number} at {s}s..{e}s ({size})", snap, number)
+
+    def _fit_new(self, gap: Gap, start: int, size: int) -> tuple[int, int, list[str]]:
+        g = self.grain
+        notes: list[str] = []
+        lo, hi = first_start(g, gap), last_start(g, gap.hi)
+        if lo > hi:
+            raise _Refused(f"no {human_bytes(g.sectors * self.geometry.logical)}-aligned start is free between "
+                           f"{gap.lo}s and {gap.hi}s")
+        s = clamp(snap_start(g, start), lo, hi)
+        end_lo, end_hi = first_end(g, s, gap.area_hi), last_end(g, gap)
+        if end_lo > end_hi:
+            raise _Refused(f"the free space {gap.lo}s..{gap.hi}s has no room for an aligned partition at {s}s")
+        e = max(snap_end(g, s + size - 1, gap.area_hi), end_lo)
+        if e > end_hi:
+            if start + size - 1 > gap.hi:
+                free = max(gap.hi - start + 1, 0)
+                raise _Refused(f"{size} sectors do not fit: from {start}s the free space ends at {gap.hi}s "
+                               f"({free} sectors, {human_bytes(free * self.geometry.logical)}; then {gap.after})")
+            notes.append(f"end pulled in to {end_hi}s to stay aligned before {gap.after}")
+            e = end_hi
+        if s != start:
+            notes.append(f"start snapped to the {g.sectors}-sector grain")
+        return s, e, notes
+
+    # --- moving and resizing --------------------------------------------------------------------------
+
+    def move(self, number: int, steps: int = 1) -> Outcome:
+        """Move a proposed partition by ``steps`` grains (keyboard: 1, or 10 with a modifier)."""
+        p = self.partition(number)
+        if p is None:
+            return self.move_to(number, 0)
+        return self.move_to(number, p.start + steps * self._step(), keyboard=True)
+
+    def move_to(self, number: int, start: int, *, keyboard: bool = False) -> Outcome:
+        """Move a proposed partition so it starts near LBA ``start`` (mouse), keeping its size in grains.
+        It stops against its neighbours; it never jumps over one."""
+        try:
+            p, lane_no, i = self._proposed(number)
+        except _Refused as exc:
+            return self._refuse(str(exc), number)
+        if p.role is Role.EXTENDED and self._logicals():
+            return self._refuse(f"extended partition {number} holds logical partitions: move those, or resize "
+                                "its edges", number)
+        gap = self._lanes[lane_no].gap_of(i)
+        placed = place(self.grain, gap, start, p.size)
+        if placed is None:
+            return self._refuse(f"partition {number} no longer fits between {gap.before} and {gap.after} when "
+                                "aligned", number)
+        s, e = placed
+        notes = []
+        free_s = snap_start(self.grain, start)
+        if s != free_s:
+            notes.append(f"stopped against {gap.after if s < free_s else gap.before}")
+        if e - s + 1 != p.size:
+            notes.append(f"size rounded to whole grains: {p.size}s -> {e - s + 1}s")
+        changed_wanted = start != p.start if keyboard else snap_start(self.grain, start) != p.start
+        return self._outcome(p, replace(p, start=s, end=e), Extent(start, start + p.size - 1), notes, "moved",
+                             changed_wanted)
+
+    def resize(self, number: int, edge: Edge, steps: int = 1) -> Outcome:
+        """Move one edge of a proposed partition by ``steps`` grains (negative: left)."""
+        p = self.partition(number)
+        if p is None:
+            return self.resize_to(number, edge, 0)
+        at = p.start if edge is Edge.START else p.end
+        return self.resize_to(number, edge, at + steps * self._step(), keyboard=True)
+
+    def resize_to(self, number: int, edge: Edge, lba: int, *, keyboard: bool = False) -> Outcome:
+        """Move one edge of a proposed partition to near LBA ``lba`` (mouse); the other edge stays."""
+        try:
+            p, lane_no, i = self._proposed(number)
+        except _Refused as exc:
+            return self._refuse(str(exc), number)
+        gap = self._lanes[lane_no].gap_of(i)
+        g = self.grain
+        logicals = self._logicals() if p.role is Role.EXTENDED else ()
+        notes = []
+        if edge is Edge.START:
+            limit = p.end if not logicals else min(p.end, logicals[0].start - 1)
+            s = place_start(g, gap, lba, limit)
+            if s is None:
+                return self._refuse(f"no aligned start is left for partition {number}", number)
+            free = snap_start(g, lba)
+            if s != free:
+                bound = gap.before if s > free else (f"logical partition {logicals[0].number}" if logicals and
+                                                     limit < p.end else "its own end")
+                notes.append(f"stopped against {bound}")
+            new, requested = replace(p, start=s), Extent(min(lba, p.end), p.end)
+            wanted = lba != p.start if keyboard else free != p.start
+        else:
+            at_least = p.start if not logicals else max(p.start, logicals[-1].end)
+            e = place_end(g, gap, lba, at_least)
+            if e is None:
+                return self._refuse(f"no aligned end is left for partition {number}", number)
+            free = snap_end(g, lba, gap.area_hi)
+            if e != free:
+                bound = gap.after if e < free else (f"logical partition {logicals[-1].number}" if logicals and
+                                                    at_least > p.start else "its own start (one grain at least)")
+                notes.append(f"stopped against {bound}")
+            new, requested = replace(p, end=e), Extent(p.start, max(lba, p.start))
+            wanted = lba != p.end if keyboard else free != p.end
+        return self._outcome(p, new, requested, notes, "resized", wanted)
+
+    # --- deleting -------------------------------------------------------------------------------------
+
+    def delete(self, number: int) -> Outcome:
+        """A proposed partition goes away; an existing one is marked for deletion (its space becomes free).
+        Deleting an extended partition deletes the logical partitions inside it."""
+        why = self.blocked()
+        p = self.partition(number)
+        if why or p is None:
+            return self._refuse(why or f"there is no partition {number}", number)
+        doomed = [p, *self._logicals()] if p.role is Role.EXTENDED else [p]
+        ids = {id(q) for q in doomed}
+        parts = []
+        for q in self.table.partitions:
+            if id(q) not in ids:
+                parts.append(q)
+            elif q.state is State.EXISTING:
+                parts.append(replace(q, state=State.DELETE))
+        plan = self._rebuilt(self.table.with_partitions(tuple(parts)))
+        verb = "marked for deletion" if p.state is State.EXISTING else "removed"
+        extra = f" with {len(doomed) - 1} logical partitions" if len(doomed) > 1 else ""
+        return Outcome(self, plan, True, f"partition {number}{extra} {verb}", None, number)
+
+    def undelete(self, number: int) -> Outcome:
+        """Take back the deletion mark of an existing partition, if its space is still free."""
+        p = self.deleted(number)
+        if p is None:
+            return self._refuse(f"partition {number} is not marked for deletion", number)
+        if self.fresh:
+            return self._refuse("the new label replaces the whole table: clear the plan to get the disk's "
+                                "table back", number)
+        if number in self._where:
+            return self._refuse(f"number {number} is now used by a proposed partition", number)
+        if p.role is Role.LOGICAL:
+            if self.extended() is None:
+                return self._refuse(f"logical partition {number} needs its extended partition back first", number)
+            lane = self._lanes[LOGICAL]
+        else:
+            if self.table.label == "msdos" and len(self._lanes[TOP].parts) >= labels.MSDOS_PRIMARIES:
+                return self._refuse("an msdos table holds 4 primary partitions", number)
+            if p.role is Role.EXTENDED and self.extended() is not None:
+                return self._refuse("an msdos table has only one extended partition", number)
+            lane = self._lanes[TOP]
+        if not lane.overlapping and not lane.fits(p.extent):
+            return self._refuse(f"the space of partition {number} ({p.start}s..{p.end}s) is used by the plan now",
+                                number)
+        parts = tuple(replace(q, state=State.EXISTING) if q is p else q for q in self.table.partitions)
+        return Outcome(self, self._rebuilt(self.table.with_partitions(parts)), True,
+                       f"partition {number} kept", None, number)
+
+    # --- types, names, flags --------------------------------------------------------------------------
+
+    def _edit(self, number: int, **changes: object) -> Outcome:
+        why = self.blocked()
+        p = self.partition(number)
+        if why or p is None:
+            return self._refuse(why or f"there is no partition {number}", number)
+        new = replace(p, **changes)  # type: ignore[arg-type]
+        if new == p:
+            return Outcome(self, self, True, f"partition {number} unchanged", None, number)
+        what = ", ".join(f"{k} {v!r}" for k, v in changes.items())
+        return Outcome(self, self._replaced(p, new), True, f"partition {number}: {what}", None, number)
+
+    def set_type(self, number: int, ptype: str) -> Outcome:
+        p = self.partition(number)
+        label = self.table.label
+        if p is None or label not in labels.LABELS:
+            return self._edit(number)
+        try:
+            code = labels.type_code(label, ptype)
+        except LabelError as exc:
+            return self._refuse(str(exc), number)
+        if labels.is_extended_type(code) != (p.role is Role.EXTENDED):
+            return self._refuse("a partition cannot become extended, nor an extended one something else: "
+                                "delete it and create another", number)
+        return self._edit(number, type=code)
+
+    def set_name(self, number: int, name: str) -> Outcome:
+        try:
+            name = labels.check_name(self.table.label or "", name)
+        except LabelError as exc:
+            return self._refuse(str(exc), number)
+        return self._edit(number, name=name)
+
+    def set_flags(self, number: int, flags: tuple[str, ...]) -> Outcome:
+        """Set the attribute flags (``labels.attribute_flags(label)`` lists them). On an existing partition,
+        flags libparted reports for its type (esp, lvm, ...) are kept as they are."""
+        p = self.partition(number)
+        label = self.table.label or ""
+        try:
+            wanted = labels.check_flags(label, flags)
+        except LabelError as exc:
+            return self._refuse(str(exc), number)
+        if p is None:
+            return self._edit(number)
+        keep = tuple(f for f in p.flags if f not in labels.attribute_flags(label))
+        return self._edit(number, flags=tuple(sorted({*keep, *wanted})))
+
+    def toggle_flag(self, number: int, flag: str) -> Outcome:
+        p = self.partition(number)
+        if p is None:
+            return self._edit(number)
+        current = set(labels.plan_flags(self.table.label or "", p.flags))
+        return self.set_flags(number, tuple(current ^ {flag}))
+
+    # --- whole-plan steps -----------------------------------------------------------------------------
+
+    def new_label(self, label: str) -> Outcome:
+        """A fresh gpt or msdos table: every partition on the disk is marked for deletion."""
+        try:
+            label = labels.check_label(label)
+        except LabelError as exc:
+            return self._refuse(str(exc))
+        fresh = new_table(label, self.geometry)
+        doomed = tuple(replace(p, state=State.DELETE) for p in self.base.partitions)
+        plan = self._rebuilt(fresh.with_partitions(doomed), fresh=True)
+        n = len(self.base.partitions)
+        old = f"the {self.base.label} table and its {n} partition{'s' if n != 1 else ''}" if self.base.label \
+            else "nothing (the disk had no table)"
+        return Outcome(self, plan, True, f"new {label} label: replaces {old}")
+
+    def clear(self) -> Outcome:
+        """Back to the table on disk: every proposal, deletion mark and change dropped."""
+        if not self.dirty:
+            return Outcome(self, self, True, "nothing to clear")
+        n = len(self.changes())
+        return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False), True,
+                       f"cleared {n} pending changes")
+
+    def set_target(self, target: SnapTarget, grains: tuple[int, ...] | None = None) -> Outcome:
+        """Snap to another target from now on (CUSTOM: ``grains`` in bytes, e.g. a stripe). Partitions do
+        not move: "fix my layout" re-snaps them."""
+        try:
+            geom = self.geometry if grains is None else self.geometry.with_overrides(grains=grains)
+        except ValueError as exc:
+            return self._refuse(str(exc))
+        plan = Plan._make(geom, self.base, self.table, target, self.fresh)
+        if plan == self:
+            return Outcome(self, self, True, f"already snapping to {target.value}")
+        g = plan.grain
+        return Outcome(self, plan, True, f"snapping to {target.value}: {g.sectors} sectors "
+                       f"({human_bytes(g.sectors * geom.logical)})" + (f", offset {g.offset}s" if g.offset else ""))
+
+    def fix_layout(self) -> Outcome:
+        """Re-snap every proposed partition to the grain, left to right, in one step (all or nothing)."""
+        plan = self
+        moved = []
+        for lane_no in (TOP, LOGICAL):
+            for p in list(plan._lanes[lane_no].parts):
+                if p.state is not State.PROPOSED:
+                    continue
+                cur = plan.partition(p.number)
+                assert cur is not None
+                if plan.on_grain(cur):
+                    continue
+                if cur.role is Role.EXTENDED and plan._logicals():
+                    steps = [plan.resize_to(cur.number, Edge.START, cur.start)]
+                    if steps[0].ok:
+                        q = steps[0].plan.partition(cur.number)
+                        assert q is not None
+                        steps.append(steps[0].plan.resize_to(cur.number, Edge.END, q.end))
+                else:
+                    steps = [plan.move_to(cur.number, cur.start)]
+                for step in steps:
+                    if not step.ok:
+                        return self._refuse(f"cannot fix the layout: {step.message}", cur.number)
+                    plan = step.plan
+                if plan.partition(cur.number) != cur:
+                    moved.append(cur.number)
+        if not moved:
+            return Outcome(self, self, True, "every proposed partition is already on the grain")
+        return Outcome(self, plan, True, f"re-snapped partitions {', '.join(map(str, moved))}")
+
+    def adopt(self, table: Table) -> Outcome:
+        """Make ``table`` (from a plan file) the wanted table: partitions of the disk that it keeps exactly
+        (number, start, end) stay EXISTING, the others are marked DELETE, the rest are PROPOSED. A different
+        label or usable area means a new label."""
+        problems = validate(table, self.geometry)
+        if problems:
+            return self._refuse("the plan is not valid here: " + "; ".join(problems))
+        base = self.base
+        fresh = (table.label != base.label or (table.first_usable, table.last_usable)
+                 != (base.first_usable, base.last_usable))
+        wanted = {(p.number, p.start, p.end, p.role): p for p in table.partitions if p.state is not State.DELETE}
+        parts: list[Partition] = []
+        attrs = labels.attribute_flags(base.label or "")
+        for p in base.partitions:
+            keep = None if fresh else wanted.pop((p.number, p.start, p.end, p.role), None)
+            if keep is None:
+                parts.append(replace(p, state=State.DELETE))
+                continue
+            flags = {*(f for f in p.flags if f not in attrs), *labels.plan_flags(base.label or "", keep.flags)}
+            kept = replace(p, type=keep.type or p.type, name=keep.name,
+                           flags=p.flags if flags == set(p.flags) else tuple(sorted(flags)))
+            parts.append(p if kept == p else kept)
+        parts += [replace(p, state=State.PROPOSED) for p in wanted.values()]
+        plan = self._rebuilt(replace(table, partitions=()).with_partitions(tuple(parts)), fresh=fresh)
+        return Outcome(self, plan, True, f"plan loaded: {len(plan.changes())} pending changes")
+
+    # --- what will change -----------------------------------------------------------------------------
+
+    def changes(self) -> list[Change]:
+        """The pending changes against the table on disk, in the order they would be written."""
+        out: list[Change] = []
+        ss = self.geometry.logical
+
+        def where(p: Partition) -> str:
+            return f"{p.start}s..{p.end}s ({human_bytes(p.size * ss)})"
+
+        if self.fresh:
+            old = f"{self.base.label} table" if self.base.label else "disk without a table"
+            out.append(Change("label", None, f"new {self.table.label} label (replaces the {old})"))
+        for p in sorted((p for p in self.table.partitions if p.state is State.DELETE), key=attrgetter("number")):
+            out.append(Change("delete", p.number, f"delete partition {p.number} at {where(p)}"))
+        for p in sorted((p for p in self.table.partitions if p.state is State.PROPOSED), key=_order):
+            extra = f", {p.role.value}" if self.table.label == "msdos" else ""
+            named = f", name {p.name!r}" if p.name else ""
+            flags = f", flags {' '.join(p.flags)}" if p.flags else ""
+            out.append(Change("create", p.number, f"create partition {p.number} at {where(p)}, "
+                              f"type {p.type}{extra}{named}{flags}"))
+        if not self.fresh:
+            before = {p.number: p for p in self.base.partitions}
+            for p in sorted((p for p in self.table.partitions if p.state is State.EXISTING),
+                            key=attrgetter("number")):
+                old_p = before.get(p.number)
+                if old_p is None:
+                    continue
+                if old_p.type != p.type:
+                    out.append(Change("type", p.number, f"partition {p.number}: type {old_p.type} -> {p.type}"))
+                if old_p.name != p.name:
+                    out.append(Change("name", p.number, f"partition {p.number}: name {old_p.name!r} -> {p.name!r}"))
+                if old_p.flags != p.flags:
+                    out.append(Change("flags", p.number, f"partition {p.number}: flags "
+                                      f"{' '.join(old_p.flags) or '-'} -> {' '.join(p.flags) or '-'}"))
+        return out
+
+
+def validate(table: Table, geom: Geometry) -> list[str]:
+    """What makes ``table`` unwritable on ``geom``: overlaps, partitions outside the usable area or the
+    extended partition, msdos numbering and counts. Empty when it can be written."""
+    problems: list[str] = []
+    label = table.label
+    if label not in labels.LABELS:
+        return [f"diskplan writes gpt and msdos tables, not {label}"]
+    if table.last_usable >= geom.sectors or table.first_usable < 1:
+        problems.append(f"usable area {table.first_usable}s..{table.last_usable}s does not fit a disk of "
+                        f"{geom.sectors} sectors")
+    live = sorted(table.live, key=_order)
+    numbers = [p.number for p in live]
+    if len(set(numbers)) != len(numbers):
+        problems.append("two partitions have the same number")
+    tops = [p for p in live if p.role is not Role.LOGICAL]
+    logicals = [p for p in live if p.role is Role.LOGICAL]
+    for a, b in pairwise(tops):
+        if b.start <= a.end:
+            problems.append(f"partitions {a.number} and {b.number} overlap")
+    for p in tops:
+        if not (table.first_usable <= p.start and p.end <= table.last_usable):
+            problems.append(f"partition {p.number} ({p.start}s..{p.end}s) is outside the usable area "
+                            f"{table.first_usable}s..{table.last_usable}s")
+    if label == "gpt":
+        if any(p.role is not Role.PRIMARY for p in live):
+            problems.append("GPT has no extended or logical partitions")
+        if any(not 1 <= n <= table.max_partitions for n in numbers):
+            problems.append(f"GPT partition numbers go from 1 to {table.max_partitions}")
+        return problems
+    extended = [p for p in tops if p.role is Role.EXTENDED]
+    if len(tops) > labels.MSDOS_PRIMARIES or any(not 1 <= p.number <= 4 for p in tops):
+        problems.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
+    if len(extended) > 1:
+        problems.append("msdos has at most one extended partition")
+    if logicals:
+        if not extended:
+            problems.append("logical partitions need an extended partition")
+        else:
+            ext = extended[0]
+            prev_end = ext.start
+            for p in logicals:
+                if p.number < labels.FIRST_LOGICAL:
+                    problems.append(f"logical partition {p.number} must be numbered 5 or more")
+                if p.start <= prev_end or p.end > ext.end:
+                    problems.append(f"logical partition {p.number} ({p.start}s..{p.end}s) needs a free sector "
+                                    f"for its EBR and must lie inside extended partition {ext.number}")
+                prev_end = p.end + 1
+    return problems
+
+
+class History:
+    """Undo and redo over whole plans: undo gives back exactly the plan before the step."""
+
+    def __init__(self, plan: Plan, limit: int = 10_000) -> None:
+        self.present = plan
+        self.limit = limit
+        self._past: list[tuple[Plan, str]] = []
+        self._future: list[tuple[Plan, str]] = []
+
+    def apply(self, outcome: Outcome) -> bool:
+        """Record a step taken from the present plan; False when it was refused or changed nothing."""
+        if outcome.before is not self.present:
+            raise ValueError("this outcome was computed from another plan than the present one")
+        if not outcome.ok or not outcome.changed:
+            return False
+        self._past.append((self.present, outcome.message))
+        if len(self._past) > self.limit:
+            del self._past[0]
+        self._future.clear()
+        self.present = outcome.plan
+        return True
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._past)
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._future)
+
+    @property
+    def undo_message(self) -> str:
+        """What undo would take back ("" when nothing)."""
+        return self._past[-1][1] if self._past else ""
+
+    @property
+    def redo_message(self) -> str:
+        return self._future[-1][1] if self._future else ""
+
+    def undo(self) -> str | None:
+        """Go back one step; returns what was undone, or None when there was nothing."""
+        if not self._past:
+            return None
+        plan, message = self._past.pop()
+        self._future.append((self.present, message))
+        self.present = plan
+        return message
+
+    def redo(self) -> str | None:
+        if not self._future:
+            return None
+        plan, message = self._future.pop()
+        self._past.append((self.present, message))
+        self.present = plan
+        return message

@@ -1,0 +1,526 @@
+"""Plan files: the wanted table as JSON (documented in README.md), ``sfdisk --dump`` text read as a plan,
+and the same plan written as an sfdisk script or as parted commands.
+
+JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs only the starred ones)::
+
+    {
+      "format": "diskplan-plan", "version": 1,
+      "label": "gpt",*                       gpt or msdos
+      "sector_size": 512,                     logical sector size in bytes (default 512)
+      "sectors": 2097152,                     device size in sectors, when known
+      "first_lba": 34, "last_lba": 2097118,   GPT usable area, when known
+      "partitions": [*
+        {"number": 1, "start": 2048,* "end": 206847, "size": 204800,   sectors, end inclusive; end or size*
+         "type": "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "type_name": "EFI system",
+         "name": "EFI", "flags": ["legacy_boot"], "role": "primary"}
+      ]
+    }
+
+``start`` and ``size`` may also be written with a unit ("1MiB", "2048s", "100MB"; see model.sizes); ``type``
+may be a name ("EFI system", "swap"), a GUID or an MBR id ("0x83"); ``number`` and ``role`` default from
+the order and the type. Unknown keys are refused (a typo must not silently become a default).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, replace
+
+from diskplan.model import labels, ptypes
+from diskplan.model.extent import Partition, Role, State
+from diskplan.model.geometry import Geometry
+from diskplan.model.labels import LabelError
+from diskplan.model.plan import validate
+from diskplan.model.sizes import SizeError, parse_lba, parse_size
+from diskplan.model.table import Table, new_table
+
+FORMAT = "diskplan-plan"
+VERSION = 1
+_TOP_KEYS = {"format", "version", "label", "sector_size", "sectors", "first_lba", "last_lba", "partitions", "comment"}
+_PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "role", "comment"}
+
+
+class PlanFileError(ValueError):
+    """The text is not a plan diskplan can use: ``str(exc)`` is one line saying where and why."""
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """The wanted table, independent of any disk: what a plan file holds."""
+
+    label: str  # "gpt" or "msdos"
+    sector_size: int = 512
+    partitions: tuple[Partition, ...] = ()  # state PROPOSED, attribute flags only, canonical type codes
+    sectors: int | None = None  # device size in logical sectors, when known
+    first_lba: int | None = None  # GPT usable area, when known
+    last_lba: int | None = None
+
+
+# --- from and to tables ---------------------------------------------------------------------------------
+
+
+def spec_from_table(table: Table, geometry: Geometry) -> PlanSpec:
+    """The live partitions of ``table`` (read from a disk, or a plan's wanted table) as a plan."""
+    try:
+        label = labels.check_label(table.label)
+    except LabelError as exc:
+        raise PlanFileError(str(exc)) from exc
+    parts = []
+    for p in sorted(table.live, key=lambda p: p.number):
+        code = p.type or labels.fold_type(label, "", p.flags) or labels.default_type(label, p.role)
+        parts.append(Partition(p.number, p.start, p.end, code, p.name, labels.plan_flags(label, p.flags), p.role,
+                               State.PROPOSED))
+    gpt = label == "gpt"
+    return PlanSpec(label, geometry.logical, tuple(parts), geometry.sectors,
+                    table.first_usable if gpt else None, table.last_usable if gpt else None)
+
+
+def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
+    """The plan as a table on ``geometry`` (all partitions PROPOSED). Raises PlanFileError when it cannot
+    be written there: another sector size, partitions past the usable area, overlaps."""
+    if spec.sector_size != geometry.logical:
+        raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
+                            f"{geometry.logical}-byte sectors (every position would mean another byte)")
+    table = new_table(spec.label, geometry)
+    first = table.first_usable if spec.first_lba is None else spec.first_lba
+    last = spec.last_lba
+    if last is None or (spec.sectors is not None and spec.sectors != geometry.sectors):
+        last = table.last_usable  # a plan made for another disk size: this disk's own GPT end
+    if spec.label == "gpt" and not (table.first_usable <= first <= last <= table.last_usable):
+        raise PlanFileError(f"the plan's usable area {first}s..{last}s does not fit this disk's GPT "
+                            f"({table.first_usable}s..{table.last_usable}s)")
+    table = replace(table, first_usable=first, last_usable=last).with_partitions(spec.partitions)
+    problems = validate(table, geometry)
+    if problems:
+        raise PlanFileError("the plan does not fit this disk: " + "; ".join(problems))
+    return table
+
+
+# --- JSON -----------------------------------------------------------------------------------------------
+
+
+def to_json(spec: PlanSpec) -> str:
+    doc: dict[str, object] = {"format": FORMAT, "version": VERSION, "label": spec.label,
+                              "sector_size": spec.sector_size}
+    for key in ("sectors", "first_lba", "last_lba"):
+        if getattr(spec, key) is not None:
+            doc[key] = getattr(spec, key)
+    doc["partitions"] = [
+        {
+            "number": p.number,
+            "start": p.start,
+            "end": p.end,
+            "size": p.size,
+            "type": p.type,
+            "type_name": ptypes.describe(p.type),
+            "name": p.name,
+            "flags": list(p.flags),
+            "role": p.role.value,
+        }
+        for p in sorted(spec.partitions, key=lambda p: p.number)
+    ]
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _int(value: object, where: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PlanFileError(f"{where} must be a whole number of at least {minimum}, not {value!r}")
+    return value
+
+
+def _sectors(value: object, where: str, geom: Geometry, *, position: bool) -> int:
+    if isinstance(value, str):
+        try:
+            return (parse_lba if position else parse_size)(value, geom).sectors
+        except SizeError as exc:
+            raise PlanFileError(f"{where}: {exc}") from exc
+    return _int(value, where, minimum=0 if position else 1)
+
+
+def _from_json(text: str) -> PlanSpec:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlanFileError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    if not isinstance(doc, dict):
+        raise PlanFileError("a JSON plan is an object with label and partitions")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise PlanFileError(f"unknown key {unknown[0]!r} in the plan (keys: {', '.join(sorted(_TOP_KEYS))})")
+    if doc.get("format", FORMAT) != FORMAT:
+        raise PlanFileError(f"this JSON is a {doc.get('format')!r}, not a diskplan plan")
+    version = doc.get("version", VERSION)
+    if version != VERSION:
+        raise PlanFileError(f"plan format version {version!r}: this diskplan reads version {VERSION}")
+    if "label" not in doc or "partitions" not in doc:
+        raise PlanFileError("a plan needs a label and a partitions list")
+    try:
+        label = labels.check_label(doc["label"])
+    except LabelError as exc:
+        raise PlanFileError(str(exc)) from exc
+    ss = _int(doc.get("sector_size", 512), "sector_size", minimum=512)
+    if ss & (ss - 1):
+        raise PlanFileError(f"sector_size must be a power of two, not {ss}")
+    geom = Geometry(sectors=1, logical=ss, physical=ss)
+    extra = {k: _int(doc[k], k, minimum=1) if doc.get(k) is not None else None
+             for k in ("sectors", "first_lba", "last_lba")}
+    raw = doc["partitions"]
+    if not isinstance(raw, list):
+        raise PlanFileError("partitions must be a list")
+    parts: list[Partition] = []
+    for i, item in enumerate(raw, 1):
+        where = f"partition entry {i}"
+        if not isinstance(item, dict):
+            raise PlanFileError(f"{where} must be an object")
+        unknown = sorted(set(item) - _PART_KEYS)
+        if unknown:
+            raise PlanFileError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(_PART_KEYS))})")
+        if "start" not in item or ("end" not in item and "size" not in item):
+            raise PlanFileError(f"{where} needs a start and an end or a size")
+        start = _sectors(item["start"], f"{where}: start", geom, position=True)
+        end = _int(item["end"], f"{where}: end") if "end" in item else None
+        size = _sectors(item["size"], f"{where}: size", geom, position=False) if "size" in item else None
+        if end is None:
+            assert size is not None
+            end = start + size - 1
+        elif size is not None and size != end - start + 1:
+            raise PlanFileError(f"{where}: start {start}, end {end} and size {size} disagree "
+                                f"(end - start + 1 = {end - start + 1})")
+        if end < start:
+            raise PlanFileError(f"{where}: end {end} is before start {start}")
+        flags = item.get("flags", [])
+        name = item.get("name", "")
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise PlanFileError(f"{where}: flags must be a list of strings")
+        if not isinstance(name, str):
+            raise PlanFileError(f"{where}: name must be a string")
+        number = _int(item["number"], f"{where}: number", minimum=1) if "number" in item else None
+        parts.append(_partition(label, where, number, start, end, item.get("type", ""), name, flags,
+                                item.get("role")))
+    return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
+                             extra["last_lba"]))
+
+
+def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,
+               flags: list[str], role: object) -> Partition:
+    try:
+        if role is not None and role not in {r.value for r in Role}:
+            raise LabelError(f"role must be primary, extended or logical, not {role!r}")
+        wanted_role = Role(role) if role is not None else None
+        if not isinstance(ptype, str):
+            raise LabelError(f"type must be a string, not {ptype!r}")
+        code = labels.type_code(label, ptype) if ptype else labels.default_type(label, wanted_role or Role.PRIMARY)
+        derived = labels.role_for_type(label, code, number or 0)
+        if wanted_role is Role.LOGICAL and derived is Role.PRIMARY and number is None:
+            derived = Role.LOGICAL
+        if wanted_role is not None and wanted_role is not derived:
+            raise LabelError(f"role {wanted_role.value} does not match type {code} and number {number}")
+        return Partition(number or 0, start, end, code, labels.check_name(label, name),
+                         labels.check_flags(label, flags), derived, State.PROPOSED)
+    except LabelError as exc:
+        raise PlanFileError(f"{where}: {exc}") from exc
+
+
+def _numbered(label: str, parts: list[Partition]) -> tuple[Partition, ...]:
+    """Give partitions without a number the lowest free one (msdos logicals from 5)."""
+    used = {p.number for p in parts if p.number}
+    out = []
+    for p in parts:
+        if not p.number:
+            n = labels.FIRST_LOGICAL if p.role is Role.LOGICAL else 1
+            while n in used:
+                n += 1
+            used.add(n)
+            p = replace(p, number=n)
+        out.append(p)
+    return tuple(sorted(out, key=lambda p: p.number))
+
+
+def _checked(spec: PlanSpec) -> PlanSpec:
+    """Problems a plan has on any disk: overlaps, numbering, msdos rules."""
+    first = spec.first_lba or 1
+    last = spec.last_lba or max([p.end for p in spec.partitions] + [first])
+    if spec.sectors is not None and last >= spec.sectors:
+        raise PlanFileError(f"the plan reaches sector {last}, past the end of its {spec.sectors}-sector disk")
+    table = Table(spec.label, first, last, max_partitions=128).with_partitions(spec.partitions)
+    geom = Geometry(sectors=spec.sectors or last + 1, logical=spec.sector_size, physical=spec.sector_size)
+    problems = validate(table, geom)
+    if problems:
+        raise PlanFileError("the plan is not a valid table: " + "; ".join(problems))
+    return spec
+
+
+# --- sfdisk dump ----------------------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^([a-z-]+)\s*:\s*(.*?)\s*$")
+_PART_LINE = re.compile(r"^(\S.*?)\s*:\s*(start\s*=.*)$")
+_FIELD = re.compile(r'\s*([a-z-]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,]*))?\s*(?:,|$)')
+_SFDISK_ATTRS = {v: k for k, v in labels.GPT_ATTRIBUTES.items()}
+
+
+def _unescape(value: str) -> str:
+    """sfdisk writes names with \\xNN escapes for quotes, backslashes and non-ASCII bytes."""
+    raw = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        if raw[i] == "\\" and raw[i + 1 : i + 2] == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", raw[i + 2 : i + 4]):
+            out.append(int(raw[i + 2 : i + 4], 16))
+            i += 4
+        else:
+            out += raw[i].encode()
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _escape(name: str) -> str:
+    out = []
+    for ch in name:
+        if ch in '"\\' or not ch.isprintable() or ord(ch) > 126:
+            out.extend(f"\\x{b:02x}" for b in ch.encode())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _gpt_attrs(text: str, where: str) -> list[str]:
+    flags = []
+    for word in text.split():
+        if word.startswith("GUID:"):
+            for bit in word[5:].split(","):
+                key = f"GUID:{bit.strip()}"
+                if key not in _SFDISK_ATTRS:
+                    raise PlanFileError(f"{where}: attribute bit {bit} is not one diskplan knows (48..63)")
+                flags.append(_SFDISK_ATTRS[key])
+        elif word in _SFDISK_ATTRS:
+            flags.append(_SFDISK_ATTRS[word])
+        else:
+            raise PlanFileError(f"{where}: unknown GPT attribute {word!r}")
+    return flags
+
+
+def _from_sfdisk(text: str) -> PlanSpec:
+    header: dict[str, str] = {}
+    parts: list[Partition] = []
+    label = ""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"line {lineno}"
+        m = _PART_LINE.match(line)
+        if m:
+            if not label:
+                try:
+                    label = labels.check_label(header.get("label", "dos"))
+                except LabelError as exc:
+                    raise PlanFileError(f"{where}: {exc}") from exc
+            parts.append(_sfdisk_partition(label, m.group(1), m.group(2), where))
+            continue
+        h = _HEADER.match(line)
+        if h and not parts:
+            header[h.group(1)] = h.group(2)
+            continue
+        raise PlanFileError(f"{where}: not an `sfdisk --dump` line: {line[:60]!r}")
+    if "label" not in header:
+        raise PlanFileError("not an `sfdisk --dump` text: no 'label:' line")
+    if header.get("unit", "sectors") != "sectors":
+        raise PlanFileError(f"unit {header['unit']!r}: diskplan reads sfdisk dumps in sectors")
+    try:
+        label = labels.check_label(header["label"])
+        ss = int(header.get("sector-size", "512"))
+        first = int(header["first-lba"]) if "first-lba" in header else None
+        last = int(header["last-lba"]) if "last-lba" in header else None
+    except LabelError as exc:
+        raise PlanFileError(str(exc)) from exc
+    except ValueError as exc:
+        raise PlanFileError(f"a header value is not a number: {exc}") from exc
+    if ss < 512 or ss & (ss - 1):
+        raise PlanFileError(f"sector-size {ss} is not a power of two of at least 512")
+    return _checked(PlanSpec(label, ss, _numbered(label, parts), None,
+                             first if label == "gpt" else None, last if label == "gpt" else None))
+
+
+def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> Partition:
+    m = re.search(r"(\d+)$", device)
+    if m is None:
+        raise PlanFileError(f"{where}: cannot tell the partition number from {device!r}")
+    number = int(m.group(1))
+    values: dict[str, str] = {}
+    bootable = False
+    pos = 0
+    while pos < len(fields):
+        f = _FIELD.match(fields, pos)
+        if f is None or f.end() == pos:
+            raise PlanFileError(f"{where}: cannot read {fields[pos:pos + 40]!r}")
+        key, value = f.group(1), f.group(2)
+        if value is None:
+            if key != "bootable":
+                raise PlanFileError(f"{where}: {key!r} needs a value")
+            bootable = True
+        else:
+            values[key] = value.strip()
+        pos = f.end()
+    try:
+        start, size = int(values["start"]), int(values["size"])
+    except KeyError as exc:
+        raise PlanFileError(f"{where}: partition {number} has no {exc.args[0]}") from exc
+    except ValueError as exc:
+        raise PlanFileError(f"{where}: start and size must be numbers of sectors") from exc
+    if size < 1:
+        raise PlanFileError(f"{where}: partition {number} has size {size}")
+    flags = ["boot"] if bootable else []
+    if "attrs" in values:
+        flags += _gpt_attrs(_unescape(values["attrs"]), where) if label == "gpt" else []
+    name = _unescape(values.get("name", ""))
+    return _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
+
+
+def load_plan(text: str) -> PlanSpec:
+    """A plan from a diskplan JSON plan or an ``sfdisk --dump`` text (told apart by the first character)."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if not stripped:
+        raise PlanFileError("the plan is empty")
+    if stripped.startswith("{"):
+        return _from_json(stripped)
+    if "\0" in text:
+        raise PlanFileError("this is binary data, not a plan (a disk image is a TARGET, not a PLAN)")
+    if re.search(r"^\s*label\s*:", text, re.MULTILINE) is None:
+        raise PlanFileError("not a plan: expected a diskplan JSON plan or an `sfdisk --dump` text (with 'label:')")
+    return _from_sfdisk(text)
+
+
+# --- sfdisk script --------------------------------------------------------------------------------------
+
+
+def partition_device(device: str, number: int) -> str:
+    """The kernel's name for partition ``number`` of ``device`` (/dev/sda1, /dev/nvme0n1p1)."""
+    return f"{device}{'p' if device[-1:].isdigit() else ''}{number}"
+
+
+def _last_lba(spec: PlanSpec) -> int | None:
+    if spec.last_lba is not None or spec.sectors is None:
+        return spec.last_lba
+    return new_table(spec.label, Geometry(spec.sectors, spec.sector_size, spec.sector_size)).last_usable
+
+
+def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
+    """An sfdisk script (the ``sfdisk --dump`` format): ``sfdisk DEVICE < script`` writes exactly this table."""
+    lines = [f"# diskplan plan: {spec.label} table, {spec.sector_size}-byte sectors. Apply with:",
+             f"#   sfdisk {shlex.quote(device_name)} < this-file   (replaces the partition table)",
+             f"label: {'dos' if spec.label == 'msdos' else 'gpt'}", "unit: sectors"]
+    if spec.label == "gpt":
+        first = spec.first_lba
+        if first is None and spec.sectors is not None:
+            first = new_table("gpt", Geometry(spec.sectors, spec.sector_size, spec.sector_size)).first_usable
+        last = _last_lba(spec)
+        lines += [f"first-lba: {first}"] if first is not None else []
+        lines += [f"last-lba: {last}"] if last is not None else []
+    lines += [f"sector-size: {spec.sector_size}", ""]
+    for p in sorted(spec.partitions, key=lambda p: (p.role is Role.LOGICAL, p.number)):
+        fields = [f"start={p.start:>12}", f"size={p.size:>12}"]
+        if spec.label == "gpt":
+            fields.append(f"type={p.type}")
+            if p.name:
+                fields.append(f'name="{_escape(p.name)}"')
+            words = [labels.GPT_ATTRIBUTES[f] for f in p.flags]
+            named = [w for w in words if not w.startswith("GUID:")]
+            bits = sorted(int(w[5:]) for w in words if w.startswith("GUID:"))
+            if bits:
+                named.append("GUID:" + ",".join(map(str, bits)))  # sfdisk's own spelling: GUID:60,62,63
+            if named:
+                fields.append(f'attrs="{" ".join(named)}"')
+        else:
+            fields.append(f"type={int(p.type, 16):x}")
+            if "boot" in p.flags:
+                fields.append("bootable")
+        lines.append(f"{partition_device(device_name, p.number)} : {', '.join(fields)}")
+    return "\n".join(lines) + "\n"
+
+
+# --- parted commands ------------------------------------------------------------------------------------
+
+
+def _parted_word(text: str) -> str | None:
+    """``text`` as one parted token: parted splits its arguments again and only knows quotes, no escapes."""
+    if '"' not in text:
+        return f'"{text}"'
+    if "'" not in text:
+        return f"'{text}'"
+    return None
+
+
+def _recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
+    """How parted 3.5 writes type ``code``: (fs-type for mkpart, flags to set on, flags to set off); it
+    cannot set a GUID or an id directly, only through these."""
+    if labels.is_extended_type(code):
+        return ("", [], ["lba"] if int(code, 16) == 0x05 else []) if int(code, 16) in (0x05, 0x0F) else None
+    known = ptypes.lookup(code)
+    if known is None or (label == "gpt" and known.gpt != code) or (
+            label == "msdos" and (known.mbr is None or f"0x{known.mbr:02x}" != code)):
+        return None
+    if label == "msdos":
+        # msdos has no msftdata/msftres/bios_grub/linux-home flags: the fs type alone gives 07, 0c, 83, 82.
+        if known.fs and known.flag in (None, "msftdata", "lba", "swap"):
+            return known.fs, [], []
+        return ("ext2", [known.flag], []) if known.flag else None
+    if known.flag in (None, "swap", "msftdata") and known.fs:
+        return known.fs, [], []
+    return "ext2", [known.flag] if known.flag else [], []
+
+
+def to_parted(spec: PlanSpec, device: str) -> str:
+    """A shell script of ``parted -s`` commands in exact sectors that writes this table on ``device``.
+
+    parted numbers new partitions itself (the lowest free number; logical ones by position), so numbers
+    that parted cannot reproduce are noted; so are types and flags parted 3.5 cannot set."""
+    dev = shlex.quote(device)
+    run = f"parted -s -a none {dev} unit s"
+    lines = ["#!/bin/sh",
+             f"# diskplan plan: {spec.label} table, {spec.sector_size}-byte sectors, exact sectors (unit s, -a none).",
+             f"# WARNING: mklabel replaces the whole partition table on {device}.",
+             "set -e",
+             f"{run} mklabel {spec.label}"]
+    order = sorted(spec.partitions, key=lambda p: (p.role is Role.LOGICAL, p.start if p.role is Role.LOGICAL
+                                                   else p.number))
+    given: set[int] = set()
+    logical_next = labels.FIRST_LOGICAL
+    for p in order:
+        if p.role is Role.LOGICAL:
+            number = logical_next
+            logical_next += 1
+        else:
+            number = next(n for n in range(1, 1000) if n not in given)
+        given.add(number)
+        if number != p.number:
+            lines.append(f"# parted will number partition {p.number} as {number}")
+        recipe = _recipe(spec.label, p.type)
+        if recipe is None:
+            lines.append(f"# parted 3.5 cannot set type {p.type} ({ptypes.describe(p.type)}) on partition {number}; "
+                         "use the sfdisk script, or parted >= 3.6: type N ID")
+            recipe = ("", [], [])
+        fs, on, off = recipe
+        if spec.label == "gpt":
+            word = _parted_word(p.name)
+            if word is None:
+                lines.append(f"# parted cannot quote the name {p.name!r}: partition {number} is left unnamed")
+                word = '""'
+            kind = shlex.quote(word)
+        else:
+            kind = p.role.value
+        fs_word = f" {shlex.quote(fs)}" if fs else ""
+        lines.append(f"{run} mkpart {kind}{fs_word} {p.start}s {p.end}s")
+        flag_on = list(on)
+        for f in p.flags:
+            if f in ("boot", "legacy_boot", "hidden"):
+                flag_on.append(f)
+            else:
+                lines.append(f"# parted 3.5 cannot set {labels.GPT_ATTRIBUTES.get(f, f)} on partition {number}; "
+                             "use the sfdisk script")
+        for f in flag_on:
+            lines.append(f"{run} set {number} {f} on")
+        for f in off:
+            lines.append(f"{run} set {number} {f} off")
+    return "\n".join(lines) + "\n"
