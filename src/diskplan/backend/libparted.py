@@ -299,7 +299,8 @@ def _at(disk: parted.Disk, start: int, end: int) -> parted.Partition | None:
 
 
 def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: Role) -> parted.Partition:
-    geometry = parted.Geometry(device=device, start=start, end=end)
+    # By length: pyparted's (start, end) form refuses a one-sector geometry (it wants end > start).
+    geometry = parted.Geometry(device=device, start=start, length=end - start + 1)
     part = parted.Partition(disk=disk, type=_KIND[role], geometry=geometry)
     try:
         disk.addPartition(part, parted.Constraint(exactGeom=geometry))
@@ -310,13 +311,28 @@ def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: R
 
 
 def _spare_sectors(disk: parted.Disk, avoid: list[Extent]) -> Iterator[int]:
-    """Free sectors (outside any extended partition) that no planned partition will use."""
+    """Candidate one-sector spots outside any extended partition that no planned partition will use:
+    both ends of every free run (libparted's free space can include sectors the label will not accept,
+    such as those before a GPT's first usable LBA, so callers try the next one)."""
     for free in disk.getFreeSpacePartitions():
         if free.type & parted.PARTITION_LOGICAL:
             continue
-        for lba in range(free.geometry.start, free.geometry.end + 1):
-            if not any(e.contains(lba) for e in avoid):
-                yield lba
+        runs = [Extent(free.geometry.start, free.geometry.end)]
+        for e in avoid:
+            runs = [piece for r in runs for piece in _minus(r, e)]
+        for r in runs:
+            yield from dict.fromkeys((r.end, r.start))
+
+
+def _minus(run: Extent, hole: Extent) -> list[Extent]:
+    if not run.overlaps(hole):
+        return [run]
+    out = []
+    if run.start < hole.start:
+        out.append(Extent(run.start, hole.start - 1))
+    if run.end > hole.end:
+        out.append(Extent(hole.end + 1, run.end))
+    return out
 
 
 def _add_numbered(
@@ -329,10 +345,16 @@ def _add_numbered(
     for number in range(1, p.number):
         if number in used:
             continue
-        lba = next(spare, None)
-        if lba is None:
-            raise BackendError(f"no free sector to keep number {number} free while creating partition {p.number}")
-        placeholders.append(_add(disk, device, lba, lba, Role.PRIMARY))
+        for lba in spare:
+            said = len(_messages)
+            try:
+                placeholders.append(_add(disk, device, lba, lba, Role.PRIMARY))
+                break
+            except BackendError:
+                del _messages[said:]  # a refused spot is not news: try the next one
+                continue
+        else:
+            raise BackendError(f"no free sector to hold number {number} open while creating partition {p.number}")
     part = _add(disk, device, p.start, p.end, p.role)
     for q in placeholders:
         disk.deletePartition(q)
