@@ -1,0 +1,177 @@
+"""``diskplan apply PLAN TARGET [--yes] [--backup PATH]``: write a planned table to a disk, safely.
+
+Shows every operation and the resulting table (sector-exact, with the device's model and size) and writes
+nothing without ``--yes``. With ``--yes``: checks that nothing uses the disk, saves a backup of the old
+table (its path is printed), writes with one libparted commit, tells the kernel, reads the table back and
+compares it with the plan. On a block device, when run from a terminal, the device name must be typed too.
+
+Exit status: 0 written (or nothing to do), 1 refused (unsafe, invalid for this disk, or not confirmed:
+nothing written), 2 failed (the plan or the target could not be read, or the write went wrong; the
+message says what state the disk is in and how to restore it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Protocol
+
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.cli.options import TargetError, open_target
+from diskplan.discovery import inuse
+from diskplan.model import ptypes
+from diskplan.model.extent import Role, State
+from diskplan.model.planfile import PlanFileError, load_plan, table_from_spec
+from diskplan.model.units import human_bytes
+
+OP_STYLE = {"label": "bold red", "delete": "red", "create": "green", "change": "yellow", "rewrite": "cyan",
+            "keep": "dim"}
+
+
+def host() -> Host:
+    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan apply",
+        description="Write a planned partition table (diskplan JSON plan or sfdisk dump) to a disk or image.",
+        epilog="Exit status: 0 written or nothing to do, 1 refused or not confirmed (nothing written), "
+        "2 failed (see the message for the disk's state and the restore command).",
+    )
+    p.add_argument("plan", help="plan file: diskplan JSON or `sfdisk --dump` text ('-' reads stdin)")
+    p.add_argument("target", help="block device or image file")
+    p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    p.add_argument("--backup", metavar="PATH", help="where to save the backup of the old table "
+                   "(default: ~/.local/state/diskplan/backups/DISK-TIME.dpbackup)")
+    return p
+
+
+def render_proposal(p: Proposal, console: Console) -> None:
+    console.print(f"[bold]{p.headline}[/]")
+    was = p.current.table.label or "no table"
+    console.print(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}")
+    console.print("[bold]Operations[/]")
+    for op in p.operations:
+        console.print(Text.assemble("  ", (str(op), OP_STYLE.get(op.kind, ""))))
+    console.print(f"[bold]Resulting {p.result.label} table[/] (sectors of {p.sector_size} B, end inclusive)")
+    t = RichTable(box=None, pad_edge=False, header_style="bold")
+    for col in ("#", "start", "end", "sectors", "size"):
+        t.add_column(col, justify="right")
+    for col in ("role", "type", "name", ""):
+        t.add_column(col)
+    for q in sorted(p.result.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number)):
+        t.add_row(
+            str(q.number),
+            str(q.start),
+            str(q.end),
+            str(q.size),
+            human_bytes(q.size * p.sector_size),
+            q.role.value,
+            "" if q.role is Role.EXTENDED else ptypes.describe(q.type),
+            q.name,
+            "new" if q.state is State.PROPOSED else "kept",
+        )
+    console.print(t)
+    for note in p.notes:
+        console.print(f"[cyan]note:[/] {note}", highlight=False)
+
+
+def render_outcome(o: Outcome, console: Console, err: Console) -> None:
+    if o.backup_path:
+        console.print(f"backup of the old table: [bold]{o.backup_path}[/]")
+    style = {Verdict.WRITTEN: "green", Verdict.NOTHING: "green", Verdict.REFUSED: "yellow", Verdict.FAILED: "bold red"}
+    (console if o.verdict in (Verdict.WRITTEN, Verdict.NOTHING) else err).print(
+        Text(o.message, style=style[o.verdict])
+    )
+    for line in o.details:
+        err.print(f"  {line}", highlight=False)
+    if o.kernel:
+        err.print(Text(f"warning: {o.kernel}", style="yellow"))
+    if o.verdict is Verdict.FAILED:
+        err.print(f"disk state: {o.state.value}", highlight=False)
+    if o.restore_command:
+        err.print(Text(f"to put the old table back: {o.restore_command}", style="bold"))
+
+
+def _read_plan(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+class Confirmable(Protocol):
+    kind: str
+
+    @property
+    def confirm_word(self) -> str: ...
+
+    @property
+    def prompt(self) -> str: ...
+
+
+def confirm(p: Confirmable, yes: bool) -> str:
+    """The answer to give ``execute``: with --yes, the confirm word, except that a person at a terminal
+    must type a block device's name."""
+    if not yes:
+        return ""
+    if p.kind == "block" and sys.stdin.isatty():
+        try:
+            return input(p.prompt + ": ")
+        except EOFError:
+            return ""
+    return p.confirm_word
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    console, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    try:
+        spec = load_plan(_read_plan(args.plan))
+    except (OSError, UnicodeDecodeError) as exc:
+        err.print(f"diskplan apply: cannot read the plan {args.plan}: {getattr(exc, 'strerror', None) or exc}")
+        return 2
+    except PlanFileError as exc:
+        err.print(f"diskplan apply: {args.plan}: {exc}")
+        return 2
+    try:
+        disk = open_target(args.target)
+    except TargetError as exc:
+        err.print(f"diskplan apply: {exc}")
+        return 2
+    try:
+        desired = table_from_spec(spec, disk.geometry)
+    except PlanFileError as exc:
+        err.print(f"diskplan apply: refused: {exc}")
+        return 1
+    h = host()
+    try:
+        proposal = prepare(args.target, desired, h, sector_size=spec.sector_size)
+    except CommitError as exc:
+        err.print(f"diskplan apply: {exc}")
+        return 2
+    render_proposal(proposal, console)
+    if proposal.refusals:
+        for r in proposal.refusals:
+            err.print(Text(f"refused: {r}", style="yellow"))
+        err.print("Nothing was written.")
+        return 1
+    if not proposal.changes:
+        console.print(Text("nothing to do: the disk already holds the plan", style="green"))
+        return 0
+    if not args.yes:
+        console.print("Nothing written: run again with --yes to write (a backup of the old table is saved first).")
+        return 1
+    answer = confirm(proposal, args.yes)
+
+    def progress(step: int, steps: int, what: str) -> None:
+        err.print(f"[{step}/{steps}] {what}", style="dim", highlight=False)
+
+    outcome = execute(proposal, answer, h, backup_path=args.backup, progress=progress)
+    render_outcome(outcome, console, err)
+    return outcome.exit_code

@@ -1,0 +1,76 @@
+"""``diskplan restore BACKUP TARGET [--yes]``: put a table backup (saved by ``diskplan apply``) back,
+byte for byte, then tell the kernel.
+
+Refuses a target of another size or sector size (the saved sectors would land elsewhere) and a disk in
+use. Shows the backed-up table and which sectors would change; writes nothing without ``--yes``.
+
+Exit status: 0 restored (or the disk already holds the backup), 1 refused or not confirmed, 2 failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.text import Text
+
+from diskplan.backend.commit import CommitError, RestoreProposal, execute_restore, prepare_restore
+from diskplan.cli.apply import confirm, host, render_outcome
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan restore",
+        description="Put a partition-table backup made by `diskplan apply` back on a disk, byte for byte.",
+        epilog="Exit status: 0 restored or nothing to do, 1 refused or not confirmed, 2 failed.",
+    )
+    p.add_argument("backup", help="the .dpbackup file `diskplan apply` printed")
+    p.add_argument("target", help="block device or image file")
+    p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    return p
+
+
+def render(r: RestoreProposal, console: Console) -> None:
+    b = r.backup
+    model = f" ({b.model})" if b.model else ""
+    console.print(f"[bold]{r.backup_path}[/]: taken from {b.target}{model} at {b.created or '?'}")
+    console.print(f"{b.sectors} sectors × {b.sector_size} B; {b.saved_sectors} sectors saved in "
+                  f"{len(b.chunks)} run(s); the old table was {b.label}")
+    if b.dump:
+        console.print("[bold]Old table (sfdisk dump)[/]")
+        console.print(b.dump.rstrip("\n"), highlight=False)
+    if r.changed:
+        runs = ", ".join(f"{e.start}..{e.end}" for e in r.changed[:8]) + (" …" if len(r.changed) > 8 else "")
+        console.print(f"sectors that now differ on {r.target} and would be put back: {runs}", highlight=False)
+    for note in r.notes:
+        console.print(f"[cyan]note:[/] {note}", highlight=False)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    console, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    h = host()
+    try:
+        proposal = prepare_restore(args.backup, args.target, h)
+    except CommitError as exc:
+        err.print(f"diskplan restore: {exc}")
+        return 2
+    render(proposal, console)
+    if proposal.refusals:
+        for r in proposal.refusals:
+            err.print(Text(f"refused: {r}", style="yellow"))
+        err.print("Nothing was written.")
+        return 1
+    if not proposal.changed:
+        console.print(Text(f"nothing to do: {args.target} already holds the backed-up sectors", style="green"))
+        return 0
+    if not args.yes:
+        console.print("Nothing written: run again with --yes to put these sectors back.")
+        return 1
+
+    def progress(step: int, steps: int, what: str) -> None:
+        err.print(f"[{step}/{steps}] {what}", style="dim", highlight=False)
+
+    outcome = execute_restore(proposal, confirm(proposal, args.yes), h, progress=progress)
+    render_outcome(outcome, console, err)
+    return outcome.exit_code
