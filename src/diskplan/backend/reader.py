@@ -99,13 +99,13 @@ class _Survey:
         if failure:
             table = self._salvage(geom, gpt, mbr, failure)
         elif table.label is None:
-            table = self._no_label(geom)
+            table = self._no_label(geom, gpt)
         elif table.label == "msdos" and not table.partitions:
             table = self._superfloppy(geom, table)
         elif table.label == "mac":
             table = self._apm(geom) or table
-        if table.label == "gpt" and gpt is not None:
-            self._gpt(geom, gpt, table)
+        if gpt is not None and table.label in ("gpt", None):
+            self._gpt(geom, gpt)
         if table.label == "gpt" and mbr is not None and rawtable.is_hybrid_mbr(mbr):
             self.views = (hybrid.mbr_view(mbr, geom.sectors),)
             self.findings.append(tf.hybrid_mbr(hybrid.describe_views(mbr, table.partitions)))
@@ -134,7 +134,7 @@ class _Survey:
         self, geom: Geometry, gpt: gptcheck.GptState | None, mbr: rawtable.MbrLayout | None, failure: str
     ) -> Table:
         """libparted crashed, hung or refused: show what diskplan's own parsers can, read-only."""
-        reason = f"{tf.UNSAFE_PREFIX}: {failure}"
+        reason = "libparted could not read this table safely; it is shown from diskplan's own parser"
         self.read_only.append(reason)
         good = gpt.good if gpt else None
         fs = probe.sniff_filesystem(self.path, self.facts.size_bytes)
@@ -148,17 +148,22 @@ class _Survey:
             table, recovered = bsd, "the BSD disklabel"
         elif fs in SUPERFLOPPY_FS:
             self.filesystem = fs
-        elif mbr is not None and mbr.primaries:
+        elif mbr is not None and any(p.type_id != rawtable.PROTECTIVE_ID for p in mbr.primaries):
             table, recovered = _mbr_table(mbr, geom), "the MBR"
         self.findings.append(tf.unreadable(failure, recovered))
         if table is None:
             return Table(None, 0, geom.sectors - 1, read_only=reason)
         return table
 
-    def _no_label(self, geom: Geometry) -> Table:
-        """libparted found no label: a table it cannot read, a GPT of another sector size, a filesystem,
-        or really nothing."""
+    def _no_label(self, geom: Geometry, gpt: gptcheck.GptState | None) -> Table:
+        """libparted found no label: a GPT whose primary header is gone (libparted 3.5 then ignores the
+        good backup), a table it cannot read, a GPT of another sector size, a filesystem, or nothing."""
         empty = Table(None, 0, geom.sectors - 1)
+        good = gpt.good if gpt else None
+        if good is not None:
+            why = "libparted does not recognise this GPT until its primary copy is repaired"
+            self.read_only.append(why)
+            return gptcheck.gpt_table(good, geom.sectors, why)
         other = probe.other_sector_size(self.path, geom.logical)
         if other:
             self.findings.append(tf.sector_size_mismatch(other, geom.logical))
@@ -236,7 +241,7 @@ class _Survey:
             read_only="diskplan writes gpt and msdos tables; this one is a BSD disklabel",
         )
 
-    def _gpt(self, geom: Geometry, gpt: gptcheck.GptState, table: Table) -> None:
+    def _gpt(self, geom: Geometry, gpt: gptcheck.GptState) -> None:
         p, b = gpt.primary, gpt.backup
         self.repair = gptcheck.plan_repair(gpt)
         if p.ok and not b.ok and gpt.table_sectors > geom.sectors:
