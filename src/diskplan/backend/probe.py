@@ -55,6 +55,8 @@ def device_facts(path: str) -> DeviceFacts:
             return DeviceFacts(path, size, logical, max(physical, logical), True)
         if stat.S_ISREG(st.st_mode):
             return DeviceFacts(path, st.st_size, 512, 512, False)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "it is a directory, not a disk or an image file")
         size = os.lseek(fd, 0, os.SEEK_END)  # a character device or pipe: whatever it says
         return DeviceFacts(path, max(size, 0), 512, 512, False)
     finally:

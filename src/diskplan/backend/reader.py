@@ -48,6 +48,8 @@ def _failure_reason(exc: IsolatedFailure) -> str:
         return f"libparted {exc.reason}"
     if exc.error_type == "BackendError":
         return exc.reason
+    if exc.reason == exc.error_type:
+        return f"the reader failed ({exc.error_type})"
     return f"the reader failed ({exc.error_type}: {exc.reason})"
 
 
