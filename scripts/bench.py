@@ -1,0 +1,247 @@
+"""diskplan's benchmark: ratios against a floor measured in the same run, so they hold on a busy machine.
+
+    make bench            (or .venv/bin/python scripts/bench.py [--runs N] [--only NAME ...])
+
+It prints; it asserts nothing. Measured:
+  startup  start-up to the first complete frame of `diskplan --demo` vs a minimal Textual app (Header, Static,
+           Footer), both in a pseudo-terminal of 80x25, both exiting right after that frame; peak memory too
+  drag     one one-grain drag step (plan update, snap, re-render) on a 20 TB disk with 128 GPT partitions vs a
+           1 GB disk with one partition, driven through the real app headless; median step time
+  bytes    bytes written to an 80x25 terminal for one drag step, beside a full redraw's
+  write    writing a 128-partition plan to an image: `diskplan apply --yes` vs `sfdisk` from a script
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import pathlib
+import pty
+import select
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PY = sys.executable
+DISKPLAN = [PY, "-m", "diskplan"]
+
+
+@dataclass
+class Row:
+    what: str
+    ours: str
+    floor: str
+    ratio: float | None
+    target: str
+    note: str = ""
+
+
+# --- running a program in a pseudo-terminal --------------------------------------------------------
+
+
+@dataclass
+class PtyRun:
+    wall: float  # seconds from spawn to exit
+    maxrss_kib: int
+    output: bytes
+
+
+def _spawn(cmd: Sequence[str], env: dict[str, str], cols: int, rows: int) -> tuple[subprocess.Popen[bytes], int]:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    proc = subprocess.Popen(
+        list(cmd), stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True
+    )
+    os.close(slave)
+    return proc, master
+
+
+def _drain(master: int, until: Callable[[], bool], quiet: float | None, limit: float) -> bytes:
+    """Read the terminal until ``until()`` or, with ``quiet``, until no byte came for that long."""
+    out = bytearray()
+    deadline = time.monotonic() + limit
+    last = time.monotonic()
+    while time.monotonic() < deadline and not until():
+        ready, _, _ = select.select([master], [], [], 0.02)
+        if ready:
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            last = time.monotonic()
+        elif quiet is not None and out and time.monotonic() - last >= quiet:
+            break
+    return bytes(out)
+
+
+def term_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", COLUMNS="80", LINES="25")
+    env.pop("TEXTUAL", None)
+    env.update(extra)
+    return env
+
+
+def run_to_exit(cmd: Sequence[str], env: dict[str, str], timeout: float = 60) -> PtyRun:
+    t0 = time.perf_counter()
+    proc, master = _spawn(cmd, env, 80, 25)
+    result: list[tuple[int, int, object]] = []
+
+    def exited() -> bool:
+        if not result:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                result.append((pid, status, usage))
+        return bool(result)
+
+    out = _drain(master, exited, None, timeout)
+    wall = time.perf_counter() - t0
+    os.close(master)
+    if not result:
+        proc.kill()
+        _, status, usage = os.wait4(proc.pid, 0)
+        raise RuntimeError(f"{' '.join(cmd)} did not exit within {timeout} s")
+    _, status, usage = result[0]
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {status}: {out[-400:]!r}")
+    return PtyRun(wall, usage.ru_maxrss, out)  # type: ignore[attr-defined]
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+# --- start-up -------------------------------------------------------------------------------------
+
+
+def bench_startup(runs: int) -> list[Row]:
+    env = term_env(DISKPLAN_BENCH="first-frame")
+    ours_cmd = [*DISKPLAN, "--demo"]
+    floor_cmd = [PY, str(REPO / "scripts" / "bench_floor.py")]
+    run_to_exit(ours_cmd, env)  # warm the page cache and the bytecode for both
+    run_to_exit(floor_cmd, env)
+    ours, floor = [], []
+    for _ in range(runs):  # interleaved, so a busy moment hits both
+        ours.append(run_to_exit(ours_cmd, env))
+        floor.append(run_to_exit(floor_cmd, env))
+    t_ours = statistics.median(r.wall for r in ours)
+    t_floor = statistics.median(r.wall for r in floor)
+    m_ours = max(r.maxrss_kib for r in ours)
+    m_floor = max(r.maxrss_kib for r in floor)
+    return [
+        Row("start-up to first frame (--demo)", fmt_s(t_ours), fmt_s(t_floor), t_ours / t_floor, "<= 1.3x",
+            f"median of {runs}, includes building the demo image"),
+        Row("peak memory (max RSS)", f"{m_ours / 1024:.1f} MiB", f"{m_floor / 1024:.1f} MiB", m_ours / m_floor,
+            "<= 1.5x", "largest of the processes (the forked reader is a child)"),
+    ]
+
+
+# --- writing a 128-partition plan ----------------------------------------------------------------
+
+
+def _plan_128(sectors: int) -> tuple[dict[str, object], str]:
+    size = 256 * 2048  # 256 MiB in 512-byte sectors
+    parts = [{"number": i + 1, "start": 2048 + i * size, "size": size, "type": "Linux filesystem"} for i in range(128)]
+    assert 2048 + 128 * size < sectors - 34
+    plan = {"format": "diskplan-plan", "version": 1, "label": "gpt", "sector_size": 512, "partitions": parts}
+    script = "label: gpt\n" + "".join(f"start={p['start']}, size={p['size']}, type=L\n" for p in parts)
+    return plan, script
+
+
+def bench_write(runs: int) -> list[Row]:
+    sectors = 64 * 2**30 // 512
+    plan, script = _plan_128(sectors)
+    with tempfile.TemporaryDirectory(prefix="diskplan-bench-") as tmp:
+        plan_path = pathlib.Path(tmp, "plan.json")
+        plan_path.write_text(json.dumps(plan))
+        img = pathlib.Path(tmp, "disk.img")
+
+        def fresh() -> None:
+            img.unlink(missing_ok=True)
+            with open(img, "wb") as f:
+                f.truncate(sectors * 512)
+
+        def timed(cmd: list[str], stdin: str | None = None) -> float:
+            fresh()
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+            dt = time.perf_counter() - t0
+            if proc.returncode != 0:
+                raise RuntimeError(f"{cmd[0]} failed: {proc.stderr.strip()[-300:]}")
+            return dt
+
+        ours_cmd = [*DISKPLAN, "apply", str(plan_path), str(img), "--yes", "--backup", str(pathlib.Path(tmp, "b"))]
+        sfdisk_cmd = ["sfdisk", "-q", str(img)]
+        ours, theirs = [], []
+        for i in range(runs + 1):
+            pathlib.Path(tmp, "b").unlink(missing_ok=True)
+            o = timed(ours_cmd)
+            t = timed(sfdisk_cmd, script)
+            if i:  # the first pair warms caches
+                ours.append(o)
+                theirs.append(t)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    return [Row("write 128-partition GPT plan", fmt_s(a), fmt_s(b) + " (sfdisk)", a / b, "<= 1.0x",
+                "whole commands; ours also checks use, backs up, verifies")]
+
+
+# --- the drag step and the bytes it costs ------------------------------------------------------------
+
+try:
+    from bench_ui import bench_bytes, bench_drag  # type: ignore[import-not-found]
+except ImportError:  # the UI part of the benchmark arrives with the planning UI
+    bench_drag = bench_bytes = None  # type: ignore[assignment]
+
+
+BENCHES: dict[str, Callable[[int], list[Row]] | None] = {
+    "startup": bench_startup,
+    "drag": bench_drag,
+    "bytes": bench_bytes,
+    "write": bench_write,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--only", nargs="*", choices=list(BENCHES))
+    args = ap.parse_args()
+    table = Table(title="diskplan benchmark (ratios measured in this run)", header_style="bold")
+    for col in ("measure", "diskplan", "floor", "ratio", "target", "note"):
+        table.add_column(col, justify="right" if col in ("ratio",) else "left")
+    console = Console()
+    for name, fn in BENCHES.items():
+        if args.only and name not in args.only:
+            continue
+        if fn is None:
+            table.add_row(name, "-", "-", "-", "-", "not measured yet")
+            continue
+        console.print(f"[dim]measuring {name}...[/]")
+        try:
+            rows = fn(args.runs) if name != "drag" else asyncio.run(fn(args.runs))  # type: ignore[arg-type]
+        except Exception as exc:  # a benchmark that breaks says so and the others still run
+            table.add_row(name, "-", "-", "-", "-", f"failed: {exc}")
+            continue
+        for r in rows:
+            table.add_row(r.what, r.ours, r.floor, "-" if r.ratio is None else f"{r.ratio:.2f}x", r.target, r.note)
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

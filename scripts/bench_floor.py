@@ -1,0 +1,27 @@
+"""The floor diskplan's start-up is measured against: a minimal Textual app (Header, Static, Footer) that,
+like ``diskplan`` under ``DISKPLAN_BENCH=first-frame``, exits once its first complete frame is drawn."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Header, Static
+
+
+class Floor(App[None]):
+    BINDINGS: ClassVar = [("q", "quit", "Quit")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("hello")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if os.environ.get("DISKPLAN_BENCH") == "first-frame":
+            self.call_after_refresh(self.exit)
+
+
+if __name__ == "__main__":
+    Floor().run()
