@@ -1,0 +1,135 @@
+"""``diskplan [TARGET] [--demo [NAME]]``: the interactive planner.
+
+With no target, a device picker opens. Disks are read in a worker after the first frame (through the
+forked libparted reader), so the screen appears at once; demo images are built in a temporary
+directory that is removed, with any loop device, when the planner exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from diskplan.backend.demo_image import DemoUnavailable, Workspace
+from diskplan.cli.options import add_overrides, apply_overrides, open_target
+from diskplan.model import demos
+from diskplan.ui.glyphs import console_wanted
+from diskplan.ui.target import Target
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan",
+        description="See where every partition lies on the disk's physical blocks, and why a misaligned one "
+        "is slow. Nothing is written to the disk you open.",
+        epilog="Other commands: diskplan check TARGET (report alignment, see `diskplan check --help`). "
+        "Keys inside the planner: press ? for help.",
+    )
+    p.add_argument("target", nargs="?", help="block device or image file; omit it to choose a device")
+    p.add_argument(
+        "--demo",
+        nargs="?",
+        const=demos.DEFAULT,
+        metavar="NAME",
+        help=f"open a built-in demo disk (default {demos.DEFAULT}; see --list-demos)",
+    )
+    p.add_argument("--list-demos", action="store_true", help="list the demo disks and exit")
+    prof = p.add_mutually_exclusive_group()
+    prof.add_argument(
+        "--console",
+        dest="console",
+        action="store_const",
+        const=True,
+        help="Linux console profile: CP437 glyphs, 16 colours (automatic with TERM=linux or DISKPLAN_CONSOLE=1)",
+    )
+    prof.add_argument("--no-console", dest="console", action="store_const", const=False, help="never use it")
+    add_overrides(p)
+    return p
+
+
+class CliSource:
+    """Opens what the planner asks for: real reads, real demo images, the command line's overrides."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.workspace = Workspace()
+
+    def open_path(self, path: str) -> Target:
+        disk = open_target(path, self.args)
+        return Target(disk, path)
+
+    def open_demo(self, name: str) -> Target:
+        s = demos.find(name)
+        title = f"demo {s.name}"
+        try:
+            image = self.workspace.image(s)
+        except DemoUnavailable as exc:
+            disk = apply_overrides(s.planned_disk(), self.args)
+            note = f"{exc}. Showing the planned table without writing an image."
+            return Target(disk, title, s.lesson, note, s.name)
+        disk = apply_overrides(s.dress(open_target(image.device)), self.args)
+        return Target(disk, title, s.lesson, "", s.name)
+
+    def close(self) -> None:
+        self.workspace.close()
+
+
+def _check_path(path: str) -> str | None:
+    """The cheap checks, done before the screen opens; the read itself happens in the planner."""
+    if not os.path.exists(path):
+        return f"{path}: no such file or device"
+    if os.path.isdir(path):
+        return f"{path} is a directory, not a disk or an image file"
+    if not os.access(path, os.R_OK):
+        return f"{path}: permission denied (reading a disk usually needs root)"
+    return None
+
+
+def list_demos() -> None:
+    width = max(len(n) for n in demos.names())
+    for s in demos.SCENARIOS:
+        print(f"{s.name:<{width}}  {s.title}")
+    print(f"\nOpen one with: diskplan --demo NAME (default {demos.DEFAULT})")
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.list_demos:
+        list_demos()
+        return 0
+    start: tuple[str, str] | None
+    if args.demo is not None:
+        if args.target:
+            print("diskplan: give a target or --demo, not both", file=sys.stderr)
+            return 2
+        try:
+            start = ("demo", demos.find(args.demo).name)
+        except KeyError as exc:
+            print(f"diskplan: {exc.args[0]}", file=sys.stderr)
+            return 2
+    elif args.target:
+        problem = _check_path(args.target)
+        if problem:
+            print(f"diskplan: {problem}", file=sys.stderr)
+            return 2
+        start = ("path", args.target)
+    else:
+        start = None
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("diskplan: the planner needs a terminal; for a report use `diskplan check TARGET`", file=sys.stderr)
+        return 2
+
+    from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
+
+    source = CliSource(args)
+    app = PlannerApp(source, start, console=console_wanted(os.environ, args.console))
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: app.exit(1))
+    try:
+        app.run()
+    finally:
+        source.close()
+    return app.return_code or 0
+

@@ -1,0 +1,251 @@
+"""The words the planner shows: the cursor's status line, what lies under the cursor and why it matters,
+and the device facts. Pure functions over the model (no Textual), so they are tested as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diskplan.model.disk import Disk
+from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
+from diskplan.model.ptypes import describe
+from diskplan.model.table import Table, gpt_entry_sectors
+from diskplan.model.units import MiB, human_bytes, human_si
+from diskplan.ui.cells import Item, Kind
+
+FS_BLOCK = 4096  # the block size of ext4, XFS, btrfs and NTFS by default
+
+
+@dataclass(frozen=True)
+class Line:
+    style: str  # "heading", "text", "dim", "error", "warning", "notice", "good"
+    text: str
+
+
+def num(n: int) -> str:
+    return f"{n:,}"
+
+
+def blocks_touched(geom: Geometry, first_lba: int, nbytes: int = FS_BLOCK) -> tuple[Extent, int, int]:
+    """The sectors of an ``nbytes`` block starting at ``first_lba``, and the first and last physical
+    blocks they touch."""
+    sectors = max(1, -(-nbytes // geom.logical))
+    ext = Extent(first_lba, first_lba + sectors - 1)
+    return ext, geom.physical_block_of(ext.start), geom.physical_block_of(ext.end)
+
+
+def physical_block_extent(geom: Geometry, block: int) -> Extent:
+    off = geom.alignment_offset % geom.physical
+    lo = (block * geom.physical + off) // geom.logical
+    return Extent(lo, lo + geom.sectors_per_physical - 1)
+
+
+def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│") -> str:
+    """LBA, byte offset, MiB, physical block and what lies there, for the status line."""
+    nbytes = lba * geom.logical
+    block = geom.physical_block_of(lba)
+    into = nbytes - physical_block_extent(geom, block).start * geom.logical
+    pb = f"phys block {num(block)}" + (f" +{into} B" if into else "")
+    what = describe_item(item, short=True) if item else "past the end of the disk"
+    return f" LBA {num(lba)} {sep} {num(nbytes)} B {sep} {nbytes / MiB:,.3f} MiB {sep} {pb} {sep} {what}"
+
+
+def describe_item(item: Item, short: bool = False) -> str:
+    if item.partition is not None:
+        flag = f" ({item.severity})" if item.severity else ""
+        label = item.label
+        if short:
+            label = label.replace("partition ", "#", 1)
+        return f"{label}{flag}"
+    if item.kind is Kind.FREE:
+        return "free space"
+    return item.label
+
+
+def zoom_text(geom: Geometry, spc: int) -> str:
+    if spc == 1:
+        return f"1 cell = 1 sector ({geom.logical} B)"
+    return f"1 cell = {num(spc)} sectors ({human_bytes(spc * geom.logical)})"
+
+
+# --- the explain panel ----------------------------------------------------------------------------
+
+
+def explain(item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None) -> list[Line]:
+    if item is None:
+        return [Line("dim", "Past the end of the disk.")]
+    if item.kind is Kind.FREE:
+        if table is not None and table.label is None:
+            return _explain_blank(item, geom, grain)
+        return _explain_free(item, geom, grain)
+    if item.kind is Kind.METADATA:
+        return _explain_metadata(item, geom)
+    assert item.partition is not None
+    return _explain_partition(item, item.partition, geom, grain)
+
+
+def _where(geom: Geometry, ext: Extent) -> str:
+    return (
+        f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {human_bytes(ext.size * geom.logical)} "
+        f"({human_si(ext.size * geom.logical)})"
+    )
+
+
+def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -> list[Line]:
+    out = [Line("heading", item.label[0].upper() + item.label[1:])]
+    kind = describe(p.type) if p.type else p.role.value
+    out.append(Line("text", f"{_where(geom, p.extent)}, {kind}."))
+    start_bytes = p.start * geom.logical
+    out.append(
+        Line("text", f"Starts at byte {num(start_bytes)} ({human_si(start_bytes)}, {human_bytes(start_bytes)}).")
+    )
+    if p.role is Role.EXTENDED:
+        out.append(Line("text", "An extended partition only holds logical partitions (each behind an EBR)."))
+        return out + _findings(item)
+    out.extend(_first_block(geom, p))
+    on_grain = grain.is_aligned(p.start)
+    gtext = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * geom.logical)}"
+    if on_grain:
+        out.append(Line("good", f"The start is on the {gtext} grain."))
+    else:
+        out.append(
+            Line("text", f"The {gtext} grain's nearest starts: {num(grain.align_down(p.start))}s or "
+                 f"{num(grain.align_up(p.start))}s.")
+        )
+    found = _findings(item)
+    if not found:
+        out.append(Line("good", "No findings: nothing here costs extra I/O."))
+    return out + found
+
+
+def _first_block(geom: Geometry, p: Partition) -> list[Line]:
+    ext, first, last = blocks_touched(geom, p.start)
+    touched = last - first + 1
+    bytes_lo, bytes_hi = ext.start * geom.logical, (ext.end + 1) * geom.logical - 1
+    head = (
+        f"Its first 4 KiB filesystem block is LBA {num(ext.start)}-{num(ext.end)} "
+        f"(bytes {num(bytes_lo)}-{num(bytes_hi)}), marked on the map."
+    )
+    if geom.physical < FS_BLOCK:
+        return [
+            Line("text", head),
+            Line(
+                "dim",
+                f"It covers {touched} whole physical blocks of {geom.physical} B, so no write is split. If the "
+                f"device's real page is larger (SSDs), say so with --physical-block 4096.",
+            ),
+        ]
+    blocks = " and ".join(
+        f"{num(b)} (LBA {num(physical_block_extent(geom, b).start)}-{num(physical_block_extent(geom, b).end)})"
+        for b in range(first, last + 1)
+    )
+    if touched == 1:
+        return [
+            Line("text", head),
+            Line("good", f"It lies inside physical block {blocks}: one write, no read-modify-write."),
+        ]
+    return [
+        Line("text", head),
+        Line(
+            "warning",
+            f"It touches {touched} physical blocks of {geom.physical} B: {blocks}. Writing those 4 KiB makes the "
+            f"drive read {touched} blocks, merge, and write {touched} back: {touched} media writes instead of 1.",
+        ),
+    ]
+
+
+def _findings(item: Item) -> list[Line]:
+    out: list[Line] = []
+    for f in item.findings:
+        out.append(Line(f.severity, f"{f.severity.upper()}: {f.message} [{f.code}]"))
+        out.extend(Line("text", "  " + e) for e in f.explanation)
+    return out
+
+
+METADATA_TEXT = {
+    "pmbr": "A protective MBR: tells MBR-only tools that the whole disk is in use.",
+    "gpt-header": "A GPT header: where the entries are, the usable area and the checksums. The backup "
+    "header sits in the last sector.",
+    "gpt-entries": "GPT partition entries: 128 entries of 128 B = 16 KiB. On 512-byte sectors they fill "
+    "LBA 2-33, which is why parted's first usable sector is 34 (17,408 B, not a multiple of 4 KiB).",
+    "mbr": "The MBR: boot code and the four primary partition entries.",
+    "ebr": "An extended boot record: it links one logical partition to the next.",
+    "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
+    "partition, and bootloaders hid there.",
+}
+
+
+def _explain_metadata(item: Item, geom: Geometry) -> list[Line]:
+    kind = item.region.kind if item.region else "metadata"
+    out = [Line("heading", item.label[0].upper() + item.label[1:]), Line("text", _where(geom, item.extent) + ".")]
+    out.append(Line("text", METADATA_TEXT.get(kind, "Sectors the partition table uses for itself.")))
+    return out
+
+
+def _explain_free(item: Item, geom: Geometry, grain: Grain) -> list[Line]:
+    ext = item.extent
+    out = [Line("heading", "Free space"), Line("text", _where(geom, ext) + ".")]
+    first = grain.align_up(ext.start)
+    if first <= ext.end:
+        out.append(
+            Line("good", f"The first start on the {human_bytes(grain.sectors * geom.logical)} grain here is "
+                 f"LBA {num(first)} ({human_bytes(first * geom.logical)} into the disk).")
+        )
+    else:
+        out.append(Line("dim", "Too small to hold a partition that starts on the grain."))
+    return out
+
+
+def _explain_blank(item: Item, geom: Geometry, grain: Grain) -> list[Line]:
+    entries = gpt_entry_sectors(geom)
+    first = grain.align_up(2 + entries)
+    return [
+        Line("heading", "No partition table"),
+        Line("text", _where(geom, item.extent) + ": every sector is free."),
+        Line(
+            "text",
+            f"A new GPT label would take LBA 0-{1 + entries} (protective MBR, header, {entries} sectors of entries) "
+            f"and a backup copy in the last {1 + entries} sectors; an msdos label only LBA 0.",
+        ),
+        Line("good", f"The first partition would start on the grain at LBA {num(first)} "
+             f"({human_bytes(first * geom.logical)}), as fdisk and parted -a optimal do."),
+    ]
+
+
+# --- device facts -----------------------------------------------------------------------------------
+
+
+def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
+    g, t = disk.geometry, disk.table
+    rows = [
+        ("Model", g.model or "-"),
+        ("Size", f"{num(g.sectors)} sectors x {g.logical} B = {human_bytes(g.size_bytes)} ({human_si(g.size_bytes)})"),
+        ("Logical sector", f"{g.logical} B"),
+        ("Physical block", f"{g.physical} B = {g.sectors_per_physical} sector(s)"),
+        ("Alignment offset", f"{g.alignment_offset} B"),
+        ("Minimum I/O", f"{g.min_io} B" if g.min_io else "not reported"),
+        ("Optimal I/O", f"{num(g.optimal_io)} B" if g.optimal_io else "not reported"),
+        ("Your grains", ", ".join(human_bytes(x) for x in g.user_grains) or "none (--grain SIZE)"),
+        ("diskplan grain", f"{num(grain.sectors)}s = {human_bytes(grain.sectors * g.logical)}"
+         + (f", offset {grain.offset}s" if grain.offset else "")),
+        ("fdisk would use", _grain_text(libfdisk_grain(g), g)),
+        ("parted optimal", _grain_text(libparted_optimum(g), g)),
+        ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]),
+        ("I/O scheduler", g.scheduler or "unknown"),
+        ("Discard granularity", f"{g.discard_granularity} B" if g.discard_granularity else "not reported"),
+    ]
+    if t.label is None:
+        rows.append(("Table", "none"))
+    else:
+        rows.append(("Table", f"{t.label}, {len(t.partitions)} partition(s), room for {t.max_partitions}"))
+        rows.append(("Usable area", f"LBA {num(t.first_usable)}-{num(t.last_usable)}"))
+    if g.sectors_per_physical > 1 and mib_grain(g).sectors % g.sectors_per_physical == 0:
+        rows.append(("1 MiB", f"{MiB // g.logical}s = {MiB // g.physical} physical blocks"))
+    return rows
+
+
+def _grain_text(grain: Grain, g: Geometry) -> str:
+    text = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * g.logical)}"
+    return text + (f", offset {grain.offset}s" if grain.offset else "")

@@ -1,0 +1,224 @@
+"""The widgets around the sector map: title bar, legend, status line, partition list, explain and facts."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from diskplan.model.extent import State
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import Grain
+from diskplan.model.units import human_bytes
+from diskplan.ui.cells import Item, MapContent
+from diskplan.ui.explain import Line, facts, num
+from diskplan.ui.glyphs import Glyphs
+from diskplan.ui.sectormap import SectorMap
+from diskplan.ui.target import Target
+
+LINE_STYLE = {
+    "heading": "bold",
+    "text": "",
+    "dim": "$text-muted",
+    "good": "$success",
+    "notice": "bold $warning",
+    "warning": "bold $error",
+    "error": "bold $error",
+}
+
+
+def lines_content(lines: list[Line]) -> Content:
+    parts: list[str | tuple[str, str]] = []
+    for n, line in enumerate(lines):
+        if n:
+            parts.append("\n")
+        parts.append((line.text, LINE_STYLE.get(line.style, "")))
+    return Content.assemble(*parts)
+
+
+class TitleBar(Static):
+    """One line: what is shown, and the zoom."""
+
+    DEFAULT_CSS = """
+    TitleBar { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
+    """
+
+    def show(self, title: str, zoom: str) -> None:
+        width = max(0, self.size.width)
+        left = f" diskplan │ {title}"
+        room = width - len(left) - len(zoom) - 1
+        text = left + " " * max(1, room) + zoom + " " if room >= 1 else left
+        self.update(Content(text))
+
+
+class Legend(Static):
+    """What each glyph on the map means, drawn with the map's own styles."""
+
+    DEFAULT_CSS = """
+    Legend { height: 1; text-wrap: nowrap; text-overflow: clip; color: $text-muted; }
+    """
+
+    def show(self, sector_map: SectorMap, geometry: Geometry | None, grain: Grain | None) -> None:
+        g: Glyphs = sector_map.glyphs
+        style = sector_map.get_component_rich_style
+        text = Text(" ")
+
+        def key(glyph: str, st: Style, what: str) -> None:
+            text.append(glyph, st)
+            text.append(f" {what}  ")
+
+        key(" ", style("sectormap--part-0"), "partition")
+        key(g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "has findings")
+        key(g.problem, style("sectormap--problem-warning"), "problem here")
+        key(g.metadata, style("sectormap--metadata"), "table")
+        key(g.free, style("sectormap--free"), "free")
+        if geometry is not None and geometry.physical > geometry.logical:
+            key(g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)}")
+        key(g.grid_mib, style("sectormap--grid-mib"), "1 MiB")
+        if geometry is not None and grain is not None:
+            mib = (1 << 20) // geometry.logical
+            if grain.sectors not in (mib, geometry.sectors_per_physical):
+                what = f"{human_bytes(grain.sectors * geometry.logical)} grain"
+                key(g.grid_grain, style("sectormap--grid-grain"), what)
+        self.update(text)
+
+
+class StatusLine(Static):
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
+    """
+
+
+class PartitionList(DataTable[str]):
+    """The partitions with their worst finding; highlighting one moves the map's cursor to it."""
+
+    DEFAULT_CSS = """
+    PartitionList { height: 1fr; }
+    """
+
+    class Chosen(Message):
+        def __init__(self, number: int, start: int, focus_map: bool) -> None:
+            super().__init__()
+            self.number = number
+            self.start = start
+            self.focus_map = focus_map
+
+    def __init__(self, glyphs: Glyphs, **kw: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
+        self.glyphs = glyphs
+        self._starts: dict[int, int] = {}
+        self._syncing = False
+
+    def on_mount(self) -> None:
+        self.add_columns(" ", "#", "start", "size", "name")
+
+    def show(self, content: MapContent) -> None:
+        self.clear()
+        self._starts.clear()
+        geom = content.geometry
+        for item in content.partition_items():
+            p = item.partition
+            assert p is not None
+            if item.severity is None:
+                flag = Text(self.glyphs.ok, "green")
+            else:
+                flag = Text(self.glyphs.problem, "bold red" if item.severity != "notice" else "bold yellow")
+            name = p.name or (p.role.value if p.role.value != "primary" else "")
+            if p.state is State.PROPOSED:
+                name = f"{name} (new)".strip()
+            elif p.state is State.DELETE:
+                name = f"{name} (delete)".strip()
+            self.add_row(
+                flag,  # type: ignore[arg-type]
+                str(p.number),
+                f"{num(p.start)}s",
+                human_bytes(p.size * geom.logical),
+                name,
+                key=str(p.number),
+            )
+            self._starts[p.number] = p.start
+
+    def follow(self, number: int | None) -> None:
+        """Highlight the row of ``number`` without moving the map (the map moved first)."""
+        if number is None or str(number) not in self.rows:
+            return
+        row = self.get_row_index(str(number))
+        if row != self.cursor_row:
+            self._syncing = True
+            self.move_cursor(row=row, animate=False)
+            self.call_after_refresh(self._done_syncing)
+
+    def _done_syncing(self) -> None:
+        self._syncing = False
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if self._syncing or not self.has_focus or event.row_key.value is None:
+            return
+        number = int(event.row_key.value)
+        self.post_message(self.Chosen(number, self._starts[number], focus_map=False))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is None:
+            return
+        number = int(event.row_key.value)
+        self.post_message(self.Chosen(number, self._starts[number], focus_map=True))
+
+
+class ExplainPanel(VerticalScroll, can_focus=True):
+    """Why what lies under the cursor matters: the arithmetic of its findings, in plain words."""
+
+    DEFAULT_CSS = """
+    ExplainPanel { height: 1fr; padding: 0 1; }
+    ExplainPanel > Static { width: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [("up", "scroll_up", "scroll up"), ("down", "scroll_down", "scroll down")]
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="explain-text")
+
+    def show(self, lines: list[Line]) -> None:
+        self.query_one("#explain-text", Static).update(lines_content(lines))
+        self.scroll_home(animate=False)
+
+
+class FactsPanel(VerticalScroll, can_focus=True):
+    """The device facts (and a demo's lesson)."""
+
+    DEFAULT_CSS = """
+    FactsPanel { height: 1fr; padding: 0 1; }
+    FactsPanel > Static { width: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [("up", "scroll_up", "scroll up"), ("down", "scroll_down", "scroll down")]
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="facts-text")
+
+    def show(self, target: Target, grain: Grain) -> None:
+        parts: list[str | tuple[str, str]] = []
+        if target.demo:
+            parts.append((f"Demo {target.demo}\n", "bold"))
+            for line in target.lesson:
+                parts.append(line + "\n")
+            parts.append("\n")
+        if target.note:
+            parts.append((f"Note: {target.note}\n\n", "$warning"))
+        rows = facts(target.disk, grain)
+        width = max(len(k) for k, _ in rows) + 1
+        for label, value in rows:
+            parts.append((label.ljust(width), "$text-muted"))
+            parts.append(value + "\n")
+        self.query_one("#facts-text", Static).update(Content.assemble(*parts))
+
+
+def item_number(item: Item | None) -> int | None:
+    return item.number if item is not None else None

@@ -1,0 +1,300 @@
+"""Screens over the planner: help, go to, the demo list and the device picker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from diskplan.model import demos
+from diskplan.model.geometry import Geometry
+from diskplan.model.table import Table
+from diskplan.model.units import human_bytes, parse_bytes
+from diskplan.ui.glyphs import Glyphs
+
+
+def help_text(g: Glyphs) -> Content:
+    keys = [
+        ("Moving", ""),
+        ("arrows", "move the cursor one cell / one row"),
+        ("PgUp PgDn", "one screen up / down"),
+        ("Home End", "start / end of the disk"),
+        ("] [", "next / previous partition start"),
+        (". ,", "next / previous boundary of anything (partition, table, free)"),
+        ("f", "next finding (a '!' on the map)"),
+        ("g", "go to an LBA, a size (1MiB, 17.4kB), a percentage or #N (partition N)"),
+        ("Zoom", ""),
+        ("+ -", "zoom in / out around the cursor"),
+        ("0  1", "whole disk / one sector per cell"),
+        ("Panels", ""),
+        ("Tab", "focus: map, partition list, explanation"),
+        ("Enter", "(in the list) jump to that partition"),
+        ("e  i", "show the explanation / the disk facts"),
+        ("d  o", "open a demo disk / pick a device"),
+        ("Ctrl+P", "command palette: every command by name"),
+        ("?  q", "this help / quit"),
+        ("Mouse", ""),
+        ("click", "put the cursor on a cell; wheel scrolls"),
+    ]
+    legend = [
+        (f"'{g.partition}' on colour", "a partition (each its own colour)"),
+        (f"'{g.flagged}' on colour", "a partition with findings (explained when the cursor is on it)"),
+        (f"'{g.problem}'", "where a finding's boundary lies (red: costs I/O, yellow: notice)"),
+        (f"'{g.metadata}'", "partition-table metadata (MBR, GPT header and entries, EBR)"),
+        (f"'{g.free}'", "free space"),
+        (f"'{g.grid_physical}'", "a physical-block boundary lies in this cell"),
+        (f"'{g.grid_mib}'", "a 1 MiB boundary"),
+        (f"'{g.grid_grain}'", "a boundary of the alignment grain (when it is not 1 MiB)"),
+        ("marked cells", "the first 4 KiB filesystem block of the partition under the cursor"),
+    ]
+    parts: list[str | tuple[str, str]] = [
+        ("The sector map\n", "bold"),
+        "Each cell is a run of sectors; the left column is the first LBA of the row. Gridlines appear "
+        "where the zoom is fine enough to show them.\n\n",
+    ]
+    for k, v in keys:
+        if not v:
+            parts.append((f"{k}\n", "bold $accent"))
+        else:
+            parts.append((f"  {k:<11}", "bold"))
+            parts.append(f"{v}\n")
+    parts.append(("\nSymbols\n", "bold $accent"))
+    for k, v in legend:
+        parts.append((f"  {k:<18}", "bold"))
+        parts.append(f"{v}\n")
+    return Content.assemble(*parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss", "close"),
+        Binding("up", "scroll(-1)", show=False),
+        Binding("down", "scroll(1)", show=False),
+    ]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90%; max-width: 96; height: 90%; border: solid $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, glyphs: Glyphs) -> None:
+        super().__init__()
+        self.glyphs = glyphs
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as v:
+            v.border_title = "Help (Esc closes)"
+            yield Static(help_text(self.glyphs))
+
+    def action_scroll(self, direction: int) -> None:
+        self.query_one(VerticalScroll).scroll_relative(y=direction, animate=False)
+
+
+def parse_position(text: str, geom: Geometry, table: Table | None) -> int:
+    """An LBA from what a person types: "2048", "2048s", "1MiB", "17408B", "50%", "#2", "end"."""
+    s = text.strip().lower().replace(",", "").replace("_", "")
+    if not s:
+        raise ValueError("type an LBA, a size or #N")
+    if s in ("end", "last"):
+        return geom.last_lba
+    if s[0] in "#p" and s[1:].isdigit():
+        number = int(s[1:])
+        part = table.by_number(number) if table else None
+        if part is None:
+            raise ValueError(f"there is no partition {number}")
+        return part.start
+    if s.endswith("%"):
+        pct = float(s[:-1])
+        if not 0 <= pct <= 100:
+            raise ValueError("a percentage is between 0 and 100")
+        return min(geom.last_lba, int(geom.sectors * pct / 100))
+    if s.endswith("s") and s[:-1].isdigit():
+        lba = int(s[:-1])
+    elif s.isdigit():
+        lba = int(s)
+    else:
+        lba = parse_bytes(s) // geom.logical
+    if lba > geom.last_lba:
+        raise ValueError(f"the disk ends at LBA {geom.last_lba:,}")
+    return lba
+
+
+class GotoScreen(ModalScreen[int | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "cancel")]
+    DEFAULT_CSS = """
+    GotoScreen { align: center middle; }
+    GotoScreen > Vertical { width: 64; height: auto; border: solid $accent; background: $surface; padding: 0 1; }
+    GotoScreen Input { border: solid $primary; }
+    GotoScreen #goto-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, geom: Geometry, table: Table | None) -> None:
+        super().__init__()
+        self.geom = geom
+        self.table = table
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as v:
+            v.border_title = "Go to"
+            yield Static("LBA (2048 or 2048s), bytes with a unit (1MiB, 17.4kB, 4096B), 50%, #2 or end:")
+            yield Input(placeholder="2048", id="goto-input", select_on_focus=False)
+            yield Static("", id="goto-error")
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        try:
+            lba = parse_position(event.value, self.geom, self.table)
+        except ValueError as exc:
+            self.query_one("#goto-error", Static).update(str(exc))
+            return
+        self.dismiss(lba)
+
+
+class DemoPicker(ModalScreen[str | None]):
+    """The built-in demo disks, each with what it teaches."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "cancel")]
+    DEFAULT_CSS = """
+    DemoPicker { align: center middle; }
+    DemoPicker > Vertical { width: 96%; max-width: 110; height: 90%; border: solid $accent; background: $surface; }
+    DemoPicker OptionList { height: auto; max-height: 9; border: none; }
+    DemoPicker #demo-lesson { height: 1fr; padding: 0 1; border-top: solid $primary; }
+    """
+
+    def __init__(self, current: str | None = None) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as v:
+            v.border_title = "Demo disks (Enter opens, Esc cancels)"
+            yield OptionList(*(Option(f"{s.name:<16} {s.title}", id=s.name) for s in demos.SCENARIOS))
+            with VerticalScroll(id="demo-lesson"):
+                yield Static(id="demo-lesson-text")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        names = demos.names()
+        options.highlighted = names.index(self.current) if self.current in names else 0
+
+    @on(OptionList.OptionHighlighted)
+    def _preview(self, event: OptionList.OptionHighlighted) -> None:
+        s = demos.find(event.option.id or demos.DEFAULT)
+        self.query_one("#demo-lesson-text", Static).update("\n".join(s.lesson))
+
+    @on(OptionList.OptionSelected)
+    def _open(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+class DevicePicker(Screen[str | None]):
+    """The disks on this machine; refreshed when one is plugged in or removed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "open", show=False),
+        Binding("r", "refresh", "refresh"),
+        Binding("d", "demo", "demo disks"),
+        Binding("escape", "back", "back"),
+        Binding("q", "quit_app", "quit"),
+    ]
+    DEFAULT_CSS = """
+    DevicePicker { layout: vertical; }
+    DevicePicker #picker-title { height: 1; background: $panel; }
+    DevicePicker #picker-help { height: auto; padding: 0 1; color: $text-muted; }
+    DevicePicker DataTable { height: 1fr; }
+    """
+
+    def __init__(self, lister: Callable[[], list], watch: bool = True, can_go_back: bool = False) -> None:  # type: ignore[type-arg]
+        super().__init__()
+        self.lister = lister
+        self.watch = watch
+        self.can_go_back = can_go_back
+        self._watcher = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(" diskplan │ choose a disk", id="picker-title")
+        yield Static("Enter opens the disk read-only for planning. d opens a demo disk instead.", id="picker-help")
+        yield DataTable(cursor_type="row", zebra_stripes=False, id="devices")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("device", "model", "size", "sectors log/phys", "table", "kind", "scheduler")
+        self.action_refresh()
+        if self.watch:
+            from diskplan.discovery.udev import Watcher
+
+            self._watcher = Watcher(lambda: self.app.call_from_thread(self.action_refresh))
+            self._watcher.start()
+
+    def on_unmount(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    def action_refresh(self) -> None:
+        self._load()
+
+    @work(thread=True, exclusive=True, group="devices")
+    def _load(self) -> None:
+        try:
+            disks = self.lister()
+            error = ""
+        except Exception as exc:  # a sysfs surprise must not take the picker down
+            disks, error = [], " ".join(str(exc).split())
+        self.app.call_from_thread(self._show, disks, error)
+
+    def _show(self, disks: list, error: str) -> None:  # type: ignore[type-arg]
+        table = self.query_one(DataTable)
+        table.clear()
+        for d in disks:
+            table.add_row(
+                d.node,
+                d.model or (d.backing_file and f"file {d.backing_file}") or "-",
+                human_bytes(d.size_bytes),
+                f"{d.logical}/{d.physical}",
+                d.table,
+                d.kind,
+                d.scheduler or "-",
+                key=d.node,
+            )
+        mode = getattr(self._watcher, "mode", "off")
+        watching = {"udev": "watching udev", "kernel": "watching kernel events (no udevd)",
+                    "poll": "polling /sys/block"}.get(mode, "")
+        count = f"{len(disks)} disk(s) found" if disks else (error or "no disks found (reading them needs root)")
+        self.query_one("#picker-help", Static).update(
+            f"{count}{'; ' + watching if watching else ''}. Enter opens a disk for planning (nothing is "
+            "written); d opens a demo disk; r refreshes."
+        )
+
+    def action_open(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            self.notify("No disk to open: try d for a demo disk.", timeout=3)
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self.dismiss(key)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(event.row_key.value)
+
+    def action_demo(self) -> None:
+        self.dismiss(f"demo:{demos.DEFAULT}")
+
+    def action_back(self) -> None:
+        if self.can_go_back:
+            self.dismiss(None)
+        else:
+            self.app.exit()
+
+    def action_quit_app(self) -> None:
+        self.app.exit()
