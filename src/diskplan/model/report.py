@@ -111,4 +111,33 @@ def report_json(report: Report) -> dict[str, object]:
             for r in report.partitions
         ],
         "findings": [f.as_json() for f in report.table_findings],
+        "read_only": disk.table.read_only or None,
+        "filesystem": disk.filesystem or None,
+        "repair": _repair_json(disk),
+        "views": [
+            {
+                "table": v.label,
+                "note": v.read_only,
+                "partitions": [
+                    {"number": p.number, "start": p.start, "end": p.end, "size": p.size, "type": p.type}
+                    for p in v.partitions
+                ],
+            }
+            for v in disk.views
+        ],
+    }
+
+
+def _repair_json(disk: Disk) -> dict[str, object] | None:
+    r = disk.repair
+    if r is None:
+        return None
+    return {
+        "good": r.good,
+        "rewrite": r.rewrite,
+        "header_lba": r.header_lba,
+        "entries_lba": r.entries_lba,
+        "entries_sectors": r.entries_sectors,
+        "reason": r.reason,
+        "summary": r.summary,
     }
