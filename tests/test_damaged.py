@@ -141,7 +141,23 @@ def test_one_damaged_gpt_copy_is_named_the_good_one_shown_and_the_repair_works(
     assert sgdisk_parts(gpt_image) == before
     again = read(str(gpt_image))
     assert not codes(again) & {tf.GPT_PRIMARY_DAMAGED, tf.GPT_BACKUP_DAMAGED, tf.GPT_BOTH_DAMAGED}
-    assert again.repair is None
+    assert again.repair is None and not again.table.read_only and again.messages == ()
+
+
+def test_a_gpt_whose_protective_mbr_was_wiped(gpt_image: pathlib.Path) -> None:
+    before = sgdisk_parts(gpt_image)
+    poke(gpt_image, 0, bytes(SECTOR))
+    gdisk = subprocess.run([need_tool("gdisk"), "-l", str(gpt_image)], capture_output=True, text=True, input="q\n")
+    assert "MBR: not present" in gdisk.stdout and "GPT: present" in gdisk.stdout
+    disk = read(str(gpt_image))
+    assert tf.GPT_NO_PROTECTIVE_MBR in codes(disk)
+    assert parts(disk) == before and disk.table.label == "gpt" and disk.table.read_only
+    assert disk.repair is not None and disk.repair.rewrite == "protective MBR"
+    apply_repair(disk, gpt_image)
+    assert sgdisk_verify_clean(gpt_image)
+    again = read(str(gpt_image))
+    assert again.table.label == "gpt" and parts(again) == before and not again.table.read_only
+    assert again.findings == ()
 
 
 def test_both_gpt_copies_damaged(gpt_image: pathlib.Path) -> None:

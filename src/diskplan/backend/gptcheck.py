@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from diskplan.backend.rawtable import GptEntry, GptHeader, parse_gpt_entries, parse_gpt_header, read_bytes
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.repair import GptRepair
+from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Region, Table
 
 MAX_ENTRY_BYTES = 4 << 20  # far above any real table (128 × 128 B = 16 KiB; Android uses a few hundred)
@@ -209,4 +209,25 @@ def gpt_table(copy: GptCopy, sectors: int, read_only: str) -> Table:
         metadata=tuple(meta),
         max_partitions=h.entry_count,
         read_only=read_only,
+    )
+
+
+def protective_mbr_repair(path: str, state: GptState) -> GptRepair:
+    """Sector 0 rewritten as a protective MBR: libparted 3.5 (and some firmware) ignore a GPT without one.
+    The boot code and disk signature (bytes 0..445) are kept; the four entries become one 0xEE entry."""
+    logical = state.logical
+    old = read_bytes(path, 0, logical)
+    sector = bytearray(old[:446].ljust(446, b"\0") + bytes(logical - 446))
+    size = min(state.sectors - 1, 0xFFFFFFFF)
+    entry = bytes([0x00, 0x00, 0x02, 0x00, 0xEE, 0xFF, 0xFF, 0xFF]) + (1).to_bytes(4, "little")
+    sector[446:462] = entry + size.to_bytes(4, "little")
+    sector[510:512] = b"\x55\xaa"
+    return GptRepair(
+        good=state.good.which if state.good else "primary",
+        rewrite=PROTECTIVE_MBR,
+        header_lba=0,
+        entries_lba=0,
+        entries_sectors=0,
+        reason="sector 0 has no protective 0xEE entry",
+        writes=((0, bytes(sector)),),
     )

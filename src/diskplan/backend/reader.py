@@ -81,6 +81,7 @@ class _Survey:
         self.repair: GptRepair | None = None
         self.filesystem = ""
         self.libparted_was_wrong = False  # its messages are about a table that is not there
+        self.pmbr_repair: GptRepair | None = None
 
     # --- the pieces -----------------------------------------------------------------------------------
 
@@ -162,8 +163,17 @@ class _Survey:
         good backup), a table it cannot read, a GPT of another sector size, a filesystem, or nothing."""
         empty = Table(None, 0, geom.sectors - 1)
         good = gpt.good if gpt else None
-        if good is not None:
-            why = "libparted does not recognise this GPT until its primary copy is repaired"
+        if gpt is not None and good is not None:
+            mbr = rawtable.mbr_layout(self.path, geom.logical, geom.sectors)
+            protected = mbr is not None and any(p.type_id == rawtable.PROTECTIVE_ID for p in mbr.primaries)
+            if not gpt.primary.ok:
+                why = "libparted does not recognise this GPT until its primary copy is repaired"
+            elif not protected:
+                why = "libparted does not recognise a GPT without a protective MBR"
+                self.pmbr_repair = gptcheck.protective_mbr_repair(self.path, gpt)
+                self.findings.append(tf.gpt_without_protective_mbr(self.pmbr_repair.summary))
+            else:
+                why = "libparted does not recognise this GPT"
             self.read_only.append(why)
             return gptcheck.gpt_table(good, geom.sectors, why)
         other = probe.other_sector_size(self.path, geom.logical)
@@ -245,7 +255,7 @@ class _Survey:
 
     def _gpt(self, geom: Geometry, gpt: gptcheck.GptState) -> None:
         p, b = gpt.primary, gpt.backup
-        self.repair = gptcheck.plan_repair(gpt)
+        self.repair = gptcheck.plan_repair(gpt) or self.pmbr_repair
         if p.ok and not b.ok and gpt.table_sectors > geom.sectors:
             self.repair = None
             self.findings.append(tf.table_larger_than_disk("gpt", gpt.table_sectors, geom.sectors, geom.logical))

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+PROTECTIVE_MBR = "protective MBR"
+
 
 @dataclass(frozen=True)
 class GptRepair:
     good: str  # "primary" or "backup": the copy that passed every check and is shown
-    rewrite: str  # the copy the repair rebuilds from it
+    rewrite: str  # the copy the repair rebuilds from it, or PROTECTIVE_MBR
     header_lba: int  # where the rebuilt header goes
     entries_lba: int  # where its partition entry array goes
     entries_sectors: int
@@ -22,6 +24,8 @@ class GptRepair:
 
     @property
     def summary(self) -> str:
+        if self.rewrite == PROTECTIVE_MBR:
+            return "write a protective MBR at LBA 0 (one 0xEE entry from LBA 1 over the disk; boot code kept)"
         last = self.entries_lba + self.entries_sectors - 1
         return (
             f"rewrite the {self.rewrite} GPT from the {self.good} copy: header at LBA {self.header_lba}, "

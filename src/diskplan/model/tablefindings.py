@@ -15,6 +15,7 @@ GPT_BACKUP_DAMAGED = "gpt-backup-damaged"
 GPT_BOTH_DAMAGED = "gpt-both-damaged"
 GPT_BACKUP_NOT_AT_END = "gpt-backup-not-at-end"
 GPT_COPIES_DIFFER = "gpt-copies-differ"
+GPT_NO_PROTECTIVE_MBR = "gpt-without-protective-mbr"
 TABLE_LARGER_THAN_DISK = "table-larger-than-disk"
 HYBRID_MBR = "hybrid-mbr"
 EXTENDED_WITHOUT_EBR = "extended-without-ebr"
@@ -72,6 +73,21 @@ def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair
             f"The {which} copy: {problem}. The {good} copy passed every check (signature, both CRCs, "
             "its own LBA, entry array inside the disk).",
             last,
+        ),
+    )
+
+
+def gpt_without_protective_mbr(repair: str) -> Finding:
+    return Finding(
+        GPT_NO_PROTECTIVE_MBR,
+        WARNING,
+        "a valid GPT without a protective MBR: libparted and some firmware do not see it",
+        (
+            "Sector 0 of a GPT disk holds a protective MBR: one 0xEE entry covering the disk, so that MBR-only "
+            "tools see it as in use. Here it is missing (zeroed, or overwritten by a tool that wrote only an MBR).",
+            "The GPT itself passed every check and is shown, read-only: libparted (parted, diskplan's writer) "
+            "does not recognise it until sector 0 is fixed.",
+            f"Repair, offered as a planned operation (nothing is written until you commit): {repair}.",
         ),
     )
 
