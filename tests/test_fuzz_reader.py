@@ -57,6 +57,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
         os.truncate(path, SIZE)
         run(sfdisk, "-q", str(path), input=layout)
         out[name] = path.read_bytes()
+    SEEDS.update(out)
     return out
 
 
@@ -124,7 +125,9 @@ def _gpt_headers(buf: bytearray) -> list[int]:
 
 
 def _ebr_sectors(buf: bytearray) -> list[int]:
-    out = []
+    out: list[int] = []
+    if len(buf) < SECTOR:
+        return out
     for i in range(4):
         e = 446 + 16 * i
         if buf[e + 4] in (0x05, 0x0F, 0x85):
@@ -140,8 +143,22 @@ def _ebr_sectors(buf: bytearray) -> list[int]:
     return out
 
 
+SEEDS: dict[str, bytes] = {}  # by name, so hypothesis reprs stay short
+
+
+class Mutant:
+    """A mutated image; its repr (what hypothesis prints for a failure) names the mutations, not 8 MiB."""
+
+    def __init__(self, data: bytes, applied: list[str]) -> None:
+        self.data, self.applied = data, applied
+
+    def __repr__(self) -> str:
+        return f"Mutant({len(self.data)} B, {self.applied})"
+
+
 @st.composite
-def mutations(draw: st.DrawFn, image: bytes) -> tuple[bytes, list[str]]:
+def mutations(draw: st.DrawFn, seed: str) -> Mutant:
+    image = SEEDS[seed]
     buf = bytearray(image)
     hot = _table_sectors(image)
     applied: list[str] = []
@@ -186,8 +203,8 @@ def mutations(draw: st.DrawFn, image: bytes) -> tuple[bytes, list[str]]:
             del buf[size:]
         else:
             continue
-        applied.append(kind)
-    return bytes(buf), applied
+        applied.append(f"{kind} {name}={value}" if kind.endswith("field") or kind == "gpt-entry" else kind)
+    return Mutant(bytes(buf), applied)
 
 
 def _write_sparse(path: pathlib.Path, data: bytes) -> None:
@@ -243,12 +260,18 @@ def test_fuzz_reader(seed: str, seeds: dict[str, bytes], scratch: pathlib.Path) 
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(mutations(seeds[seed]))
-    def one(mutated: tuple[bytes, list[str]]) -> None:
-        data, _ = mutated
+    @given(mutations(seed))
+    def one(mutated: Mutant) -> None:
+        data, applied = mutated.data, mutated.applied
         path = scratch / f"{seed}.img"
         _write_sparse(path, data)
-        _read_and_report(path)
+        try:
+            _read_and_report(path)
+        except BaseException:
+            keep = pathlib.Path(os.environ.get("DISKPLAN_FUZZ_KEEP", str(scratch))) / f"failing-{seed}.img"
+            _write_sparse(keep, data)
+            print(f"mutations {applied}; image kept as {keep}")
+            raise
 
     try:
         one()
@@ -262,10 +285,10 @@ def test_fuzz_check_exit_status(seed: str, seeds: dict[str, bytes], scratch: pat
 
     @settings(max_examples=4 if not LONG else 100, deadline=None, derandomize=not LONG, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(mutations(seeds[seed]))
-    def one(mutated: tuple[bytes, list[str]]) -> None:
+    @given(mutations(seed))
+    def one(mutated: Mutant) -> None:
         path = scratch / f"{seed}-cli.img"
-        _write_sparse(path, mutated[0])
+        _write_sparse(path, mutated.data)
         proc = subprocess.run([sys.executable, "-m", "diskplan", "check", str(path)], capture_output=True,
                               text=True, timeout=TIMEOUT * 3)
         assert proc.returncode in (0, 1, 2)
