@@ -448,7 +448,8 @@ def _operations(ops: _Ops, label: str, current: Table) -> tuple[Operation, ...]:
         what = p.role.value if p.role is not Role.PRIMARY else ptypes.describe(p.type) or "partition"
         out.append(Operation("delete", p.number, p.start, p.end, what))
     for p in sorted(ops.create, key=lambda p: p.number):
-        what = p.role.value if p.role is not Role.PRIMARY else ptypes.describe(p.type or DEFAULT_TYPE[label])
+        what = ptypes.describe(p.type or DEFAULT_TYPE[label])
+        what = "extended" if p.role is Role.EXTENDED else what if p.role is Role.PRIMARY else f"logical, {what}"
         detail = f"{p.size} sectors, {what}" + (f", {p.name!r}" if p.name else "")
         out.append(Operation("create", p.number, p.start, p.end, detail))
     for p in sorted(ops.rewrite, key=lambda p: p.number):
@@ -599,8 +600,14 @@ def _preview_child(
 
 
 def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[str, ...]]:
-    from diskplan.backend.libparted import commit_table
+    from diskplan.backend.libparted import BackendError, commit_table
 
+    try:
+        same = identity(p.target) == p.identity
+    except OSError as exc:
+        raise BackendError(f"{p.target} is gone: {exc.strerror}") from exc
+    if not same:  # checked again here, the last moment before libparted opens it
+        raise BackendError(f"{p.target} is no longer the disk that was read: it vanished or was replaced")
     return commit_table(
         p.target,
         p.result.label or "",

@@ -32,6 +32,13 @@ OP_STYLE = {"label": "bold red", "delete": "red", "create": "green", "change": "
             "keep": "dim"}
 
 
+def consoles() -> tuple[Console, Console]:
+    """stdout and stderr; no markup (paths and libparted's messages may hold brackets) and no wrapping
+    (a path cut in two cannot be pasted; logs and scripts read whole lines)."""
+    return (Console(highlight=False, markup=False, soft_wrap=True),
+            Console(stderr=True, highlight=False, markup=False, soft_wrap=True))
+
+
 def host() -> Host:
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
 
@@ -52,13 +59,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def render_proposal(p: Proposal, console: Console) -> None:
-    console.print(f"[bold]{p.headline}[/]")
+    console.print(p.headline, style="bold")
     was = p.current.table.label or "no table"
     console.print(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}")
-    console.print("[bold]Operations[/]")
+    console.print("Operations", style="bold")
     for op in p.operations:
         console.print(Text.assemble("  ", (str(op), OP_STYLE.get(op.kind, ""))))
-    console.print(f"[bold]Resulting {p.result.label} table[/] (sectors of {p.sector_size} B, end inclusive)")
+    console.print(Text.assemble((f"Resulting {p.result.label} table", "bold"),
+                                f" (sectors of {p.sector_size} B, end inclusive)"))
     t = RichTable(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "start", "end", "sectors", "size"):
         t.add_column(col, justify="right")
@@ -78,22 +86,22 @@ def render_proposal(p: Proposal, console: Console) -> None:
         )
     console.print(t)
     for note in p.notes:
-        console.print(f"[cyan]note:[/] {note}", highlight=False)
+        console.print(Text.assemble(("note: ", "cyan"), note))
 
 
 def render_outcome(o: Outcome, console: Console, err: Console) -> None:
     if o.backup_path:
-        console.print(f"backup of the old table: [bold]{o.backup_path}[/]")
+        console.print(Text.assemble("backup of the old table: ", (o.backup_path, "bold")))
     style = {Verdict.WRITTEN: "green", Verdict.NOTHING: "green", Verdict.REFUSED: "yellow", Verdict.FAILED: "bold red"}
     (console if o.verdict in (Verdict.WRITTEN, Verdict.NOTHING) else err).print(
         Text(o.message, style=style[o.verdict])
     )
     for line in o.details:
-        err.print(f"  {line}", highlight=False)
+        err.print(f"  {line}")
     if o.kernel:
         err.print(Text(f"warning: {o.kernel}", style="yellow"))
     if o.verdict is Verdict.FAILED:
-        err.print(f"disk state: {o.state.value}", highlight=False)
+        err.print(f"disk state: {o.state.value}")
     if o.restore_command:
         err.print(Text(f"to put the old table back: {o.restore_command}", style="bold"))
 
@@ -130,7 +138,7 @@ def confirm(p: Confirmable, yes: bool) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    console, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    console, err = consoles()
     try:
         spec = load_plan(_read_plan(args.plan))
     except (OSError, UnicodeDecodeError) as exc:
@@ -170,7 +178,7 @@ def main(argv: list[str]) -> int:
     answer = confirm(proposal, args.yes)
 
     def progress(step: int, steps: int, what: str) -> None:
-        err.print(f"[{step}/{steps}] {what}", style="dim", highlight=False)
+        err.print(f"[{step}/{steps}] {what}", style="dim")
 
     outcome = execute(proposal, answer, h, backup_path=args.backup, progress=progress)
     render_outcome(outcome, console, err)

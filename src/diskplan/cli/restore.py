@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from diskplan.backend.commit import CommitError, RestoreProposal, execute_restore, prepare_restore
-from diskplan.cli.apply import confirm, host, render_outcome
+from diskplan.cli.apply import confirm, consoles, host, render_outcome
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,22 +33,22 @@ def parser() -> argparse.ArgumentParser:
 def render(r: RestoreProposal, console: Console) -> None:
     b = r.backup
     model = f" ({b.model})" if b.model else ""
-    console.print(f"[bold]{r.backup_path}[/]: taken from {b.target}{model} at {b.created or '?'}")
+    console.print(Text.assemble((r.backup_path, "bold"), f": taken from {b.target}{model} at {b.created or '?'}"))
     console.print(f"{b.sectors} sectors × {b.sector_size} B; {b.saved_sectors} sectors saved in "
                   f"{len(b.chunks)} run(s); the old table was {b.label}")
     if b.dump:
-        console.print("[bold]Old table (sfdisk dump)[/]")
-        console.print(b.dump.rstrip("\n"), highlight=False)
+        console.print("Old table (sfdisk dump)", style="bold")
+        console.print(b.dump.rstrip("\n"))
     if r.changed:
         runs = ", ".join(f"{e.start}..{e.end}" for e in r.changed[:8]) + (" …" if len(r.changed) > 8 else "")
-        console.print(f"sectors that now differ on {r.target} and would be put back: {runs}", highlight=False)
+        console.print(f"sectors that now differ on {r.target} and would be put back: {runs}")
     for note in r.notes:
-        console.print(f"[cyan]note:[/] {note}", highlight=False)
+        console.print(Text.assemble(("note: ", "cyan"), note))
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    console, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    console, err = consoles()
     h = host()
     try:
         proposal = prepare_restore(args.backup, args.target, h)
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
         return 1
 
     def progress(step: int, steps: int, what: str) -> None:
-        err.print(f"[{step}/{steps}] {what}", style="dim", highlight=False)
+        err.print(f"[{step}/{steps}] {what}", style="dim")
 
     outcome = execute_restore(proposal, confirm(proposal, args.yes), h, progress=progress)
     render_outcome(outcome, console, err)

@@ -176,9 +176,15 @@ def holders(found: list[Node], sys_root: str = "/sys") -> list[Use]:
 
 def busy(found: list[Node], named: set[str]) -> list[Use]:
     """An exclusive open fails while the kernel (or anything else) claims the device: catches what the
-    lists above cannot name, e.g. a filesystem mounted in another mount namespace."""
-    out = []
-    for node in found:
+    lists above cannot name, e.g. a filesystem mounted in another mount namespace. A claimed partition
+    makes its whole disk refuse too, so the disk is tried only when none of its partitions is in use."""
+    out: list[Use] = []
+    disks = {n.sysdir for n in found if not os.path.exists(os.path.join(n.sysdir, "partition"))}
+    parts = [n for n in found if n.sysdir not in disks]
+    for node in [*parts, *(n for n in found if n.sysdir in disks)]:
+        in_use = {u.device for u in out} | named
+        if node.sysdir in disks and any(p.path in in_use for p in parts if os.path.dirname(p.sysdir) == node.sysdir):
+            continue
         if node.path in named or not os.path.exists(node.path):
             continue
         try:

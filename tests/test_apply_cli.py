@@ -1,0 +1,145 @@
+"""`diskplan apply` and `diskplan restore` as a user runs them: what they show, what they write, their
+exit statuses (0 written or nothing to do, 1 refused or not confirmed, 2 failed), and never a traceback."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from collections.abc import Callable
+
+from conftest import need_tool, run
+from test_commit_support import digest, expect_sfdisk, file_sha, fill, parted_parts, sfdisk_parts
+
+MiB = 1 << 20
+BEFORE = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
+LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+SWAP = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"
+
+
+def diskplan(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return proc
+
+
+def plan_file(tmp_path: pathlib.Path, partitions: list[dict[str, object]], sector_size: int = 512) -> str:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"label": "gpt", "sector_size": sector_size, "partitions": partitions}))
+    return str(path)
+
+
+KEEP_1_SWAP_3 = [
+    {"number": 1, "start": 2048, "end": 22527, "type": LINUX},
+    {"number": 3, "start": 43008, "end": 63487, "type": "swap", "name": "swap"},
+]
+
+
+def image(sparse_image: Callable[..., pathlib.Path]) -> pathlib.Path:
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=BEFORE)
+    return img
+
+
+def test_without_yes_it_shows_everything_and_writes_nothing(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = image(sparse_image)
+    before = file_sha(img)
+    proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert f"{img}: 131072 sectors × 512 B = 64 MiB" in out
+    assert "delete 2 (22528..43007)" in out
+    assert "create 3 at 43008..63487: 20480 sectors, Linux swap, 'swap'" in out
+    assert "keep 1 at 2048..22527 (untouched)" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["1"], ["3"])]
+    assert ["1", "2048", "22527", "20480", "10", "MiB", "primary", "Linux", "filesystem", "kept"] in rows
+    assert ["3", "43008", "63487", "20480", "10", "MiB", "primary", "Linux", "swap", "swap", "new"] in rows
+    assert "--yes" in out
+    assert file_sha(img) == before and not (tmp_path / "b.dpbackup").exists()
+
+
+def test_yes_writes_backs_up_and_restore_undoes_it(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = image(sparse_image)
+    kept = fill(img, 2048, 20480, 512)
+    before = file_sha(img)
+    backup = tmp_path / "b.dpbackup"
+    proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes", "--backup", str(backup))
+    assert proc.returncode == 0, proc.stderr
+    assert f"backup of the old table: {backup}" in proc.stdout and backup.is_file()
+    assert "written and verified" in proc.stdout
+    assert "[3/5] writing the table" in proc.stderr  # progress
+    assert sfdisk_parts(img) == expect_sfdisk("gpt", [(1, 2048, 22527, LINUX, ""), (3, 43008, 63487, SWAP, "swap")])
+    assert parted_parts(img) == [(1, 2048, 22527), (3, 43008, 63487)]
+    assert digest(img, 2048, 20480, 512) == kept
+    again = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes")
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+
+    shown = diskplan("restore", str(backup), str(img))
+    assert shown.returncode == 1 and "start=       22528, size=       20480" in shown.stdout
+    done = diskplan("restore", str(backup), str(img), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "byte for byte" in done.stdout
+    assert file_sha(img) == before
+    assert diskplan("restore", str(backup), str(img), "--yes").returncode == 0  # nothing to do
+
+
+def test_sfdisk_dump_plan_on_a_4096_byte_loop(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    dev = loop_device(img, sector_size=4096)
+    plan = tmp_path / "plan.dump"
+    plan.write_text(f"label: dos\nunit: sectors\nsector-size: 4096\n\n{dev}p1 : start=256, size=2560, type=83\n"
+                    f"{dev}p2 : start=2816, size=5120, type=82\n")
+    proc = diskplan("apply", str(plan), dev, "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 0, proc.stderr
+    assert "16384 sectors × 4096 B = 64 MiB" in proc.stdout
+    assert "new msdos label" in proc.stdout
+    assert sfdisk_parts(dev) == [(1, 256, 2560, "83", ""), (2, 2816, 5120, "82", "")]
+    assert "warning" not in proc.stderr  # the kernel was told
+
+
+def test_refusals_exit_1_and_name_the_reason(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    img = image(sparse_image)
+    before = file_sha(img)
+    dev = loop_device(img, read_only=True)
+    proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), dev, "--yes")
+    assert proc.returncode == 1
+    assert f"refused: {dev} is read-only" in proc.stderr and "Nothing was written." in proc.stderr
+    wrong = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3, sector_size=4096), str(img), "--yes")
+    assert wrong.returncode == 1 and "4096-byte sectors" in wrong.stderr
+    other = sparse_image(32 * MiB, "other.img")
+    backup = tmp_path / "b.dpbackup"
+    assert diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes", "--backup",
+                    str(backup)).returncode == 0
+    refused = diskplan("restore", str(backup), str(other), "--yes")
+    assert refused.returncode == 1 and "wrong places" in refused.stderr
+    assert file_sha(other) == file_sha(sparse_image(32 * MiB, "empty.img"))
+    assert file_sha(img) != before  # written by the apply above, so the refused restore had work to do
+
+
+def test_failures_exit_2_with_one_line(sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path) -> None:
+    img = image(sparse_image)
+    before = file_sha(img)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    proc = diskplan("apply", str(bad), str(img), "--yes")
+    assert proc.returncode == 2 and "not valid JSON" in proc.stderr
+    proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(tmp_path / "missing.img"), "--yes")
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes", "--backup",
+                    str(blocker / "b.dpbackup"))
+    assert proc.returncode == 2 and "no backup, so nothing was written" in proc.stderr
+    assert file_sha(img) == before
+    proc = diskplan("restore", str(bad), str(img), "--yes")
+    assert proc.returncode == 2 and "not a diskplan backup" in proc.stderr
