@@ -17,9 +17,9 @@ move or resize costs O(log n) Python steps (bisection, one slot replaced in tupl
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import cached_property
 from itertools import pairwise
 from operator import attrgetter
 
@@ -130,7 +130,7 @@ def _describe_area(label: str | None, table: Table, geom: Geometry) -> tuple[str
     return "the start of the disk", "the end of the disk"
 
 
-def _build_lanes(table: Table, geom: Geometry) -> tuple[tuple[Lane, Lane], dict[int, tuple[int, int]]]:
+def _build_lanes(table: Table, geom: Geometry) -> tuple[tuple[Lane, Lane], dict[int, tuple[int, int, int]]]:
     before, after = _describe_area(table.label, table, geom)
     live = table.live
     tops = [p for p in live if p.role is not Role.LOGICAL]
@@ -142,22 +142,44 @@ def _build_lanes(table: Table, geom: Geometry) -> tuple[tuple[Lane, Lane], dict[
                           f"the end of extended partition {ext.number}")
     else:
         logical = Lane.of(logicals, 0, -1, 1, "no extended partition", "no extended partition")
-    where = {p.number: (TOP, i) for i, p in enumerate(top.parts)}
-    where.update({p.number: (LOGICAL, i) for i, p in enumerate(logical.parts)})
+    slot = {id(p): j for j, p in enumerate(table.partitions)}
+    where = {p.number: (TOP, i, slot[id(p)]) for i, p in enumerate(top.parts)}
+    where.update({p.number: (LOGICAL, i, slot[id(p)]) for i, p in enumerate(logical.parts)})
     return (top, logical), where
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Plan:
+    """Plans compare equal when they want the same table on the same disk with the same snapping."""
+
     geometry: Geometry
     base: Table  # the table on disk, as read
-    table: Table  # the table wanted: EXISTING, PROPOSED and DELETE partitions
+    wanted: Table  # the table wanted (read it as ``table``: slot ``patch[0]`` of its partitions is patched)
     target: SnapTarget = SnapTarget.OPTIMAL
     fresh: bool = False  # the table is a new label: nothing of the disk's table survives
-    # Derived from the fields above (never compared): the grain and the lane index.
-    grain: Grain = field(default=Grain(1), compare=False)
-    _lanes: tuple[Lane, Lane] = field(default=(), compare=False, repr=False)  # type: ignore[assignment]
-    _where: dict[int, tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
+    # Derived from the fields above: the grain and the lane index.
+    grain: Grain = field(default_factory=lambda: Grain(1))
+    lanes: tuple[Lane, Lane] = field(default=(), repr=False)  # type: ignore[assignment]
+    # live number -> (lane, rank in the lane, index in table.partitions)
+    where: dict[int, tuple[int, int, int]] = field(default_factory=dict, repr=False)
+    patch: tuple[int, Partition] | None = field(default=None, repr=False)
+
+    @cached_property
+    def table(self) -> Table:
+        """The table wanted: EXISTING, PROPOSED and DELETE partitions, sorted by start."""
+        if self.patch is None:
+            return self.wanted
+        slots = list(self.wanted.partitions)
+        slots[self.patch[0]] = self.patch[1]
+        return replace(self.wanted, partitions=tuple(slots))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Plan):
+            return NotImplemented
+        return (self.geometry, self.base, self.target, self.fresh, self.table) == (
+            other.geometry, other.base, other.target, other.fresh, other.table)
+
+    __hash__ = None  # type: ignore[assignment]
 
     # --- building -------------------------------------------------------------------------------------
 
@@ -174,36 +196,39 @@ class Plan:
     def _rebuilt(self, table: Table, *, fresh: bool | None = None) -> Plan:
         return Plan._make(self.geometry, self.base, table, self.target, self.fresh if fresh is None else fresh)
 
+    def _slot(self, j: int) -> Partition:
+        patch = self.patch
+        return patch[1] if patch is not None and patch[0] == j else self.wanted.partitions[j]
+
     def _replaced(self, old: Partition, new: Partition) -> Plan:
-        """The plan with ``old`` replaced by ``new``, which keeps its rank in its lane (moves, resizes,
-        type/name/flag changes): one slot replaced in a few tuples, found by bisection."""
-        lane_no, i = self._where[old.number]
-        lanes = list(self._lanes)
+        """The plan with ``old`` replaced by ``new`` of the same number, which keeps its rank among the live
+        partitions (moves, resizes, type/name/flag changes). Nothing is searched, sorted or copied: the lanes
+        and the table get ``new`` as a patched slot, so a drag step costs the same on 1 partition or 128.
+        Only when ``new`` passes the start of a partition marked for deletion is the table re-sorted."""
+        lane_no, i, j = self.where[old.number]
+        lanes = list(self.lanes)
         lanes[lane_no] = lanes[lane_no].with_part(i, new)
         if new.role is Role.EXTENDED:
             lanes[LOGICAL] = lanes[LOGICAL].with_area(new.start, new.end)
-        parts = self.table.partitions
-        j = bisect_left(parts, _order(old), key=_order)
-        while parts[j] is not old:
-            j += 1
-        rest = parts[:j] + parts[j + 1 :]
-        k = bisect_left(rest, _order(new), key=_order)
-        table = replace(self.table, partitions=(*rest[:k], new, *rest[k:]))
-        where = self._where if new.number == old.number else None
-        if where is None:
-            return self._rebuilt(table)
-        return Plan(self.geometry, self.base, table, self.target, self.fresh, self.grain, (lanes[0], lanes[1]),
-                    where)
+        count = len(self.wanted.partitions)
+        start = new.start
+        if (j > 0 and self._slot(j - 1).start >= start and _order(self._slot(j - 1)) > _order(new)) or (
+                j + 1 < count and start >= self._slot(j + 1).start and _order(new) > _order(self._slot(j + 1))):
+            parts = self.table.partitions
+            return self._rebuilt(self.table.with_partitions((*parts[:j], new, *parts[j + 1 :])))
+        wanted = self.wanted if self.patch is None or self.patch[0] == j else self.table
+        return Plan(self.geometry, self.base, wanted, self.target, self.fresh, self.grain, (lanes[0], lanes[1]),
+                    self.where, (j, new))
 
     # --- queries --------------------------------------------------------------------------------------
 
     @property
     def label(self) -> str | None:
-        return self.table.label
+        return self.wanted.label
 
     @property
     def live(self) -> tuple[Partition, ...]:
-        return self._lanes[TOP].parts + self._lanes[LOGICAL].parts
+        return self.lanes[TOP].parts + self.lanes[LOGICAL].parts
 
     @property
     def dirty(self) -> bool:
@@ -211,31 +236,31 @@ class Plan:
 
     def partition(self, number: int) -> Partition | None:
         """The live (existing or proposed) partition with ``number``."""
-        at = self._where.get(number)
-        return None if at is None else self._lanes[at[0]].parts[at[1]]
+        at = self.where.get(number)
+        return None if at is None else self.lanes[at[0]].at(at[1])
 
     def deleted(self, number: int) -> Partition | None:
         return next((p for p in self.table.partitions if p.state is State.DELETE and p.number == number), None)
 
     def extended(self) -> Partition | None:
-        return next((p for p in self._lanes[TOP].parts if p.role is Role.EXTENDED), None)
+        return next((p for p in self.lanes[TOP].parts if p.role is Role.EXTENDED), None)
 
     def gap_of(self, number: int) -> Gap | None:
         """Where partition ``number`` could be moved or stretched to (a drag's limits)."""
-        at = self._where.get(number)
-        return None if at is None else self._lanes[at[0]].gap_of(at[1])
+        at = self.where.get(number)
+        return None if at is None else self.lanes[at[0]].gap_of(at[1])
 
     def gap_at(self, lba: int) -> tuple[Gap | None, str]:
         """The free space holding ``lba`` (inside the extended partition: the logical lane), or why none."""
         ext = self.extended()
-        lane = self._lanes[LOGICAL] if ext is not None and ext.start <= lba <= ext.end else self._lanes[TOP]
+        lane = self.lanes[LOGICAL] if ext is not None and ext.start <= lba <= ext.end else self.lanes[TOP]
         return lane.gap_at(lba)
 
     def free_regions(self, min_sectors: int = 1) -> list[Gap]:
         """Every gap a new partition could use, top level and inside the extended partition, by start."""
-        gaps = self._lanes[TOP].gaps(min_sectors)
+        gaps = self.lanes[TOP].gaps(min_sectors)
         if self.extended() is not None:
-            gaps += self._lanes[LOGICAL].gaps(min_sectors)
+            gaps += self.lanes[LOGICAL].gaps(min_sectors)
         return sorted(gaps, key=attrgetter("lo"))
 
     def on_grain(self, p: Partition) -> bool:
@@ -243,15 +268,16 @@ class Plan:
         g = self.grain
         if not g.is_aligned(p.start):
             return False
-        area_hi = self._lanes[LOGICAL if p.role is Role.LOGICAL else TOP].area_hi
+        area_hi = self.lanes[LOGICAL if p.role is Role.LOGICAL else TOP].area_hi
         return g.is_aligned(p.end + 1) or p.end == area_hi
 
     def blocked(self) -> str:
         """Why this plan cannot change partitions (no table, a label diskplan does not write), or ""."""
-        if self.table.label is None:
+        label = self.wanted.label
+        if label is None:
             return "there is no partition table: create a gpt or msdos label first"
-        if self.table.label not in labels.LABELS:
-            return self.table.read_only or f"diskplan does not write {self.table.label} tables: create a new label"
+        if label not in labels.LABELS:
+            return self.wanted.read_only or f"diskplan does not write {label} tables: create a new label"
         return ""
 
     # --- helpers --------------------------------------------------------------------------------------
@@ -263,18 +289,18 @@ class Plan:
         why = self.blocked()
         if why:
             raise _Refused(why)
-        at = self._where.get(number)
+        at = self.where.get(number)
         if at is None:
             raise _Refused(f"there is no partition {number}" + (" (it is marked for deletion)"
                                                                   if self.deleted(number) else ""))
-        p = self._lanes[at[0]].parts[at[1]]
+        p = self.lanes[at[0]].at(at[1])
         if p.state is State.EXISTING:
             raise _Refused(f"partition {number} is on the disk and holds data: diskplan does not move or "
                            "resize it (mark it for deletion to plan in its space)")
         return p, at[0], at[1]
 
     def _logicals(self) -> tuple[Partition, ...]:
-        return self._lanes[LOGICAL].parts
+        return self.lanes[LOGICAL].parts
 
     def _step(self) -> int:
         return self.grain.sectors
@@ -286,13 +312,13 @@ class Plan:
                 used = {p.number for p in self._logicals()}
                 return next(n for n in range(labels.FIRST_LOGICAL, labels.FIRST_LOGICAL + len(used) + 1)
                             if n not in used)
-            tops = self._lanes[TOP].parts
+            tops = self.lanes[TOP].parts
             if len(tops) >= labels.MSDOS_PRIMARIES:
                 raise _Refused("an msdos table holds 4 primary partitions (an extended one counts): "
                                "make room in an extended partition for more")
             used = {p.number for p in tops}
             return next(n for n in range(1, labels.MSDOS_PRIMARIES + 1) if n not in used)
-        used = set(self._where)
+        used = set(self.where)
         for n in range(1, self.table.max_partitions + 1):
             if n not in used:
                 return n
@@ -363,7 +389,7 @@ class Plan:
         name = labels.check_name(label, name)
         flags = labels.check_flags(label, flags)
         number = self._free_number(role)
-        lane = self._lanes[LOGICAL if role is Role.LOGICAL else TOP]
+        lane = self.lanes[LOGICAL if role is Role.LOGICAL else TOP]
         gap, reason = lane.gap_at(start)
         if gap is None:
             raise _Refused(reason)
@@ -418,7 +444,7 @@ class Plan:
         if p.role is Role.EXTENDED and self._logicals():
             return self._refuse(f"extended partition {number} holds logical partitions: move those, or resize "
                                 "its edges", number)
-        gap = self._lanes[lane_no].gap_of(i)
+        gap = self.lanes[lane_no].gap_of(i)
         placed = place(self.grain, gap, start, p.size)
         if placed is None:
             return self._refuse(f"partition {number} no longer fits between {gap.before} and {gap.after} when "
@@ -448,7 +474,7 @@ class Plan:
             p, lane_no, i = self._proposed(number)
         except _Refused as exc:
             return self._refuse(str(exc), number)
-        gap = self._lanes[lane_no].gap_of(i)
+        gap = self.lanes[lane_no].gap_of(i)
         g = self.grain
         logicals = self._logicals() if p.role is Role.EXTENDED else ()
         notes = []
@@ -508,18 +534,18 @@ class Plan:
         if self.fresh:
             return self._refuse("the new label replaces the whole table: clear the plan to get the disk's "
                                 "table back", number)
-        if number in self._where:
+        if number in self.where:
             return self._refuse(f"number {number} is now used by a proposed partition", number)
         if p.role is Role.LOGICAL:
             if self.extended() is None:
                 return self._refuse(f"logical partition {number} needs its extended partition back first", number)
-            lane = self._lanes[LOGICAL]
+            lane = self.lanes[LOGICAL]
         else:
-            if self.table.label == "msdos" and len(self._lanes[TOP].parts) >= labels.MSDOS_PRIMARIES:
+            if self.table.label == "msdos" and len(self.lanes[TOP].parts) >= labels.MSDOS_PRIMARIES:
                 return self._refuse("an msdos table holds 4 primary partitions", number)
             if p.role is Role.EXTENDED and self.extended() is not None:
                 return self._refuse("an msdos table has only one extended partition", number)
-            lane = self._lanes[TOP]
+            lane = self.lanes[TOP]
         if not lane.overlapping and not lane.fits(p.extent):
             return self._refuse(f"the space of partition {number} ({p.start}s..{p.end}s) is used by the plan now",
                                 number)
@@ -606,26 +632,32 @@ class Plan:
         return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False), True,
                        f"cleared {n} pending changes")
 
-    def set_target(self, target: SnapTarget, grains: tuple[int, ...] | None = None) -> Outcome:
+    def set_target(self, target: SnapTarget, grains: tuple[int, ...] | None = None, *, fix: bool = False) -> Outcome:
         """Snap to another target from now on (CUSTOM: ``grains`` in bytes, e.g. a stripe). Partitions do
-        not move: "fix my layout" re-snaps them."""
+        not move, unless ``fix``: then every proposal is re-snapped in the same step (or it is refused)."""
         try:
             geom = self.geometry if grains is None else self.geometry.with_overrides(grains=grains)
         except ValueError as exc:
             return self._refuse(str(exc))
         plan = Plan._make(geom, self.base, self.table, target, self.fresh)
+        g = plan.grain
+        message = f"snapping to {target.value}: {g.sectors} sectors ({human_bytes(g.sectors * geom.logical)})" + (
+            f", offset {g.offset}s" if g.offset else "")
+        if fix:
+            fixed = plan.fix_layout()
+            if not fixed.ok:
+                return self._refuse(fixed.message)
+            plan, message = fixed.plan, f"{message}; {fixed.message}"
         if plan == self:
             return Outcome(self, self, True, f"already snapping to {target.value}")
-        g = plan.grain
-        return Outcome(self, plan, True, f"snapping to {target.value}: {g.sectors} sectors "
-                       f"({human_bytes(g.sectors * geom.logical)})" + (f", offset {g.offset}s" if g.offset else ""))
+        return Outcome(self, plan, True, message)
 
     def fix_layout(self) -> Outcome:
         """Re-snap every proposed partition to the grain, left to right, in one step (all or nothing)."""
         plan = self
         moved = []
         for lane_no in (TOP, LOGICAL):
-            for p in list(plan._lanes[lane_no].parts):
+            for p in list(plan.lanes[lane_no].parts):
                 if p.state is not State.PROPOSED:
                     continue
                 cur = plan.partition(p.number)

@@ -60,7 +60,7 @@ _UNITS: dict[str, tuple[str, UnitFamily, int | None]] = {
 _TWIN = {"KiB": "kB", "MiB": "MB", "GiB": "GB", "TiB": "TB", "PiB": "PB"}
 _TWIN.update({v: k for k, v in _TWIN.items()})
 _AMBIGUOUS = {"k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti", "p": "Pi"}
-_SYNTAX = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z%]*)\s*$")
+_SYNTAX = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z%]*)\s*$", re.ASCII)
 MAX_TEXT = 64
 
 

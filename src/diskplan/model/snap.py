@@ -19,13 +19,27 @@ from diskplan.model.grain import Grain
 
 @dataclass(frozen=True)
 class Gap:
-    """Where one partition may lie: ``lo..hi`` inclusive, bounded by ``before``/``after`` (for reasons)."""
+    """Where one partition may lie: ``lo..hi`` inclusive. What bounds it is kept as partition numbers and
+    words, and spelled out (``before``/``after``) only when a note or a refusal needs it."""
 
     lo: int
     hi: int
     area_hi: int  # last sector of the area: an end may stop here even off the grain
-    before: str  # what lies just before lo: "partition 2", "the GPT entries", "the extended partition 4"
-    after: str
+    prev: int | None = None  # number of the partition just before, or None: the area's start
+    next: int | None = None
+    area_before: str = "the start of the usable area"
+    area_after: str = "the end of the usable area"
+    ebr: bool = False  # logical partitions: the next one's EBR sits just before it
+
+    @property
+    def before(self) -> str:
+        return self.area_before if self.prev is None else f"partition {self.prev}"
+
+    @property
+    def after(self) -> str:
+        if self.next is None:
+            return self.area_after
+        return f"partition {self.next}" + (" and its EBR" if self.ebr else "")
 
     @property
     def extent(self) -> Extent:
