@@ -13,8 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from conftest import need_tool, run
-from diskplan.backend import commit
+from diskplan.backend import commit, restore
 from diskplan.backend.commit import DiskState, Verdict
+from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
 from test_commit_support import (
@@ -329,9 +330,9 @@ def test_fault_after_a_partial_write_then_restore_gives_the_old_bytes(
     assert o.state is DiskState.CHANGED and "partly written" in o.details[0]
     assert o.restore_command == f"diskplan restore {o.backup_path} {img} --yes"
     assert file_sha(img) != old
-    r = commit.prepare_restore(o.backup_path, str(img), HOST)
+    r = restore.prepare_restore(o.backup_path, str(img), HOST)
     assert r.changed and r.refusals == ()
-    done = commit.execute_restore(r, "yes", HOST)
+    done = restore.execute_restore(r, "yes", HOST)
     assert done.verdict is Verdict.WRITTEN and done.state is DiskState.RESTORED
     assert file_sha(img) == old  # every byte of the image, not only the table
 
@@ -369,8 +370,8 @@ def test_verification_catches_a_table_that_differs(
     o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"), fault=meddle)
     assert o.verdict is Verdict.FAILED and o.state is DiskState.DIFFERENT
     assert "partition 6 (90112..100351) is missing" in o.details
-    r = commit.prepare_restore(o.backup_path, str(img), HOST)
-    assert commit.execute_restore(r, "yes", HOST).verdict is Verdict.WRITTEN
+    r = restore.prepare_restore(o.backup_path, str(img), HOST)
+    assert restore.execute_restore(r, "yes", HOST).verdict is Verdict.WRITTEN
     assert file_sha(img) == old
 
 
@@ -393,3 +394,51 @@ def test_new_label_replaces_another(sparse_image: Callable[..., pathlib.Path], t
     o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"))
     assert o.verdict is Verdict.WRITTEN
     _referees(str(img), desired)
+
+
+def test_a_kernel_that_could_not_be_told_is_said_clearly(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    """Someone opens partition 2 between the write and the kernel update: the kernel cannot drop it."""
+    img = sparse_image(64 * MiB)
+    sfdisk(img, GPT_BEFORE)
+    dev = loop_device(img)
+    partx_update(dev)
+    held: list[int] = []
+
+    def hold(stage: str) -> None:
+        if stage == "write":  # in the child, which lives on through the kernel update
+            held.append(os.open(f"{dev}p2", os.O_RDONLY))
+
+    o = apply(dev, GPT_PLAN, tmp_path, fault=hold)
+    assert o.verdict is Verdict.WRITTEN and o.state is DiskState.PLANNED  # the table itself is right
+    assert "the kernel could not be told" in o.kernel and f"partx -u {dev}" in o.kernel
+    assert "unable to inform the kernel" in o.kernel  # libparted's words...
+    assert "partition 2 at 22528+20480, not 51200+10240" in o.kernel  # ...and what sysfs still says
+    _referees(dev, GPT_PLAN)
+
+
+TYPES_GPT = [t for t in ptypes.TYPES if t.gpt and (t.fs or t.flag)]
+TYPES_DOS = [t for t in ptypes.TYPES if t.mbr is not None and (t.fs or t.flag)]
+
+
+@pytest.mark.parametrize("label", ["gpt", "msdos"])
+def test_every_type_diskplan_offers_is_written_as_itself(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path, label: str
+) -> None:
+    """libparted 3.5 sets types only through flags and filesystem types (model.ptypes says which): the
+    GUID or MBR id sfdisk reads back must be the one planned, for every type on both labels."""
+    img = sparse_image(64 * MiB)
+    if label == "gpt":
+        codes = [t.gpt or "" for t in TYPES_GPT]
+        parts = [P(i + 1, 2048 * (i + 1), 2048 * (i + 2) - 1, code) for i, code in enumerate(codes)]
+    else:
+        codes = [f"0x{t.mbr:02x}" for t in TYPES_DOS]
+        parts = [P(n, 2048 * n, 2048 * (n + 1) - 1, codes[n - 1]) for n in (1, 2, 3)]
+        parts.append(P(4, 2048 * 4, 2048 * 20 - 1, role=Role.EXTENDED))
+        parts += [P(5 + i, 2048 * (5 + i), 2048 * (5 + i) + 1023, c, role=Role.LOGICAL)
+                  for i, c in enumerate(codes[3:])]
+    assert apply(str(img), plan(label, *parts), tmp_path).verdict is Verdict.WRITTEN
+    got = {n: t for n, _, _, t, _ in sfdisk_parts(img)}
+    want = [c.lower() if label == "gpt" else f"{int(c, 16):x}" for c in codes]
+    assert [got[p.number] for p in parts if p.role is not Role.EXTENDED] == want

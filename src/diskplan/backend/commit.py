@@ -11,7 +11,10 @@ The steps, each its own function so a UI can show them one by one:
    backup (backend.backup), writes the table with one libparted commit in a child, tells the kernel,
    re-reads the disk and compares it with the plan sector for sector. The ``Outcome`` says exactly what
    state the disk is in, and how to restore when something went wrong.
-3. ``prepare_restore`` / ``execute_restore`` put a backup back byte for byte.
+3. backend.restore puts a backup back byte for byte, the same way.
+
+What each plan does to the table (the operations, the resulting table, what makes a plan unwritable,
+the comparison after the write) is pure and lives in model.operations.
 
 What the backend cannot see itself (who uses the disk, what the kernel's partition list holds) comes
 from ``Host``: discovery.inuse answers it; the backend may not import discovery.
@@ -20,21 +23,20 @@ from ``Host``: discovery.inuse answers it; the backend may not import discovery.
 from __future__ import annotations
 
 import fcntl
-import itertools
 import os
 import stat
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol
 
 from diskplan.backend import backup as bk
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.reader import ReadError, read
-from diskplan.model import ptypes
 from diskplan.model.disk import Disk
-from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.operations import Operation, differences, plan_changes, problems
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
 
@@ -42,7 +44,6 @@ WRITE_TIMEOUT = 300.0  # seconds for one libparted commit (a slow USB stick sync
 BLKROGET = 0x125E
 BLKGETDISKSEQ = 0x80081280
 LABELS = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
-DEFAULT_TYPE = {"gpt": "0FC63DAF-8483-4772-8E79-3D69D8477DE4", "msdos": "0x83"}  # what libparted gives
 
 Progress = Callable[[int, int, str], None]  # (step, steps, what is happening now)
 Fault = Callable[[str], None]  # tests: called at "backup", "write" (in the child, after the write), "verify"
@@ -90,27 +91,6 @@ class DiskState(Enum):
 
 
 @dataclass(frozen=True)
-class Operation:
-    kind: str  # "label", "delete", "create", "change", "rewrite", "keep"
-    number: int = 0
-    start: int = 0
-    end: int = 0
-    detail: str = ""
-
-    def __str__(self) -> str:
-        where = f"{self.start}..{self.end}"
-        text = {
-            "label": f"new {self.detail} label (every old partition is removed)",
-            "delete": f"delete {self.number} ({where})",
-            "create": f"create {self.number} at {where}",
-            "change": f"change {self.number} ({where})",
-            "rewrite": f"rewrite the EBR of logical {self.number} at {where} (its data is not touched)",
-            "keep": f"keep {self.number} at {where} (untouched)",
-        }[self.kind]
-        return f"{text}: {self.detail}" if self.detail and self.kind != "label" else text
-
-
-@dataclass(frozen=True)
 class Identity:
     """Enough to notice that the target is no longer the disk that was read."""
 
@@ -151,19 +131,14 @@ class Proposal:
 
     @property
     def confirm_word(self) -> str:
-        return os.path.basename(os.path.realpath(self.target)) if self.kind == "block" else "yes"
+        return confirm_word(self.kind, self.target)
 
     @property
     def prompt(self) -> str:
-        if self.kind == "block":
-            return f"Type {self.confirm_word} to write this table to {self.target}"
-        return f"Type yes to write this table to {self.target}"
+        return f"Type {self.confirm_word} to write this table to {self.target}"
 
     def accepts(self, answer: str) -> bool:
-        answer = answer.strip()
-        if self.kind != "block":
-            return answer.lower() == "yes"
-        return answer in {self.confirm_word, self.target, os.path.realpath(self.target), f"/dev/{self.confirm_word}"}
+        return accepts(self.kind, self.target, answer)
 
     @property
     def headline(self) -> str:
@@ -196,6 +171,19 @@ class Outcome:
         if self.backup_path and self.state in (DiskState.CHANGED, DiskState.DIFFERENT, DiskState.UNKNOWN):
             return f"diskplan restore {self.backup_path} {self.target} --yes"
         return ""
+
+
+def confirm_word(kind: str, target: str) -> str:
+    """What the user types to confirm: a block device's kernel name (sdb), "yes" for an image file."""
+    return os.path.basename(os.path.realpath(target)) if kind == "block" else "yes"
+
+
+def accepts(kind: str, target: str, answer: str) -> bool:
+    answer = answer.strip()
+    if kind != "block":
+        return answer.lower() == "yes"
+    word = confirm_word(kind, target)
+    return answer in {word, f"/dev/{word}", target, os.path.realpath(target)}
 
 
 # --- looking at the target --------------------------------------------------------------------------
@@ -244,55 +232,6 @@ def read_only_reason(path: str) -> str:
 # --- comparing tables -------------------------------------------------------------------------------
 
 
-def type_key(label: str, text: str) -> str:
-    """One spelling per type, so "Linux swap", "0657FD6D-…" and "swap" compare equal on GPT, and
-    "0x82", "82" and "Linux swap" on msdos."""
-    if not text:
-        return ""
-    t = ptypes.lookup(text)
-    if label == "gpt":
-        return (t.gpt if t and t.gpt else text).upper()
-    if t is not None and t.mbr is not None:
-        return f"0x{t.mbr:02x}"
-    try:
-        return f"0x{int(text, 16):02x}"
-    except ValueError:
-        return text.lower()
-
-
-def _boot(p: Partition) -> bool:
-    return "boot" in p.flags
-
-
-def differences(expected: Table, found: Table) -> list[str]:
-    """Every way ``found`` (read back from the disk) differs from ``expected``: sector-exact extents,
-    numbers, roles; types where the plan names one; GPT names; the msdos boot flag."""
-    out = []
-    label = expected.label or ""
-    if found.label != label:
-        return [f"the disk holds a {found.label or 'no'} label, not {label}"]
-    want = {p.number: p for p in expected.live}
-    got = {p.number: p for p in found.partitions}
-    for n in sorted(set(want) | set(got)):
-        w, g = want.get(n), got.get(n)
-        if g is None and w is not None:
-            out.append(f"partition {n} ({w.start}..{w.end}) is missing")
-        elif w is None and g is not None:
-            out.append(f"partition {n} ({g.start}..{g.end}) is not in the plan")
-        elif w is not None and g is not None:
-            if (w.start, w.end) != (g.start, g.end):
-                out.append(f"partition {n} is at {g.start}..{g.end}, not {w.start}..{w.end}")
-            if w.role is not g.role:
-                out.append(f"partition {n} is {g.role.value}, not {w.role.value}")
-            if w.role is not Role.EXTENDED and w.type and type_key(label, w.type) != type_key(label, g.type):
-                out.append(f"partition {n} has type {ptypes.describe(g.type)}, not {ptypes.describe(w.type)}")
-            if label == "gpt" and w.name != g.name:
-                out.append(f"partition {n} is named {g.name!r}, not {w.name!r}")
-            if label == "msdos" and _boot(w) != _boot(g):
-                out.append(f"partition {n}'s boot flag is {'on' if _boot(g) else 'off'}")
-    return out
-
-
 def verify(target: str, expected: Table) -> list[str]:
     """Re-read ``target`` (libparted in a child, our own raw checks) and compare it with ``expected``."""
     try:
@@ -324,159 +263,7 @@ def kernel_differences(target: str, table: Table, sector_size: int, host: Host) 
     return out
 
 
-# --- planning the operations ------------------------------------------------------------------------
-
-
-def _sane(label: str, live: list[Partition], usable: Extent, sectors: int, max_parts: int) -> list[str]:
-    out = []
-    for p in live:
-        if p.end < p.start:
-            out.append(f"partition {p.number} ends before it starts")
-        elif not p.extent.within(usable) and p.end > sectors - 1:
-            out.append(f"partition {p.number} ({p.start}..{p.end}) ends past the last sector {sectors - 1}")
-        elif not p.extent.within(usable):
-            out.append(
-                f"partition {p.number} ({p.start}..{p.end}) lies outside the usable area "
-                f"{usable.start}..{usable.end} of a {label} table"
-            )
-    numbers = [p.number for p in live]
-    for n in sorted({n for n in numbers if numbers.count(n) > 1}):
-        out.append(f"two partitions are numbered {n}")
-    if label == "gpt":
-        out += [f"partition number {p.number} is not in 1..{max_parts}" for p in live if not 0 < p.number <= max_parts]
-        out += [f"partition {p.number}: GPT has no {p.role.value} ones" for p in live if p.role is not Role.PRIMARY]
-    else:
-        outer = [p for p in live if p.role is not Role.LOGICAL]
-        out += [f"partition {p.number}: msdos numbers primary partitions 1..4" for p in outer if not 1 <= p.number <= 4]
-        ext = [p for p in live if p.role is Role.EXTENDED]
-        if len(ext) > 1:
-            out.append("msdos allows one extended partition")
-        logicals = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
-        if logicals and not ext:
-            out.append("logical partitions need an extended partition")
-        for p in logicals:
-            if ext and not (ext[0].start < p.start and p.end <= ext[0].end):
-                out.append(f"logical partition {p.number} is not inside the extended partition")
-        if [p.number for p in logicals] != list(range(5, 5 + len(logicals))):
-            out.append("msdos numbers logical partitions 5, 6, … without gaps (the order of their EBR chain)")
-    groups = [[p for p in live if p.role is not Role.LOGICAL], [p for p in live if p.role is Role.LOGICAL]]
-    for group in groups:
-        ordered = sorted(group, key=lambda p: p.start)
-        for a, b in itertools.pairwise(ordered):
-            if a.extent.overlaps(b.extent):
-                out.append(f"partitions {a.number} and {b.number} overlap")
-    return out
-
-
-def _attributes_differ(label: str, old: Partition, new: Partition) -> list[str]:
-    out = []
-    if new.type and type_key(label, new.type) != type_key(label, old.type):
-        out.append(f"type {ptypes.describe(old.type) or '?'} -> {ptypes.describe(new.type)}")
-    if label == "gpt" and new.name != old.name:
-        out.append(f"name {old.name!r} -> {new.name!r}")
-    if label == "msdos" and _boot(new) != _boot(old):
-        out.append("boot flag " + ("on" if _boot(new) else "off"))
-    return out
-
-
-@dataclass
-class _Ops:
-    fresh: bool
-    delete: list[Partition] = field(default_factory=list)
-    create: list[Partition] = field(default_factory=list)
-    change: list[tuple[Partition, Partition, list[str]]] = field(default_factory=list)
-    keep: list[Partition] = field(default_factory=list)
-    rewrite: list[Partition] = field(default_factory=list)  # logical ones deleted and re-added in place
-
-
-def _plan_ops(label: str, current: Table, live: list[Partition], fresh: bool) -> _Ops:
-    ops = _Ops(fresh)
-    if fresh:
-        ops.delete = list(current.partitions)
-        ops.create = list(live)
-        return ops
-    cur = list(current.partitions)
-    outer_cur = [p for p in cur if p.role is not Role.LOGICAL]
-    want_outer = {(p.number, p.start, p.end, p.role): p for p in live if p.role is not Role.LOGICAL}
-    for p in outer_cur:
-        w = want_outer.pop((p.number, p.start, p.end, p.role), None)
-        if w is None:
-            ops.delete.append(p)
-            continue
-        why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
-        (ops.change.append((p, w, why)) if why else ops.keep.append(p))
-    ops.create += list(want_outer.values())
-    # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
-    # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
-    cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
-    want_log = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
-    ext_kept = any(p.role is Role.EXTENDED for p in ops.keep)
-    by_extent = {(p.start, p.end): p for p in want_log}
-    kept = [p for p in cur_log if (p.start, p.end) in by_extent] if ext_kept else []
-    new = [p for p in want_log if (p.start, p.end) not in {(k.start, k.end) for k in kept}]
-    simulated = {(p.start, p.end): 5 + i for i, p in enumerate(kept)}
-    simulated.update({(p.start, p.end): 5 + len(kept) + i for i, p in enumerate(new)})
-    if not all(simulated[(p.start, p.end)] == p.number for p in want_log):
-        kept = []  # re-add every logical partition in the plan's order (their data stays where it is)
-    kept_extents = {(p.start, p.end) for p in kept}
-    old = {(p.start, p.end): p for p in cur_log}
-    ops.delete += [p for p in cur_log if (p.start, p.end) not in kept_extents]
-    for w in want_log:
-        where = (w.start, w.end)
-        if where in kept_extents:
-            q = old[where]
-            why = _attributes_differ(label, q, w)
-            renumbered = replace(q, number=w.number, extra=(("was", str(q.number)),) if q.number != w.number else ())
-            (ops.change.append((q, w, why)) if why else ops.keep.append(renumbered))
-        elif where in old:
-            q = old[where]  # re-added at the same place: keeps its type and boot flag unless the plan says
-            flags = w.flags or tuple(f for f in q.flags if f == "boot")
-            ops.rewrite.append(replace(w, type=w.type or q.type, flags=flags))
-        else:
-            ops.create.append(w)
-    return ops
-
-
-def _operations(ops: _Ops, label: str, current: Table) -> tuple[Operation, ...]:
-    out: list[Operation] = []
-    rewritten = {(p.start, p.end) for p in ops.rewrite}
-    if ops.fresh:
-        out.append(Operation("label", detail=label))
-    for p in sorted(ops.delete, key=lambda p: -p.number):
-        if (p.start, p.end) in rewritten:
-            continue
-        what = p.role.value if p.role is not Role.PRIMARY else ptypes.describe(p.type) or "partition"
-        out.append(Operation("delete", p.number, p.start, p.end, what))
-    for p in sorted(ops.create, key=lambda p: p.number):
-        what = ptypes.describe(p.type or DEFAULT_TYPE[label])
-        what = "extended" if p.role is Role.EXTENDED else what if p.role is Role.PRIMARY else f"logical, {what}"
-        detail = f"{p.size} sectors, {what}" + (f", {p.name!r}" if p.name else "")
-        out.append(Operation("create", p.number, p.start, p.end, detail))
-    for p in sorted(ops.rewrite, key=lambda p: p.number):
-        out.append(Operation("rewrite", p.number, p.start, p.end))
-    for _, new, why in ops.change:
-        out.append(Operation("change", new.number, new.start, new.end, ", ".join(why)))
-    for p in sorted(ops.keep, key=lambda p: p.number):
-        was = dict(p.extra).get("was")
-        out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else ""))
-    return tuple(out)
-
-
-def _result(label: str, base: Table, ops: _Ops) -> Table:
-    """The table the disk will hold, as the reader will report it."""
-    parts: list[Partition] = []
-    for p in ops.keep:
-        parts.append(replace(p, state=State.EXISTING))
-    for old, new, _ in ops.change:
-        parts.append(replace(old, number=new.number, type=new.type or old.type, name=new.name, flags=new.flags))
-    parts += [replace(p, state=State.EXISTING) for p in ops.rewrite]
-    for p in ops.create:
-        default = "" if p.role is Role.EXTENDED else DEFAULT_TYPE[label]
-        parts.append(replace(p, type=p.type or default, state=State.PROPOSED))
-    return replace(base, label=label, partitions=tuple(sorted(parts, key=lambda p: (p.start, p.number))))
-
-
-def _usage(target: str, host: Host) -> tuple[list[str], list[str]]:
+def usage(target: str, host: Host) -> tuple[list[str], list[str]]:
     try:
         uses = list(host.users(target))
     except OSError as exc:
@@ -530,21 +317,14 @@ def prepare(
     if fresh and cur_label not in (None, label) and current.table.partitions:
         notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
     base = new_table(label, geom) if fresh else current.table
-    refusals += _sane(label, live, base.usable, geom.sectors, base.max_partitions)
+    refusals += problems(label, live, base.usable, geom.sectors, base.max_partitions)
     ro = read_only_reason(target)
     if ro:
         refusals.append(ro)
-    blocking, idle = _usage(target, host)
+    blocking, idle = usage(target, host)
     refusals += blocking
     notes += idle
-    ops = _plan_ops(label, current.table, live, fresh)
-    operations = _operations(ops, label, current.table)
-    result = _result(label, base, ops)
-    protect = tuple(p.extent for p in [*ops.keep, *(o for o, _, _ in ops.change), *ops.rewrite]
-                    if p.role is not Role.EXTENDED)
-    delete = tuple(p.extent for p in ops.delete) if not fresh else ()
-    create = tuple(ops.create) + tuple(ops.rewrite)
-    change = tuple(new for _, new, _ in ops.change)
+    ops = plan_changes(label, current.table, live, fresh)
     proposal = Proposal(
         target=target,
         kind=kind,
@@ -552,16 +332,16 @@ def prepare(
         sectors=geom.sectors,
         sector_size=geom.logical,
         current=current,
-        result=result,
-        operations=operations,
+        result=ops.result(base),
+        operations=ops.operations,
         refusals=tuple(refusals),
         notes=tuple(notes),
         identity=ident,
         fresh=fresh,
-        delete=delete,
-        create=create,
-        change=change,
-        protect=protect,
+        delete=() if fresh else tuple(p.extent for p in ops.delete),
+        create=(*ops.create, *ops.rewrite),
+        change=tuple(new for _, new, _ in ops.change),
+        protect=ops.protect,
     )
     if refusals or not proposal.changes:
         return proposal
@@ -622,7 +402,7 @@ def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[st
     )
 
 
-def _state_after_failure(b: bk.TableBackup, target: str) -> tuple[DiskState, str]:
+def state_after_failure(b: bk.TableBackup, target: str) -> tuple[DiskState, str]:
     try:
         changed = bk.changed_extents(b, target)
     except (OSError, bk.BackupError) as exc:
@@ -645,7 +425,7 @@ def recheck(p: Proposal, host: Host) -> list[str]:
     ro = read_only_reason(p.target)
     if ro:
         out.append(ro)
-    out += _usage(p.target, host)[0]
+    out += usage(p.target, host)[0]
     return out
 
 
@@ -698,13 +478,13 @@ def execute(
             fault("verify")
     except Exception as exc:  # any failure here, even a test's injected one, needs the state report
         reason = exc.reason if isinstance(exc, IsolatedFailure) else " ".join(str(exc).split()) or type(exc).__name__
-        state, how = _state_after_failure(saved, p.target)
+        state, how = state_after_failure(saved, p.target)
         return replace(base, verdict=Verdict.FAILED, state=state, message=f"the write failed: {reason}", details=(how,))
 
     step(4, "reading the table back and comparing it with the plan")
     diffs = verify(p.target, p.result)
     if diffs:
-        state, how = _state_after_failure(saved, p.target)
+        state, how = state_after_failure(saved, p.target)
         state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
         return replace(base, verdict=Verdict.FAILED, state=state, message="the disk does not hold the plan",
                        details=(*diffs, how, *messages))
@@ -721,132 +501,3 @@ def execute(
     msg = f"written and verified: {p.target} holds the plan"
     return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, message=msg, kernel=kernel,
                    details=tuple(messages))
-
-
-# --- restoring --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RestoreProposal:
-    backup: bk.TableBackup
-    backup_path: str
-    target: str
-    kind: str
-    refusals: tuple[str, ...]
-    notes: tuple[str, ...]
-    changed: tuple[Extent, ...]  # saved sectors that now differ on the disk (empty: nothing to do)
-    identity: Identity | None = None
-
-    @property
-    def confirm_word(self) -> str:
-        return os.path.basename(os.path.realpath(self.target)) if self.kind == "block" else "yes"
-
-    @property
-    def prompt(self) -> str:
-        return f"Type {self.confirm_word} to put the old table back on {self.target}"
-
-    def accepts(self, answer: str) -> bool:
-        answer = answer.strip()
-        if self.kind != "block":
-            return answer.lower() == "yes"
-        return answer in {self.confirm_word, self.target, os.path.realpath(self.target), f"/dev/{self.confirm_word}"}
-
-
-def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposal:
-    """Load the backup and check the target. Raises CommitError when either cannot be read."""
-    try:
-        b = bk.load(backup_path)
-    except bk.BackupError as exc:
-        raise CommitError(str(exc)) from exc
-    if not os.path.exists(target):
-        raise CommitError(f"{target}: no such file or device")
-    try:
-        ident = identity(target)
-    except OSError as exc:
-        raise CommitError(f"{target}: {exc.strerror}") from exc
-    refusals: list[str] = []
-    notes: list[str] = []
-    changed: list[Extent] = []
-    if ident.size != b.sectors * b.sector_size:
-        refusals.append(
-            f"{target} has {ident.size} bytes; the backup is of a disk of {b.sectors} × {b.sector_size} B: "
-            "its sectors would land in the wrong places"
-        )
-    else:
-        try:
-            facts_ss = _sector_size(target)
-            if facts_ss != b.sector_size:
-                refusals.append(f"{target} has {facts_ss} B sectors; the backup was taken with {b.sector_size} B")
-            changed = bk.changed_extents(b, target)
-        except (OSError, bk.BackupError) as exc:
-            raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
-    if os.path.realpath(b.target) != os.path.realpath(target):
-        notes.append(f"the backup was taken from {b.target}")
-    ro = read_only_reason(target)
-    if ro:
-        refusals.append(ro)
-    blocking, idle = _usage(target, host)
-    refusals += blocking
-    notes += idle
-    kind = "block" if ident.kind == "block" else "file"
-    return RestoreProposal(b, os.path.abspath(backup_path), target, kind, tuple(refusals), tuple(notes),
-                           tuple(changed), ident)
-
-
-def _sector_size(path: str) -> int:
-    from diskplan.backend.probe import device_facts
-
-    return device_facts(path).logical
-
-
-def _inform_child(target: str) -> tuple[bool, str]:
-    from diskplan.backend.libparted import inform_kernel
-
-    return inform_kernel(target)
-
-
-def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
-    base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target)
-    if r.refusals:
-        return replace(base, message="refused: " + r.refusals[0], details=r.refusals)
-    if not r.changed:
-        return replace(base, verdict=Verdict.NOTHING, state=DiskState.RESTORED,
-                       message=f"nothing to do: {r.target} already holds the backup")
-    if not r.accepts(answer):
-        return replace(base, message=f"not confirmed ({r.prompt.lower()}); nothing written")
-    try:
-        now = identity(r.target)
-    except OSError as exc:
-        return replace(base, verdict=Verdict.FAILED, state=DiskState.UNKNOWN, message=f"{r.target}: {exc.strerror}")
-    if r.identity is not None and now != r.identity:
-        return replace(base, message=f"refused: {r.target} is no longer the disk that was checked")
-    blocking, _ = _usage(r.target, host)
-    if blocking:
-        return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
-
-    def each(done: int, total: int) -> None:
-        if progress:
-            progress(done, total, "writing the saved sectors back")
-
-    try:
-        bk.put_back(r.backup, r.target, each)
-    except (OSError, bk.BackupError) as exc:
-        state, how = _state_after_failure(r.backup, r.target)
-        state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
-        why = getattr(exc, "strerror", None) or str(exc)
-        again = f"the backup is untouched: {r.backup_path}; try again once the disk is writable"
-        return replace(base, verdict=Verdict.FAILED, state=state, message=f"the restore failed: {why}",
-                       details=(how, again))
-    kernel = ""
-    if r.kind == "block":
-        try:
-            told, why_not = run_isolated(_inform_child, r.target, timeout=60.0)
-        except IsolatedFailure as exc:
-            told, why_not = False, exc.reason
-        if not told:
-            kernel = (
-                f"the old table is back on the disk, but the kernel could not be told ({why_not}); run "
-                f"`partx -u {r.target}` or reboot before using its partitions"
-            )
-    return replace(base, verdict=Verdict.WRITTEN, state=DiskState.RESTORED, kernel=kernel,
-                   message=f"restored: {r.target} holds the backed-up sectors byte for byte")

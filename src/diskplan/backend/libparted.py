@@ -519,8 +519,10 @@ def commit_table(
         except _PED_ERRORS as exc:
             told = False
             messages.append(" ".join(str(exc).split()))
-        why = " ".join(messages[before:]) if not told else ""
-        return told, why, tuple(messages)
+        said = messages[before:]  # libparted may only warn ("unable to inform the kernel") and return true
+        if said:
+            told = False
+        return told, " ".join(said), tuple(messages[:before])
 
 
 def _keep_boot_code(path: str, old: bytes) -> None:
@@ -540,6 +542,7 @@ def inform_kernel(path: str) -> tuple[bool, str]:
     commitToOS adds, resizes and removes partitions one by one (BLKPG). An empty list when there is no
     table. Returns (told, why not)."""
     with answering() as messages:
+        before = 0
         try:
             device = parted.getDevice(path)
             if device.type == parted.DEVICE_FILE:
@@ -548,11 +551,12 @@ def inform_kernel(path: str) -> tuple[bool, str]:
                 disk = parted.newDisk(device)
             except _PED_ERRORS:
                 disk = parted.freshDisk(device, "loop")  # no table: libparted's "loop" label has no partitions
-            if disk.commitToOS():
+            before = len(messages)  # what reading said is not about the kernel
+            if disk.commitToOS() and len(messages) == before:
                 return True, ""
         except _PED_ERRORS as exc:
             messages.append(" ".join(str(exc).split()))
-        return False, " ".join(messages) or "libparted could not update the kernel's partition list"
+        return False, " ".join(messages[before:]) or "libparted could not update the kernel's partition list"
 
 
 def write_table(path: str, label: str, partitions: tuple[Partition, ...]) -> None:

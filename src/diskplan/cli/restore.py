@@ -14,7 +14,8 @@ import argparse
 from rich.console import Console
 from rich.text import Text
 
-from diskplan.backend.commit import CommitError, RestoreProposal, execute_restore, prepare_restore
+from diskplan.backend.commit import CommitError
+from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
 from diskplan.cli.apply import confirm, consoles, host, render_outcome
 
 

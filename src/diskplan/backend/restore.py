@@ -1,0 +1,157 @@
+"""Put a table backup (backend.backup) back on a disk, byte for byte, then tell the kernel — the same
+steps as a commit: ``prepare_restore`` checks and says what would change, ``execute_restore`` writes after
+the user's answer. A disk of another size or sector size, or one in use, is refused."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, replace
+
+from diskplan.backend import backup as bk
+from diskplan.backend.commit import (
+    CommitError,
+    DiskState,
+    Host,
+    Identity,
+    Outcome,
+    Progress,
+    Verdict,
+    accepts,
+    confirm_word,
+    identity,
+    kernel_differences,
+    read_only_reason,
+    state_after_failure,
+    usage,
+)
+from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.reader import ReadError, read
+from diskplan.model.extent import Extent
+
+
+@dataclass(frozen=True)
+class RestoreProposal:
+    backup: bk.TableBackup
+    backup_path: str
+    target: str
+    kind: str
+    refusals: tuple[str, ...]
+    notes: tuple[str, ...]
+    changed: tuple[Extent, ...]  # saved sectors that now differ on the disk (empty: nothing to do)
+    identity: Identity | None = None
+
+    @property
+    def confirm_word(self) -> str:
+        return confirm_word(self.kind, self.target)
+
+    @property
+    def prompt(self) -> str:
+        return f"Type {self.confirm_word} to put the old table back on {self.target}"
+
+    def accepts(self, answer: str) -> bool:
+        return accepts(self.kind, self.target, answer)
+
+
+def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposal:
+    """Load the backup and check the target. Raises CommitError when either cannot be read."""
+    try:
+        b = bk.load(backup_path)
+    except bk.BackupError as exc:
+        raise CommitError(str(exc)) from exc
+    if not os.path.exists(target):
+        raise CommitError(f"{target}: no such file or device")
+    try:
+        ident = identity(target)
+    except OSError as exc:
+        raise CommitError(f"{target}: {exc.strerror}") from exc
+    refusals: list[str] = []
+    notes: list[str] = []
+    changed: list[Extent] = []
+    if ident.size != b.sectors * b.sector_size:
+        refusals.append(
+            f"{target} has {ident.size} bytes; the backup is of a disk of {b.sectors} × {b.sector_size} B: "
+            "its sectors would land in the wrong places"
+        )
+    else:
+        try:
+            facts_ss = _sector_size(target)
+            if facts_ss != b.sector_size:
+                refusals.append(f"{target} has {facts_ss} B sectors; the backup was taken with {b.sector_size} B")
+            changed = bk.changed_extents(b, target)
+        except (OSError, bk.BackupError) as exc:
+            raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
+    if os.path.realpath(b.target) != os.path.realpath(target):
+        notes.append(f"the backup was taken from {b.target}")
+    ro = read_only_reason(target)
+    if ro:
+        refusals.append(ro)
+    blocking, idle = usage(target, host)
+    refusals += blocking
+    notes += idle
+    kind = "block" if ident.kind == "block" else "file"
+    return RestoreProposal(b, os.path.abspath(backup_path), target, kind, tuple(refusals), tuple(notes),
+                           tuple(changed), ident)
+
+
+def _sector_size(path: str) -> int:
+    from diskplan.backend.probe import device_facts
+
+    return device_facts(path).logical
+
+
+def _inform_child(target: str) -> tuple[bool, str]:
+    from diskplan.backend.libparted import inform_kernel
+
+    return inform_kernel(target)
+
+
+def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
+    base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target)
+    if r.refusals:
+        return replace(base, message="refused: " + r.refusals[0], details=r.refusals)
+    if not r.changed:
+        return replace(base, verdict=Verdict.NOTHING, state=DiskState.RESTORED,
+                       message=f"nothing to do: {r.target} already holds the backup")
+    if not r.accepts(answer):
+        return replace(base, message=f"not confirmed ({r.prompt.lower()}); nothing written")
+    try:
+        now = identity(r.target)
+    except OSError as exc:
+        return replace(base, verdict=Verdict.FAILED, state=DiskState.UNKNOWN, message=f"{r.target}: {exc.strerror}")
+    if r.identity is not None and now != r.identity:
+        return replace(base, message=f"refused: {r.target} is no longer the disk that was checked")
+    blocking, _ = usage(r.target, host)
+    if blocking:
+        return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
+
+    def each(done: int, total: int) -> None:
+        if progress:
+            progress(done, total, "writing the saved sectors back")
+
+    try:
+        bk.put_back(r.backup, r.target, each)
+    except (OSError, bk.BackupError) as exc:
+        state, how = state_after_failure(r.backup, r.target)
+        state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
+        why = getattr(exc, "strerror", None) or str(exc)
+        again = f"the backup is untouched: {r.backup_path}; try again once the disk is writable"
+        return replace(base, verdict=Verdict.FAILED, state=state, message=f"the restore failed: {why}",
+                       details=(how, again))
+    kernel = ""
+    if r.kind == "block":
+        try:
+            told, why_not = run_isolated(_inform_child, r.target, timeout=60.0)
+        except IsolatedFailure as exc:
+            told, why_not = False, exc.reason
+        stale: list[str] = []
+        with contextlib.suppress(ReadError):  # unreadable: libparted's answer is all there is
+            stale = kernel_differences(r.target, read(r.target).table, r.backup.sector_size, host)
+        if not told or stale:
+            what = "; ".join([*([why_not] if why_not else []), *stale])
+            kernel = (
+                f"the old table is back on the disk, but the kernel could not be told ({what}); run "
+                f"`partx -u {r.target}` or reboot before using its partitions"
+            )
+    return replace(base, verdict=Verdict.WRITTEN, state=DiskState.RESTORED, kernel=kernel,
+                   message=f"restored: {r.target} holds the backed-up sectors byte for byte")
