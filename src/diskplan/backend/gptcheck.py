@@ -97,17 +97,17 @@ def check_gpt(path: str, logical: int, sectors: int) -> GptState | None:
         return None
     primary = read_copy(path, "primary", 1, sectors, logical)
     candidates = []
-    if primary.header is not None and primary.header.backup and primary.header.valid:
-        candidates.append(primary.header.backup)
-    candidates.append(sectors - 1)
-    backup = None
-    for lba in dict.fromkeys(candidates):
+    if primary.header is not None and primary.header.valid and 1 < primary.header.backup < sectors:
+        candidates.append(primary.header.backup)  # where the primary says (a grown disk: not the end)
+    if sectors - 1 > 1:
+        candidates.append(sectors - 1)
+    backup = GptCopy("backup", sectors - 1, None, "the disk has no room for a backup GPT")
+    for i, lba in enumerate(dict.fromkeys(candidates)):
         copy = read_copy(path, "backup", lba, sectors, logical)
-        if copy.header is not None or backup is None:
+        if copy.header is not None or i == 0:
             backup = copy
         if copy.header is not None:
             break
-    assert backup is not None
     if primary.header is None and backup.header is None:
         return None
     return GptState(primary, backup, sectors, logical)
