@@ -442,3 +442,23 @@ def test_every_type_diskplan_offers_is_written_as_itself(
     got = {n: t for n, _, _, t, _ in sfdisk_parts(img)}
     want = [c.lower() if label == "gpt" else f"{int(c, 16):x}" for c in codes]
     assert [got[p.number] for p in parts if p.role is not Role.EXTENDED] == want
+
+
+def test_gpt_attribute_flags_are_set_and_cleared(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    on = plan("gpt", P(1, 2048, 4095, LINUX, "a", flags=("legacy_boot",)), P(2, 4096, 8191, LINUX, "b"))
+    assert apply(str(img), on, tmp_path).verdict is Verdict.WRITTEN
+    dump = run(need_tool("sfdisk"), "--dump", str(img))
+    assert 'name="a", attrs="LegacyBIOSBootable"' in dump and 'name="b"\n' in dump
+    off = plan("gpt", P(1, 2048, 4095, LINUX, "a"), P(2, 4096, 8191, LINUX, "b", flags=("legacy_boot",)))
+    p = commit.prepare(str(img), off, HOST)
+    assert [str(op) for op in p.operations if op.kind == "change"] == [
+        "change 1 (2048..4095): legacy_boot flag off", "change 2 (4096..8191): legacy_boot flag on"]
+    o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "second.dpbackup"))
+    assert o.verdict is Verdict.WRITTEN, o.details
+    dump = run(need_tool("sfdisk"), "--dump", str(img))
+    assert 'name="a"\n' in dump and 'name="b", attrs="LegacyBIOSBootable"' in dump
+    no = commit.prepare(str(img), plan("gpt", P(1, 2048, 4095, LINUX, "a"), P(3, 9000, 9999, flags=("guid:60",))), HOST)
+    assert any("cannot set the guid:60 flag" in r for r in no.refusals)

@@ -21,6 +21,7 @@ from diskplan.model import ptypes
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
+from diskplan.model.operations import ATTRIBUTE_FLAGS
 from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 WRITABLE_LABELS = ("gpt", "msdos")
@@ -279,19 +280,25 @@ def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
 
 
 def _set_attributes(disk: parted.Disk, part: parted.Partition, p: Partition, label: str) -> None:
-    if p.role is not Role.EXTENDED:
-        _set_type(part, p, label)
+    """Type, GPT name and attribute flags exactly as ``p`` says (flags it does not name are cleared)."""
+    if p.role is Role.EXTENDED:
+        return
+    _set_type(part, p, label)
     if disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME) and (p.name or part.name):
         part.name = p.name
-    for flag in p.flags:
-        if flag in _TYPE_FLAGS and not (label == "msdos" and flag == "boot"):
-            continue  # the type decides these (GPT "boot" means ESP in libparted)
-        code = _flag_code(flag)
+    settable = ATTRIBUTE_FLAGS.get(label, ())
+    for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
+        if flag not in settable and flag not in _TYPE_FLAGS:
+            raise BackendError(f"libparted 3.5 cannot set the {flag} flag of partition {p.number} on {label}")
+    for name in settable:
+        code = _flag_code(name)
         if code is None or not part.isFlagAvailable(code):
-            raise BackendError(f"libparted has no {flag!r} flag for partition {p.number} on {label}")
-        part.setFlag(code)
-    if "boot" not in p.flags and "boot" in part.getFlagsAsString().split(", ") and label == "msdos":
-        part.unsetFlag(parted.PARTITION_BOOT)
+            if name in p.flags:
+                raise BackendError(f"libparted has no {name} flag for partition {p.number} on {label}")
+            continue
+        want = name in p.flags
+        if bool(part.getFlag(code)) != want:
+            (part.setFlag if want else part.unsetFlag)(code)
 
 
 def _at(disk: parted.Disk, start: int, end: int) -> parted.Partition | None:
