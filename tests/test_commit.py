@@ -462,3 +462,21 @@ def test_gpt_attribute_flags_are_set_and_cleared(
     assert 'name="a"\n' in dump and 'name="b", attrs="LegacyBIOSBootable"' in dump
     no = commit.prepare(str(img), plan("gpt", P(1, 2048, 4095, LINUX, "a"), P(3, 9000, 9999, flags=("guid:60",))), HOST)
     assert any("cannot set the guid:60 flag" in r for r in no.refusals)
+
+
+def test_restoring_a_disk_that_had_no_table_empties_it_for_the_kernel_too(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    fill(img, 0, 4096, 512)  # whatever was there (no table), to come back byte for byte
+    old = file_sha(img)
+    dev = loop_device(img)
+    o = apply(dev, plan("gpt", P(1, 2048, 4095, LINUX, "x"), P(2, 4096, 8191, SWAP, "y")), tmp_path)
+    assert o.verdict is Verdict.WRITTEN and str(o.operations[0]) == "new gpt label (every old partition is removed)"
+    assert set(HOST.kernel_partitions(dev) or {}) == {1, 2}
+    r = restore.prepare_restore(o.backup_path, dev, HOST)
+    assert r.backup.label == "none" and r.backup.dump == ""
+    done = restore.execute_restore(r, r.confirm_word, HOST)
+    assert done.verdict is Verdict.WRITTEN and done.kernel == "", done.kernel
+    assert HOST.kernel_partitions(dev) == {}  # libparted removed them (BLKPG) as the table went away
+    assert file_sha(img) == old
