@@ -112,6 +112,8 @@ def type_code(label: str, text: str) -> str:
         code = -1
     if 0 < code <= 0xFF:
         return f"0x{code:02x}"
+    if code == 0:
+        raise LabelError("type 0x00 marks an empty MBR entry: a partition needs a type from 0x01 to 0xff")
     names = ", ".join(t.name for t in ptypes.TYPES if t.mbr is not None)
     raise LabelError(f"{text!r} is not an MBR partition type: give an id from 0x01 to 0xff or one of {names}")
 
@@ -125,6 +127,9 @@ def check_name(label: str, name: str) -> str:
         raise LabelError(f"a GPT partition name holds at most {GPT_NAME_UNITS} characters")
     if "\0" in name:
         raise LabelError("a partition name cannot contain a NUL character")
+    if any(ord(ch) > 0xFFFF or 0xD800 <= ord(ch) <= 0xDFFF for ch in name):
+        # libfdisk and libparted store names as UCS-2: sfdisk silently drops the whole name.
+        raise LabelError("a GPT partition name holds characters up to U+FFFF only (no emoji or rarer scripts)")
     return name
 
 

@@ -27,12 +27,13 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
-from diskplan.model.plan import validate
+from diskplan.model.plan import Outcome, Plan, validate
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
 
@@ -96,6 +97,21 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
     if problems:
         raise PlanFileError("the plan does not fit this disk: " + "; ".join(problems))
     return table
+
+
+def save_plan(plan: Plan) -> str:
+    """The plan's wanted table as a JSON plan file (what the UI saves)."""
+    return to_json(spec_from_table(plan.table, plan.geometry))
+
+
+def load_into(plan: Plan, text: str) -> Outcome:
+    """A plan file (JSON or sfdisk dump) made the wanted table of ``plan``: an undoable step, refused with
+    the reason when the text is not a plan or does not fit this disk."""
+    try:
+        table = table_from_spec(load_plan(text), plan.geometry)
+    except PlanFileError as exc:
+        return Outcome(plan, plan, False, str(exc))
+    return plan.adopt(table)
 
 
 # --- JSON -----------------------------------------------------------------------------------------------
@@ -383,7 +399,7 @@ def load_plan(text: str) -> PlanSpec:
     stripped = text.lstrip("\ufeff \t\r\n")
     if not stripped:
         raise PlanFileError("the plan is empty")
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         return _from_json(stripped)
     if "\0" in text:
         raise PlanFileError("this is binary data, not a plan (a disk image is a TARGET, not a PLAN)")
@@ -406,6 +422,25 @@ def _last_lba(spec: PlanSpec) -> int | None:
     return new_table(spec.label, Geometry(spec.sectors, spec.sector_size, spec.sector_size)).last_usable
 
 
+def sfdisk_ebr_problem(spec: PlanSpec) -> str:
+    """Why sfdisk may refuse this plan's logical partitions, or "".
+
+    libfdisk puts each logical partition's EBR one grain (first-lba, 1 MiB on most disks) before it, unless
+    the first logical partition starts within that grain of the extended partition's start (then one sector
+    is enough). libparted always needs only one sector, so such a plan is fine for parted."""
+    ext = next((p for p in spec.partitions if p.role is Role.EXTENDED), None)
+    logicals = sorted((p for p in spec.partitions if p.role is Role.LOGICAL), key=lambda p: p.start)
+    grain = max(1, (1 << 20) // spec.sector_size)
+    if ext is None or not logicals or logicals[0].start < ext.start + grain:
+        return ""
+    for a, b in pairwise(logicals):
+        if b.start - a.end - 1 < grain:
+            return (f"sfdisk keeps {grain} sectors (1 MiB) before each logical partition when the first one starts "
+                    f"that far into the extended partition; partition {b.number} has {b.start - a.end - 1}: "
+                    "sfdisk may refuse this script (the parted commands need one sector)")
+    return ""
+
+
 def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
     """An sfdisk script (the ``sfdisk --dump`` format): ``sfdisk DEVICE < script`` writes exactly this table."""
     lines = [f"# diskplan plan: {spec.label} table, {spec.sector_size}-byte sectors. Apply with:",
@@ -418,6 +453,9 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
         last = _last_lba(spec)
         lines += [f"first-lba: {first}"] if first is not None else []
         lines += [f"last-lba: {last}"] if last is not None else []
+    problem = sfdisk_ebr_problem(spec)
+    if problem:
+        lines.insert(2, f"# WARNING: {problem}")
     lines += [f"sector-size: {spec.sector_size}", ""]
     for p in sorted(spec.partitions, key=lambda p: (p.role is Role.LOGICAL, p.number)):
         fields = [f"start={p.start:>12}", f"size={p.size:>12}"]
