@@ -52,11 +52,13 @@ def _read(path: str) -> str:
 
 
 def probe_table(node: str, logical: int) -> str:
-    """The partition-table signature, read straight from the device: "gpt", "dos", "none" or "?"."""
+    """The partition-table signature, read straight from the device: "gpt", "dos", "none", or why not."""
     try:
         fd = os.open(node, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return "no /dev node"
     except OSError:
-        return "?"
+        return "no access"
     try:
         head = os.pread(fd, 2 * max(logical, 512), 0)
     except OSError:

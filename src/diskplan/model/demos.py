@@ -110,7 +110,8 @@ SCENARIOS: tuple[Scenario, ...] = (
             "34 x 512 B = 17,408 B = 4 KiB x 4 + 1,024 B: every 4 KiB filesystem block straddles two pages.",
             "Seed 000 measured it with fio (4 KiB direct I/O, 8 jobs): reads ~21,400 IOPS at 34s vs "
             "~28,000-30,000 at 2048s (1.4x); writes ~1,500 IOPS vs ~28,000 (19x).",
-            "Zoom in (+) on the start to see the partition begin between two physical-block lines.",
+            "Press 1 (one sector per cell) to see the partition begin between two physical-block lines; "
+            "0 shows the whole disk again.",
         ),
         sectors=_SSD_SECTORS,
         label="gpt",

@@ -108,6 +108,8 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain) -> Finding:
             f"Aligned starts nearby: {prev}s or {nxt}s. Modern tools (parted -a optimal, fdisk, sfdisk) "
             f"start partitions on a 1 MiB grain.",
             cost,
+            # A stripe or erase block: what seed 004 measured when starts missed the stripe.
+            *((SEED_STRIPE,) if geom.optimal_io or geom.user_grains else ()),
         ),
         p.number,
     )

@@ -15,6 +15,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from diskplan.model import demos
 from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.report import build_report
 from diskplan.ui.cells import Item
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, status, zoom_text
@@ -70,7 +71,7 @@ class PlannerApp(App[int]):
     Screen { layout: vertical; }
     SectorMap { height: 1fr; min-height: 4; }
     #bottom { height: 40%; min-height: 7; max-height: 18; }
-    PartitionList { width: 36; }
+    PartitionList { width: 45%; min-width: 34; max-width: 64; }
     #right { width: 1fr; border-left: solid $primary; }
     #view-tabs { height: 1; padding: 0 1; color: $text-muted; }
     #views { height: 1fr; }
@@ -192,21 +193,26 @@ class PlannerApp(App[int]):
         disk = target.disk
         self.grain = optimal_grain(disk.geometry)
         self._item_index = -2
+        report = build_report(disk, self.grain)
         smap = self.sector_map
-        smap.show(disk.geometry, disk.table, self.grain)
+        smap.show(disk.geometry, disk.table, self.grain, [f for r in report.partitions for f in r.findings])
         assert smap.content is not None
         self.query_one(PartitionList).show(smap.content)
-        self.query_one(FactsPanel).show(target, self.grain)
+        self.query_one(FactsPanel).show(target, self.grain, report.table_findings)
         self.query_one(Legend).show(smap, disk.geometry, self.grain)
         self._update_title()
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
         self.refresh_bindings()
         if target.demo:
             title = demos.find(target.demo).title
-            self.notify(f"{title}\nPress i for the story behind it, ? for help.", title=f"Demo {target.demo}",
-                        timeout=8)
+            self.notify(f"{title}\ni: the story behind it   1: single sectors   ?: help",
+                        title=f"Demo {target.demo}", timeout=8)
         if target.note:
             self.notify(target.note, title=target.title, severity="warning", timeout=8)
+        serious = [f for f in report.table_findings if f.severity != "notice"]
+        if serious:
+            more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
+            self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
 
     # --- reacting to the map --------------------------------------------------------------------------
 
@@ -231,7 +237,8 @@ class PlannerApp(App[int]):
             return
         self._item_index = index
         geom = self.target.disk.geometry
-        self.query_one(ExplainPanel).show(explain(item, geom, self.grain, self.target.disk.table))
+        disk = self.target.disk
+        self.query_one(ExplainPanel).show(explain(item, geom, self.grain, disk.table, disk.filesystem))
         self.query_one(PartitionList).follow(item_number(item))
         if item is not None and item.partition is not None:
             ext, _, _ = blocks_touched(geom, item.partition.start)

@@ -73,11 +73,19 @@ def zoom_text(geom: Geometry, spc: int) -> str:
 # --- the explain panel ----------------------------------------------------------------------------
 
 
-def explain(item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None) -> list[Line]:
+def explain(
+    item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = ""
+) -> list[Line]:
     if item is None:
         return [Line("dim", "Past the end of the disk.")]
     if item.kind is Kind.FREE:
         if table is not None and table.label is None:
+            if filesystem:
+                return [
+                    Line("heading", f"A {filesystem} filesystem on the whole disk"),
+                    Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
+                         "fills the disk. Creating a table here would destroy it."),
+                ]
             return _explain_blank(item, geom, grain)
         return _explain_free(item, geom, grain)
     if item.kind is Kind.METADATA:
@@ -87,27 +95,28 @@ def explain(item: Item | None, geom: Geometry, grain: Grain, table: Table | None
 
 
 def _where(geom: Geometry, ext: Extent) -> str:
-    return (
-        f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {human_bytes(ext.size * geom.logical)} "
-        f"({human_si(ext.size * geom.logical)})"
-    )
+    nbytes = ext.size * geom.logical
+    size = human_bytes(nbytes)
+    if human_si(nbytes) != size and nbytes >= 1000:
+        size += f" ({human_si(nbytes)})"
+    if ext.size == 1:
+        return f"LBA {num(ext.start)}: 1 sector = {size}"
+    return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
 
 
 def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -> list[Line]:
     out = [Line("heading", item.label[0].upper() + item.label[1:])]
     kind = describe(p.type) if p.type else p.role.value
-    out.append(Line("text", f"{_where(geom, p.extent)}, {kind}."))
     start_bytes = p.start * geom.logical
     out.append(
-        Line("text", f"Starts at byte {num(start_bytes)} ({human_si(start_bytes)}, {human_bytes(start_bytes)}).")
+        Line("text", f"{_where(geom, p.extent)}, {kind}; starts at byte {num(start_bytes)} ({human_si(start_bytes)}).")
     )
     if p.role is Role.EXTENDED:
         out.append(Line("text", "An extended partition only holds logical partitions (each behind an EBR)."))
         return out + _findings(item)
     out.extend(_first_block(geom, p))
-    on_grain = grain.is_aligned(p.start)
     gtext = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * geom.logical)}"
-    if on_grain:
+    if grain.is_aligned(p.start):
         out.append(Line("good", f"The start is on the {gtext} grain."))
     else:
         out.append(
@@ -123,36 +132,25 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -
 def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
-    bytes_lo, bytes_hi = ext.start * geom.logical, (ext.end + 1) * geom.logical - 1
-    head = (
-        f"Its first 4 KiB filesystem block is LBA {num(ext.start)}-{num(ext.end)} "
-        f"(bytes {num(bytes_lo)}-{num(bytes_hi)}), marked on the map."
-    )
+    head = f"Its first 4 KiB filesystem block is LBA {num(ext.start)}-{num(ext.end)} (highlighted on the map)"
     if geom.physical < FS_BLOCK:
         return [
-            Line("text", head),
-            Line(
-                "dim",
-                f"It covers {touched} whole physical blocks of {geom.physical} B, so no write is split. If the "
-                f"device's real page is larger (SSDs), say so with --physical-block 4096.",
-            ),
+            Line("text", f"{head}: {touched} whole {geom.physical} B physical blocks, so no write is split."),
+            Line("dim", "If the device's real page is larger (SSDs), say so with --physical-block 4096."),
         ]
     blocks = " and ".join(
         f"{num(b)} (LBA {num(physical_block_extent(geom, b).start)}-{num(physical_block_extent(geom, b).end)})"
         for b in range(first, last + 1)
     )
     if touched == 1:
-        return [
-            Line("text", head),
-            Line("good", f"It lies inside physical block {blocks}: one write, no read-modify-write."),
-        ]
+        return [Line("good", f"{head}: inside physical block {blocks}. One write, no read-modify-write.")]
     return [
-        Line("text", head),
         Line(
             "warning",
-            f"It touches {touched} physical blocks of {geom.physical} B: {blocks}. Writing those 4 KiB makes the "
-            f"drive read {touched} blocks, merge, and write {touched} back: {touched} media writes instead of 1.",
-        ),
+            f"{head}: it touches {touched} physical blocks of {geom.physical} B, {blocks}. Writing those 4 KiB "
+            f"makes the drive read {touched} blocks, merge, and write {touched} back: {touched} media writes "
+            "instead of 1.",
+        )
     ]
 
 

@@ -6,13 +6,14 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from diskplan.model.extent import State
+from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
 from diskplan.model.units import human_bytes
@@ -180,7 +181,10 @@ class ExplainPanel(VerticalScroll, can_focus=True):
     ExplainPanel > Static { width: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [("up", "scroll_up", "scroll up"), ("down", "scroll_down", "scroll down")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_up", "scroll up", show=False),
+        Binding("down", "scroll_down", "scroll down", show=False),
+    ]
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="explain-text")
@@ -198,13 +202,21 @@ class FactsPanel(VerticalScroll, can_focus=True):
     FactsPanel > Static { width: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [("up", "scroll_up", "scroll up"), ("down", "scroll_down", "scroll down")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_up", "scroll up", show=False),
+        Binding("down", "scroll_down", "scroll down", show=False),
+    ]
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="facts-text")
 
-    def show(self, target: Target, grain: Grain) -> None:
+    def show(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = ()) -> None:
         parts: list[str | tuple[str, str]] = []
+        for f in table_findings:
+            parts.append((f"{f.severity.upper()}: {f.message} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
+            parts.extend(f"  {line}\n" for line in f.explanation)
+        if table_findings:
+            parts.append("\n")
         if target.demo:
             parts.append((f"Demo {target.demo}\n", "bold"))
             for line in target.lesson:
@@ -213,6 +225,8 @@ class FactsPanel(VerticalScroll, can_focus=True):
         if target.note:
             parts.append((f"Note: {target.note}\n\n", "$warning"))
         rows = facts(target.disk, grain)
+        if target.disk.table.read_only:
+            rows.append(("Read-only", target.disk.table.read_only))
         width = max(len(k) for k, _ in rows) + 1
         for label, value in rows:
             parts.append((label.ljust(width), "$text-muted"))

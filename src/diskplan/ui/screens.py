@@ -177,7 +177,7 @@ class DemoPicker(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as v:
             v.border_title = "Demo disks (Enter opens, Esc cancels)"
-            yield OptionList(*(Option(f"{s.name:<16} {s.title}", id=s.name) for s in demos.SCENARIOS))
+            yield OptionList(*(Option(f"{s.name:<16} {s.title.split(':')[0]}", id=s.name) for s in demos.SCENARIOS))
             with VerticalScroll(id="demo-lesson"):
                 yield Static(id="demo-lesson-text")
 
@@ -189,7 +189,8 @@ class DemoPicker(ModalScreen[str | None]):
     @on(OptionList.OptionHighlighted)
     def _preview(self, event: OptionList.OptionHighlighted) -> None:
         s = demos.find(event.option.id or demos.DEFAULT)
-        self.query_one("#demo-lesson-text", Static).update("\n".join(s.lesson))
+        text = Content.assemble((s.title + "\n", "bold"), "\n".join(s.lesson))
+        self.query_one("#demo-lesson-text", Static).update(text)
 
     @on(OptionList.OptionSelected)
     def _open(self, event: OptionList.OptionSelected) -> None:

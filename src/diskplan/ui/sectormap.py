@@ -212,13 +212,17 @@ class SectorMap(ScrollView, can_focus=True):
 
     def show(self, geometry: Geometry, table: Table, grain: Grain | None = None,
              findings: list[Finding] | tuple[Finding, ...] | None = None, *, cursor: int | None = None) -> None:
-        """Show a (new) disk: whole disk zoom, cursor at ``cursor`` (default: the first finding, else 0)."""
+        """Show a (new) disk: whole disk zoom, cursor at ``cursor`` (default: the first finding, else the first
+        partition, else LBA 0)."""
         grain = grain or optimal_grain(geometry)
         found = analyze(geometry, table, grain) if findings is None else findings
         self._set_content(MapContent(geometry, table, found, grain))
         self._want_fit = True
         self._relayout()
-        first = self.content.next_start(-1, problems_only=True) if self.content else None
+        assert self.content is not None
+        first = self.content.next_start(-1, problems_only=True)
+        if first is None:
+            first = self.content.next_start(-1)
         self.move_to(cursor if cursor is not None else (first or 0), force=True)
 
     def set_table(self, table: Table, findings: list[Finding] | tuple[Finding, ...] | None = None,

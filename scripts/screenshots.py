@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Make screenshots/*.svg from real runs of the planner: real demo images written by libparted, read back
+through the forked reader, driven by Pilot key presses, saved with ``App.save_screenshot``.
+
+    .venv/bin/python scripts/screenshots.py [NAME ...]      (make screenshots)
+
+The 4Kn demo needs root (a loop device with 4096-byte sectors); without it that shot shows the
+model-only fallback, as the planner itself would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import pathlib
+import sys
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.segment import Segment, Segments
+
+from diskplan.cli.planner import CliSource, parser
+from diskplan.ui.app import PlannerApp
+
+OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
+
+
+@dataclass(frozen=True)
+class Shot:
+    name: str
+    demo: str
+    keys: tuple[str, ...] = ()
+    size: tuple[int, int] = (100, 30)
+    console: bool = False
+    about: str = ""
+
+
+SHOTS = (
+    Shot("overview", "modern", about="a modern aligned disk, whole-disk zoom"),
+    Shot("ssd-gpt-34", "ssd-gpt-34", ("1",), about="seed 000: a GPT partition at 34s, one sector per cell"),
+    Shot("advanced-format", "advanced-format", ("1",), about="a 512e HDD: partitions at 17.4 kB and 1 MiB"),
+    Shot("stripe", "stripe", ("1", *["minus"] * 8), about="192 KiB stripe: the 3 MiB grain's lines"),
+    Shot("disk-facts", "stripe", ("i",), about="the device facts and the demo's lesson"),
+    Shot("console", "dos-63", ("1",), (80, 25), True, "TERM=linux at 80x25: CP437 glyphs, 16 colours"),
+    Shot("console-help", "empty", ("question_mark",), (80, 25), True, "the help screen on a console"),
+    Shot("demos", "ssd-gpt-34", ("d", "down", "down"), (80, 25), about="the demo disks"),
+)
+
+
+async def take(shot: Shot, source: CliSource) -> pathlib.Path:
+    app = PlannerApp(source, ("demo", shot.demo), console=shot.console)
+    async with app.run_test(size=shot.size) as pilot:
+        for _ in range(200):  # the demo image is built and read in a worker
+            await pilot.pause(0.02)
+            if app.target is not None:
+                break
+        else:
+            raise RuntimeError(f"{shot.demo} did not open")
+        await pilot.pause()
+        app.clear_notifications()
+        for key in shot.keys:
+            await pilot.press(key)
+        await pilot.pause(0.1)
+        path = OUT / f"{shot.name}.svg"
+        path.write_text(export_svg(app), encoding="utf-8")
+    return path
+
+
+def export_svg(app: PlannerApp) -> str:
+    """Like ``App.export_screenshot``, but without the map's per-cell hit-testing metadata, so runs of
+    equal cells become one SVG text element (a tenth of the size)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
+                      record=True, legacy_windows=False, safe_box=False)
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    merged: list[Segment] = []
+    for text, style, control in console.render(update):
+        style = style.clear_meta_and_links() if style else style
+        last = merged[-1] if merged else None
+        # Join equal cells; never join across a cursor move, nor blanks with glyphs (some SVG
+        # renderers squeeze the spaces inside a text element).
+        if (
+            last is not None
+            and not control
+            and not last.control
+            and last.style == style
+            and (not last.text.strip()) == (not text.strip())
+            and (" " not in last.text + text or not (last.text + text).strip())
+        ):
+            merged[-1] = Segment(last.text + text, style)
+        else:
+            merged.append(Segment(text, style, control))
+    console.print(Segments(merged))
+    return console.export_svg(title=app.title)
+
+
+async def main(names: list[str]) -> int:
+    chosen = [s for s in SHOTS if not names or s.name in names]
+    if not chosen:
+        print(f"no such screenshot; choose from: {', '.join(s.name for s in SHOTS)}", file=sys.stderr)
+        return 2
+    OUT.mkdir(exist_ok=True)
+    source = CliSource(parser().parse_args([]))
+    try:
+        for shot in chosen:
+            path = await take(shot, source)
+            print(f"{path.relative_to(OUT.parent)}  {shot.about}")
+    finally:
+        source.close()
+    return 0
+
+
+if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_argument("names", nargs="*", help="which screenshots (default: all)")
+    raise SystemExit(asyncio.run(main(cli.parse_args().names)))

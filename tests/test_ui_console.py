@@ -1,0 +1,124 @@
+"""The rescue-console profile: 80x25, TERM=linux, 16 colours, only glyphs a CP437 console font has."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+from rich.color import ColorType
+from rich.console import Console
+from textual import _border
+
+from diskplan.discovery.udev import DiskInfo
+from diskplan.model import demos
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.glyphs import CONSOLE, UNICODE, console_wanted
+from diskplan.ui.sectormap import SectorMap
+from diskplan.ui.target import Target
+
+
+def target(name: str) -> Target:
+    s = demos.find(name)
+    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
+
+
+def fake_disks() -> list[DiskInfo]:
+    return [DiskInfo("sda", "/dev/sda", "Example SSD 500GB", 500107862016, 512, 512, "gpt", False, "none")]
+
+
+def screen_text(app: PlannerApp) -> str:
+    """Every character the terminal would show, as the compositor renders the whole screen."""
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system=None,
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+def not_cp437(text: str) -> set[str]:
+    bad = set()
+    for ch in text:
+        try:
+            ch.encode("cp437")
+        except UnicodeEncodeError:
+            bad.add(ch)
+    return bad
+
+
+def test_the_console_profile_is_chosen_by_term_env_or_flag() -> None:
+    assert console_wanted({"TERM": "linux"})
+    assert not console_wanted({"TERM": "xterm-256color"})
+    assert console_wanted({"TERM": "xterm-256color", "DISKPLAN_CONSOLE": "1"})
+    assert console_wanted({"TERM": "xterm", "DISKPLAN_ASCII": "yes"})
+    assert not console_wanted({"TERM": "linux", "DISKPLAN_CONSOLE": "0"})
+    assert console_wanted({"TERM": "xterm"}, flag=True)
+    assert not console_wanted({"TERM": "linux"}, flag=False)
+    assert CONSOLE.all().encode("cp437")
+    assert not_cp437(UNICODE.all())  # the ordinary profile may use finer glyphs
+
+
+def test_every_screen_of_the_console_profile_is_cp437() -> None:
+    async def visit() -> dict[str, str]:
+        shots: dict[str, str] = {}
+        app = PlannerApp(start=target("dos-63"), console=True, lister=fake_disks, watch_devices=False)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            shots["main"] = screen_text(app)
+            await pilot.press("1", "right", "right")
+            shots["sector zoom"] = screen_text(app)
+            for keys, name in (
+                (["question_mark"], "help"),
+                (["escape", "g", "x", "enter"], "go to"),
+                (["escape", "d"], "demo picker"),
+                (["escape", "o"], "device picker"),
+                (["escape", "ctrl+p", "z"], "command palette"),
+                (["escape", "i"], "facts"),
+                (["tab", "tab"], "focus moved"),
+            ):
+                await pilot.press(*keys)
+                await pilot.pause(0.1)
+                shots[name] = screen_text(app)
+            app.notify("a note", title="Note", severity="warning")
+            await pilot.pause(0.1)
+            shots["toast"] = screen_text(app)
+        return shots
+
+    shots = asyncio.run(visit())
+    assert "Go to" in shots["go to"] and "Example SSD" in shots["device picker"]
+    assert "Demo disks" in shots["demo picker"]
+    for name, text in shots.items():
+        assert not not_cp437(text), f"{name}: {sorted(not_cp437(text))}"
+    # Textual's own glyph tables are back once the console app has exited.
+    assert _border.BORDER_CHARS["tall"][0][0] == "▊"
+
+
+def test_everything_fits_at_80x25_in_16_colours() -> None:
+    async def check() -> None:
+        app = PlannerApp(start=target("advanced-format"), console=True)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            app.clear_notifications()
+            await pilot.pause()
+            text = screen_text(app)
+            lines = text.splitlines()
+            assert len(lines) == 25 and all(len(line) <= 80 for line in lines)
+            for needed in ("diskplan", "LBA 34", "phys block 4", "at-17.4kB", "Explain (e)", "q quit", "palette"):
+                assert needed in text, needed
+            smap = app.query_one(SectorMap)
+            assert smap.scrollable_content_region.height >= 8 and smap.cols >= 48
+            # The map's colours are the terminal's own 16 ANSI colours, not approximations of RGB.
+            for name in SectorMap.COMPONENT_CLASSES:
+                style = smap.get_component_rich_style(name, partial=True)
+                for color in (style.color, style.bgcolor):
+                    assert color is None or color.type in (ColorType.STANDARD, ColorType.DEFAULT), (name, color)
+
+    asyncio.run(check())

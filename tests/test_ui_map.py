@@ -1,0 +1,288 @@
+"""Driving the planner with Pilot: navigation, zoom, the status line, the mouse, the panels."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from textual.message import Message
+
+from diskplan.model import demos
+from diskplan.model.extent import Partition, State
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.panels import FactsPanel, PartitionList, StatusLine
+from diskplan.ui.screens import GotoScreen, HelpScreen
+from diskplan.ui.sectormap import SectorMap
+from diskplan.ui.target import ModelSource, Target
+
+
+def run(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test without an async pytest plugin."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def target(name: str) -> Target:
+    s = demos.find(name)
+    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
+
+
+def status_text(app: PlannerApp) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+async def started(app: PlannerApp, pilot) -> SectorMap:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    await pilot.pause()
+    app.clear_notifications()
+    return app.sector_map
+
+
+def screen_row(smap: SectorMap) -> int:
+    return smap.cursor_lba // smap.spc // smap.cols - round(smap.scroll_offset.y)
+
+
+@run
+async def test_opens_on_the_first_finding_with_the_arithmetic_in_the_status_line() -> None:
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        assert smap.cursor_lba == 34
+        assert smap.spc == smap.fit_spc  # the whole disk
+        text = status_text(app)
+        for part in ("LBA 34", "17,408 B", "0.017 MiB", "phys block 4 +1024 B", "#1 UnAlign (warning)"):
+            assert part in text
+
+
+@run
+async def test_arrow_keys_move_one_cell_or_one_row() -> None:
+    app = PlannerApp(start=target("advanced-format"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        await pilot.press("1")
+        assert smap.spc == 1 and smap.cursor_lba == 34
+        await pilot.press("right")
+        assert smap.cursor_lba == 35
+        await pilot.press("down")
+        assert smap.cursor_lba == 35 + smap.cols
+        await pilot.press("left", "up")
+        assert smap.cursor_lba == 34
+        assert "LBA 34 " in status_text(app)
+        await pilot.press("minus", "minus", "minus")  # 8 sectors per cell: one 4 KiB block
+        assert smap.spc == 8
+        await pilot.press("right")
+        assert smap.cursor_lba == 40  # the next cell starts at the next multiple of 8
+        assert "phys block 5 " in status_text(app) or status_text(app).count("phys block 5")
+        await pilot.press("end")
+        assert smap.cursor_lba == smap.content.sectors - 1  # type: ignore[union-attr]
+        await pilot.press("home")
+        assert smap.cursor_lba == 0
+        await pilot.press("pagedown")
+        assert smap.cursor_lba == smap.scrollable_content_region.height * smap.cols * smap.spc
+
+
+@run
+async def test_zoom_keeps_the_cursor_lba_and_its_place_on_screen() -> None:
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        middle = 250_000_000
+        smap.move_to(middle)
+        await pilot.pause()
+        row = screen_row(smap)
+        assert row > 2  # somewhere in the middle of the screen
+        levels = smap.zoom_levels()
+        assert levels[0] == 1 and levels[-1] == smap.fit_spc
+        for expected in reversed(levels[:-1]):
+            await pilot.press("plus")
+            assert smap.spc == expected
+            assert smap.cursor_lba == middle
+            assert screen_row(smap) == row
+        await pilot.press("plus")  # already one sector per cell
+        assert smap.spc == 1
+        await pilot.press("minus")
+        assert smap.spc == 2 and smap.cursor_lba == middle and screen_row(smap) == row
+        await pilot.press("0")
+        assert smap.spc == smap.fit_spc and smap.cursor_lba == middle
+        title = str(app.query_one("#titlebar").render())
+        assert f"1 cell = {smap.spc:,} sectors" in title
+
+
+@run
+async def test_jumps_between_partitions_boundaries_and_findings() -> None:
+    app = PlannerApp(start=target("advanced-format"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        assert smap.cursor_lba == 34
+        await pilot.press("right_square_bracket")
+        assert smap.cursor_lba == 2048
+        assert "#2 at-1MiB" in status_text(app)
+        await pilot.press("left_square_bracket")
+        assert smap.cursor_lba == 34
+        await pilot.press("home", "full_stop")
+        assert smap.cursor_lba == 1  # the GPT header after the protective MBR
+        await pilot.press("home", "f")
+        assert smap.cursor_lba == 34
+
+
+@run
+async def test_go_to_accepts_lbas_sizes_and_partitions() -> None:
+    app = PlannerApp(start=target("modern"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        for typed, lba in (("1MiB", 2048), ("#3", 34605056), ("4096B", 8), ("123456s", 123456)):
+            await pilot.press("g")
+            assert isinstance(app.screen, GotoScreen)
+            await pilot.press(*typed, "enter")
+            await pilot.pause()
+            assert smap.cursor_lba == lba, typed
+        await pilot.press("g", *"#9", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, GotoScreen)
+        assert "no partition 9" in str(app.screen.query_one("#goto-error").render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, GotoScreen)
+
+
+@run
+async def test_mouse_click_and_drag_post_messages_with_the_lba() -> None:
+    seen: list[Message] = []
+    app = PlannerApp(start=target("advanced-format"))
+    async with app.run_test(size=(80, 25), message_hook=seen.append) as pilot:
+        smap = await started(app, pilot)
+        await pilot.press("1")
+        smap.move_to(0)
+        await pilot.pause()
+        x0 = smap.label_width
+        assert await pilot.click(SectorMap, offset=(x0 + 5, 1))
+        await pilot.pause()
+        assert smap.cursor_lba == smap.cols + 5
+        clicked = [m for m in seen if isinstance(m, SectorMap.CellClicked)]
+        assert clicked and clicked[-1].lba == smap.cols + 5
+        seen.clear()
+        await pilot.mouse_down(SectorMap, offset=(x0 + 2, 0))
+        await pilot.hover(SectorMap, offset=(x0 + 9, 0))
+        await pilot.mouse_up(SectorMap, offset=(x0 + 9, 0))
+        await pilot.pause()
+        unique = list({id(m): m for m in seen}.values())  # the hook sees a message at every level it bubbles
+        downs = [m.lba for m in unique if isinstance(m, SectorMap.MapMouseDown)]
+        moves = [m.lba for m in unique if isinstance(m, SectorMap.MapMouseMove)]
+        ups = [m.lba for m in unique if isinstance(m, SectorMap.MapMouseUp)]
+        assert downs == [2] and moves[-1] == 9 and ups == [9]
+        assert not [m for m in seen if isinstance(m, SectorMap.CellClicked)]  # a drag is not a click
+        assert smap.hit_at(x0 - 1, 0) is None  # the LBA labels are not cells
+
+
+@run
+async def test_moving_the_cursor_repaints_only_its_rows() -> None:
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        await pilot.press("1")
+        await pilot.pause()
+        rendered: list[int] = []
+        original = smap._render_row
+
+        def spy(row: int, *args):  # type: ignore[no-untyped-def]
+            rendered.append(row)
+            return original(row, *args)
+
+        smap._render_row = spy  # type: ignore[method-assign]
+        await pilot.press("right")
+        await pilot.pause()
+        assert rendered == [0]  # the cursor's row, nothing else
+        rendered.clear()
+        await pilot.press("down")
+        await pilot.pause()
+        assert sorted(set(rendered)) == [0, 1]
+
+
+@run
+async def test_partition_list_and_map_follow_each_other() -> None:
+    app = PlannerApp(start=target("modern"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        smap = await started(app, pilot)
+        plist = app.query_one(PartitionList)
+        assert plist.row_count == 4
+        plist.focus()
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert smap.cursor_lba == 34605056 and smap.has_focus
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert plist.cursor_row == 3  # the list follows the map
+
+
+@run
+async def test_views_help_and_facts() -> None:
+    app = PlannerApp(start=target("stripe"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        await started(app, pilot)
+        await pilot.press("i")
+        facts = str(app.query_one(FactsPanel).query_one("#facts-text").render())
+        assert "196,608 B" in facts and "6,144s = 3 MiB" in facts and "Demo stripe" in facts
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@run
+async def test_empty_disk_explains_what_a_new_table_would_take() -> None:
+    app = PlannerApp(start=target("empty"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        await started(app, pilot)
+        text = str(app.query_one("#explain-text").render())
+        assert "No partition table" in text and "LBA 2,048" in text
+
+
+@run
+async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
+    app = PlannerApp(start=target("empty"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        await pilot.press("plus", "plus")
+        smap.move_to(4096)
+        spc, scroll = smap.spc, smap.scroll_offset.y
+        geom = smap.geometry
+        assert geom is not None
+        from diskplan.model.table import new_table
+
+        plan = new_table("gpt", geom).with_partitions((Partition(1, 2048, 1_050_623, state=State.PROPOSED),))
+        smap.set_table(plan)
+        await pilot.pause()
+        assert (smap.spc, smap.scroll_offset.y, smap.cursor_lba) == (spc, scroll, 4096)
+        item = smap.cursor_item
+        assert item is not None and item.state is State.PROPOSED and item.number == 1
+        smap.set_table(replace(plan, partitions=()))
+        assert smap.cursor_item is not None and smap.cursor_item.partition is None
+
+
+@pytest.mark.parametrize("name", ["modern", "4kn"])
+@run
+async def test_switching_demos_from_the_picker(name: str) -> None:
+    app = PlannerApp(ModelSource(), ("demo", "ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if app.target is not None:
+                break
+        assert app.target is not None and app.target.demo == "ssd-gpt-34"
+        await pilot.press("d")
+        await pilot.pause()
+        index = demos.names().index(name)
+        await pilot.press("home", *["down"] * index, "enter")
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if app.target.demo == name:
+                break
+        assert app.target.demo == name
+        assert app.sector_map.geometry == demos.find(name).planned_disk().geometry

@@ -1,0 +1,73 @@
+"""Snapshots of the main screens, in an ordinary terminal and in the console profile at 80x25.
+
+Update after an intended change with: .venv/bin/python -m pytest tests/test_ui_snapshots.py --snapshot-update
+(and look at the SVGs in tests/__snapshots__/ before committing them).
+"""
+
+from __future__ import annotations
+
+from diskplan.discovery.udev import DiskInfo
+from diskplan.model import demos
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.target import Target
+
+NORMAL = (100, 30)
+CONSOLE = (80, 25)
+
+
+def target(name: str) -> Target:
+    s = demos.find(name)
+    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
+
+
+def fake_disks() -> list[DiskInfo]:
+    return [
+        DiskInfo("sda", "/dev/sda", "Example SSD 500GB", 500107862016, 512, 512, "gpt", False, "none"),
+        DiskInfo("sdb", "/dev/sdb", "Example HDD 2TB", 2000398934016, 512, 4096, "dos", True, "mq-deadline"),
+    ]
+
+
+async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    await pilot.pause()
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+def test_main_screen_whole_disk(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(PlannerApp(start=target("modern")), terminal_size=NORMAL, run_before=settle)
+
+
+def test_main_screen_sector_zoom_on_a_512e_disk(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("advanced-format"))
+    assert snap_compare(app, press=["1"], terminal_size=NORMAL, run_before=settle)
+
+
+def test_stripe_grain_lines(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("stripe"))
+    assert snap_compare(app, press=["1", *["minus"] * 8, "i"], terminal_size=NORMAL, run_before=settle)
+
+
+def test_console_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("dos-63"), console=True)
+    assert snap_compare(app, terminal_size=CONSOLE, run_before=settle)
+
+
+def test_console_sector_zoom(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("ssd-gpt-34"), console=True)
+    assert snap_compare(app, press=["1"], terminal_size=CONSOLE, run_before=settle)
+
+
+def test_console_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("empty"), console=True)
+    assert snap_compare(app, press=["question_mark"], terminal_size=CONSOLE, run_before=settle)
+
+
+def test_console_device_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=None, console=True, lister=fake_disks, watch_devices=False)
+    assert snap_compare(app, terminal_size=CONSOLE, run_before=settle)
+
+
+def test_demo_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    assert snap_compare(app, press=["d", "down", "down"], terminal_size=CONSOLE, run_before=settle)
