@@ -9,6 +9,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+import pytest
+
 from conftest import need_tool, run
 from test_commit_support import digest, expect_sfdisk, file_sha, fill, parted_parts, sfdisk_parts
 
@@ -143,3 +145,25 @@ def test_failures_exit_2_with_one_line(sparse_image: Callable[..., pathlib.Path]
     assert file_sha(img) == before
     proc = diskplan("restore", str(bad), str(img), "--yes")
     assert proc.returncode == 2 and "not a diskplan backup" in proc.stderr
+
+
+def test_a_person_at_a_terminal_types_the_device_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diskplan.backend.commit import accepts
+    from diskplan.backend.commit import confirm_word as word_for
+    from diskplan.cli.apply import confirm
+
+    class Block:
+        kind, target = "block", "/dev/loop7"
+        confirm_word = word_for("block", "/dev/loop7")
+        prompt = "Type loop7 to write this table to /dev/loop7"
+
+    typed: list[str] = []
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: typed.append(prompt) or "yes")
+    answer = confirm(Block(), yes=True)
+    assert typed == ["Type loop7 to write this table to /dev/loop7: "]
+    assert answer == "yes" and not accepts("block", "/dev/loop7", answer)  # "yes" is not the name
+    assert accepts("block", "/dev/loop7", "loop7") and accepts("block", "/dev/loop7", "/dev/loop7")
+    assert confirm(Block(), yes=False) == ""
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    assert confirm(Block(), yes=True) == "loop7"  # a script: --yes is the consent

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import subprocess
 from collections.abc import Callable
 
@@ -480,3 +481,20 @@ def test_restoring_a_disk_that_had_no_table_empties_it_for_the_kernel_too(
     assert done.verdict is Verdict.WRITTEN and done.kernel == "", done.kernel
     assert HOST.kernel_partitions(dev) == {}  # libparted removed them (BLKPG) as the table went away
     assert file_sha(img) == old
+
+
+def test_ctrl_c_while_writing_does_not_tear_the_table(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    sfdisk(img, GPT_BEFORE)
+    before = signal.getsignal(signal.SIGINT)
+
+    def ctrl_c(stage: str) -> None:
+        if stage == "write":  # in the child: interrupt the parent, which is waiting for it
+            os.kill(os.getppid(), signal.SIGINT)
+
+    o = apply(str(img), GPT_PLAN, tmp_path, fault=ctrl_c)
+    assert o.verdict is Verdict.WRITTEN, (o.message, o.details)
+    _referees(str(img), GPT_PLAN)
+    assert signal.getsignal(signal.SIGINT) is before

@@ -22,11 +22,13 @@ from ``Host``: discovery.inuse answers it; the backend may not import discovery.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 import stat
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol
@@ -402,6 +404,22 @@ def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[st
     )
 
 
+@contextlib.contextmanager
+def uninterruptible() -> Iterator[None]:
+    """Ctrl-C is ignored while sectors are being written: stopping half-way would leave a torn table
+    (and the writing child, which inherits this, would carry on regardless). Only the main thread can
+    change signal handling; elsewhere (a UI worker) the caller's own handling stays."""
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def state_after_failure(b: bk.TableBackup, target: str) -> tuple[DiskState, str]:
     try:
         changed = bk.changed_extents(b, target)
@@ -468,7 +486,14 @@ def execute(
     except (OSError, bk.BackupError) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
         return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
-    base = replace(base, backup_path=path)
+    with uninterruptible():  # from the first written sector to the verdict
+        return _write_and_verify(p, host, saved, replace(base, backup_path=path), step, fault)
+
+
+def _write_and_verify(
+    p: Proposal, host: Host, saved: bk.TableBackup, base: Outcome, step: Callable[[int, str], None],
+    fault: Fault | None,
+) -> Outcome:
     try:
         if fault:
             fault("backup")

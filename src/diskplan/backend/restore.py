@@ -23,6 +23,7 @@ from diskplan.backend.commit import (
     kernel_differences,
     read_only_reason,
     state_after_failure,
+    uninterruptible,
     usage,
 )
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -130,7 +131,8 @@ def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Pr
             progress(done, total, "writing the saved sectors back")
 
     try:
-        bk.put_back(r.backup, r.target, each)
+        with uninterruptible():
+            bk.put_back(r.backup, r.target, each)
     except (OSError, bk.BackupError) as exc:
         state, how = state_after_failure(r.backup, r.target)
         state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
