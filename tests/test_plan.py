@@ -350,3 +350,21 @@ def test_history_records_only_real_steps_from_the_present() -> None:
     with pytest.raises(ValueError):
         h.apply(stale)
     assert h.undo_message.startswith("new partition 1")
+
+
+def test_a_new_type_on_an_existing_partition_drops_the_old_types_flags() -> None:
+    efi = existing(1, 2048, 206847, type="C12A7328-F81F-11D2-BA4B-00A0C93EC93B", flags=("boot", "esp", "hidden"))
+    plan = ok(plan_on(GIB, efi).set_type(1, "linux filesystem"))
+    p = plan.partition(1)
+    assert p is not None and p.type == LINUX and p.flags == ("hidden",)
+    assert [c.text for c in plan.changes()] == ["partition 1: type EFI system -> Linux filesystem"]
+
+
+def test_a_wild_drag_is_reported_as_asked() -> None:
+    plan = ok(plan_on().propose(2048, 204800))
+    out = plan.resize_to(1, Edge.START, 10**9)  # dragged far past its own end
+    assert out.snap is not None and out.snap.requested == (10**9, 206847)
+    assert ok(out).partition(1).size == 2048  # type: ignore[union-attr]
+    out = plan.move_to(1, -50_000)  # dragged off the start of the disk
+    assert out.snap is not None and out.snap.requested.start == -50_000
+    assert "stopped against the GPT header" in out.snap.describe()

@@ -247,3 +247,20 @@ def test_parted_commands_use_exact_sectors_and_say_what_parted_cannot_do() -> No
     assert any(line.startswith("# parted 3.5 cannot set GUID:63") for line in lines)
     assert any("cannot set type 3B8F8425" in line for line in lines)
     assert any("cannot quote the name" in line for line in lines)
+
+
+def test_the_ui_saves_and_loads_a_plan() -> None:
+    from diskplan.model.plan import Plan
+    from diskplan.model.planfile import load_into, save_plan
+
+    geom = Geometry(2**21)
+    disk = new_table("gpt", geom).with_partitions((Partition(1, 2048, 100_000, LINUX, "keep"),
+                                                   Partition(2, 100_001, 200_000, LINUX, "drop")))
+    plan = Plan.open(geom, disk)
+    plan = plan.delete(2).plan.propose(204_800, 2048 * 10, ptype="swap", name="swap").plan
+    text = save_plan(plan)
+    assert [p["name"] for p in json.loads(text)["partitions"]] == ["keep", "swap"]
+    again = load_into(Plan.open(geom, disk), text)
+    assert again.ok and again.plan == plan
+    refused = load_into(plan, '{"label": "gpt", "sector_size": 4096, "partitions": []}')
+    assert not refused.ok and refused.plan is plan and "4096-byte sectors" in refused.message

@@ -22,6 +22,7 @@ from enum import Enum
 from functools import cached_property
 from itertools import pairwise
 from operator import attrgetter
+from typing import NamedTuple
 
 from diskplan.model import labels
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -29,6 +30,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
+from diskplan.model.ptypes import describe
 from diskplan.model.snap import (
     Gap,
     clamp,
@@ -54,11 +56,18 @@ class Edge(Enum):
     END = "end"
 
 
+class Span(NamedTuple):
+    """Sectors a step asked for: unlike an Extent, it may run backwards or off the disk (a wild drag)."""
+
+    start: int
+    end: int
+
+
 @dataclass(frozen=True)
 class Snap:
     """Where a step asked a partition to be, and where snapping put it (both in sectors)."""
 
-    requested: Extent
+    requested: Span
     snapped: Extent
     grain: Grain
     sector_size: int
@@ -324,7 +333,7 @@ class Plan:
                 return n
         raise _Refused(f"this {label} table holds at most {self.table.max_partitions} partitions")
 
-    def _outcome(self, p: Partition, new: Partition, requested: Extent, notes: list[str], verb: str,
+    def _outcome(self, p: Partition, new: Partition, requested: Span, notes: list[str], verb: str,
                  wanted_change: bool) -> Outcome:
         snap = Snap(requested, new.extent, self.grain, self.geometry.logical, tuple(notes))
         if (new.start, new.end) == (p.start, p.end):
@@ -396,7 +405,7 @@ class Plan:
         s, e, notes = self._fit_new(gap, start, size)
         new = Partition(number, s, e, code, name, flags, role, State.PROPOSED)
         plan = self._rebuilt(self.table.with_partitions((*self.table.partitions, new)))
-        snap = Snap(Extent(start, start + size - 1), new.extent, self.grain, self.geometry.logical, tuple(notes))
+        snap = Snap(Span(start, start + size - 1), new.extent, self.grain, self.geometry.logical, tuple(notes))
         what = "extended partition" if role is Role.EXTENDED else f"{role.value} partition" if label == "msdos" \
             else "partition"
         size = human_bytes(new.size * self.geometry.logical)
@@ -457,7 +466,7 @@ class Plan:
         if e - s + 1 != p.size:
             notes.append(f"size rounded to whole grains: {p.size}s -> {e - s + 1}s")
         changed_wanted = start != p.start if keyboard else snap_start(self.grain, start) != p.start
-        return self._outcome(p, replace(p, start=s, end=e), Extent(start, start + p.size - 1), notes, "moved",
+        return self._outcome(p, replace(p, start=s, end=e), Span(start, start + p.size - 1), notes, "moved",
                              changed_wanted)
 
     def resize(self, number: int, edge: Edge, steps: int = 1) -> Outcome:
@@ -488,7 +497,7 @@ class Plan:
                 bound = gap.before if s > free else (f"logical partition {logicals[0].number}" if logicals and
                                                      limit < p.end else "its own end")
                 notes.append(f"stopped against {bound}")
-            new, requested = replace(p, start=s), Extent(min(lba, p.end), p.end)
+            new, requested = replace(p, start=s), Span(lba, p.end)
             wanted = lba != p.start if keyboard else free != p.start
         else:
             at_least = p.start if not logicals else max(p.start, logicals[-1].end)
@@ -500,7 +509,7 @@ class Plan:
                 bound = gap.after if e < free else (f"logical partition {logicals[-1].number}" if logicals and
                                                     at_least > p.start else "its own start (one grain at least)")
                 notes.append(f"stopped against {bound}")
-            new, requested = replace(p, end=e), Extent(p.start, max(lba, p.start))
+            new, requested = replace(p, end=e), Span(p.start, lba)
             wanted = lba != p.end if keyboard else free != p.end
         return self._outcome(p, new, requested, notes, "resized", wanted)
 
@@ -523,7 +532,8 @@ class Plan:
                 parts.append(replace(q, state=State.DELETE))
         plan = self._rebuilt(self.table.with_partitions(tuple(parts)))
         verb = "marked for deletion" if p.state is State.EXISTING else "removed"
-        extra = f" with {len(doomed) - 1} logical partitions" if len(doomed) > 1 else ""
+        n = len(doomed) - 1
+        extra = f" with {n} logical partition{'s' if n > 1 else ''}" if n else ""
         return Outcome(self, plan, True, f"partition {number}{extra} {verb}", None, number)
 
     def undelete(self, number: int) -> Outcome:
@@ -578,7 +588,8 @@ class Plan:
         if labels.is_extended_type(code) != (p.role is Role.EXTENDED):
             return self._refuse("a partition cannot become extended, nor an extended one something else: "
                                 "delete it and create another", number)
-        return self._edit(number, type=code)
+        # Flags libparted reported for the old type (esp, lvm, ...) would contradict the new one.
+        return self._edit(number, type=code, flags=labels.plan_flags(label, p.flags))
 
     def set_name(self, number: int, name: str) -> Outcome:
         try:
@@ -728,7 +739,7 @@ class Plan:
             named = f", name {p.name!r}" if p.name else ""
             flags = f", flags {' '.join(p.flags)}" if p.flags else ""
             out.append(Change("create", p.number, f"create partition {p.number} at {where(p)}, "
-                              f"type {p.type}{extra}{named}{flags}"))
+                              f"type {describe(p.type)}{extra}{named}{flags}"))
         if not self.fresh:
             before = {p.number: p for p in self.base.partitions}
             for p in sorted((p for p in self.table.partitions if p.state is State.EXISTING),
@@ -737,12 +748,15 @@ class Plan:
                 if old_p is None:
                     continue
                 if old_p.type != p.type:
-                    out.append(Change("type", p.number, f"partition {p.number}: type {old_p.type} -> {p.type}"))
+                    out.append(Change("type", p.number, f"partition {p.number}: type {describe(old_p.type)} -> "
+                                      f"{describe(p.type)}"))
                 if old_p.name != p.name:
                     out.append(Change("name", p.number, f"partition {p.number}: name {old_p.name!r} -> {p.name!r}"))
-                if old_p.flags != p.flags:
-                    out.append(Change("flags", p.number, f"partition {p.number}: flags "
-                                      f"{' '.join(old_p.flags) or '-'} -> {' '.join(p.flags) or '-'}"))
+                label = self.table.label or ""
+                was, now = labels.plan_flags(label, old_p.flags), labels.plan_flags(label, p.flags)
+                if was != now:
+                    out.append(Change("flags", p.number, f"partition {p.number}: flags {' '.join(was) or '-'} -> "
+                                      f"{' '.join(now) or '-'}"))
         return out
 
 
