@@ -195,7 +195,7 @@ def test_existing_partitions_are_never_moved_only_marked() -> None:
     # Number 1 free again but its space taken: a proposal numbered 2 sits there.
     taken = ok(ok(ok(out.plan.propose(300_000, 4096)).delete(1)).move_to(2, 50_000))
     assert taken.partition(1) is None and taken.partition(2).start < 100_000  # type: ignore[union-attr]
-    refused(taken.undelete(1), "used by the plan")
+    refused(taken.undelete(1), "used by partition 2")
     back = ok(marked.undelete(1))
     assert back == plan
 

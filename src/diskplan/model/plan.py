@@ -556,8 +556,10 @@ class Plan:
             if p.role is Role.EXTENDED and self.extended() is not None:
                 return self._refuse("an msdos table has only one extended partition", number)
             lane = self.lanes[TOP]
-        if not lane.overlapping and not lane.fits(p.extent):
-            return self._refuse(f"the space of partition {number} ({p.start}s..{p.end}s) is used by the plan now",
+        if not lane.fits(p.extent):
+            other = next((q for q in lane.parts if q.extent.overlaps(p.extent)), None)
+            what = f"partition {other.number}" if other else "the EBR of a logical partition"
+            return self._refuse(f"the space of partition {number} ({p.start}s..{p.end}s) is used by {what} now",
                                 number)
         parts = tuple(replace(q, state=State.EXISTING) if q is p else q for q in self.table.partitions)
         return Outcome(self, self._rebuilt(self.table.with_partitions(parts)), True,
