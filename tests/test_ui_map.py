@@ -286,3 +286,83 @@ async def test_switching_demos_from_the_picker(name: str) -> None:
                 break
         assert app.target.demo == name
         assert app.sector_map.geometry == demos.find(name).planned_disk().geometry
+
+
+@run
+async def test_a_key_storm_never_crashes_the_planner() -> None:
+    """Random keys from everything the planner binds (but quit), screens opening and closing under them."""
+    import random
+
+    keys = ["left", "right", "up", "down", "pageup", "pagedown", "home", "end", "plus", "minus", "0", "1",
+            "right_square_bracket", "left_square_bracket", "full_stop", "comma", "f", "g", "i", "e", "d", "o",
+            "question_mark", "escape", "tab", "enter", "shift+tab", "x", "5", "ctrl+p"]
+    rng = random.Random(4096)
+    app = PlannerApp(ModelSource(), ("demo", "dos-63"), lister=lambda: [], watch_devices=False)
+    async with app.run_test(size=(80, 25)) as pilot:
+        await pilot.pause(0.2)
+        for _ in range(60):
+            await pilot.press(rng.choice(keys))
+        await pilot.pause(0.2)
+        assert app.target is not None
+        assert app.return_code is None  # still running: nothing fatal happened
+
+
+def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+
+    async def go() -> PlannerApp:
+        app = PlannerApp(start=target("modern"))
+        with pytest.raises(ValueError, match="boom"):
+            async with app.run_test(size=(80, 25)) as pilot:
+                await pilot.pause()
+                app._handle_exception(ValueError("boom"))
+                await pilot.pause()
+        return app
+
+    app = asyncio.run(go())
+    assert app.return_code == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "diskplan: internal error: boom (nothing was written; run with DISKPLAN_DEBUG=1 for details)" in err
+    assert "Traceback" not in err
+
+
+def _big_target(sectors: int, count: int) -> Target:
+    from diskplan.model.disk import Disk
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.table import new_table
+
+    geom = Geometry(sectors=sectors, physical=4096)
+    table = new_table("gpt", geom)
+    size = (table.last_usable - 2048) // count
+    parts = tuple(Partition(i + 1, 2048 + i * size + i % 3, 2048 + (i + 1) * size - 1) for i in range(count))
+    return Target(Disk(geom, table.with_partitions(parts)), f"{count} partitions")
+
+
+@run
+async def test_a_20_tb_disk_with_128_partitions_draws_as_fast_as_1_gb() -> None:
+    import time
+
+    async def cost(t: Target) -> float:
+        app = PlannerApp(start=t)
+        async with app.run_test(size=(80, 25)) as pilot:
+            smap = await started(app, pilot)
+            middle = smap.content.sectors // 2  # type: ignore[union-attr]
+            best = float("inf")
+            for spc in (smap.fit_spc, 2048, 8, 1):
+                smap.zoom_to(spc)
+                smap.move_to(middle)
+                await pilot.pause()
+                assert smap.cursor_lba == middle and smap.spc == spc
+                # The cursor's row is on screen even when the map is 600 million rows tall.
+                assert 0 <= screen_row(smap) < smap.scrollable_content_region.height
+                for _ in range(3):
+                    smap._cache.clear()
+                    start = time.perf_counter()
+                    for y in range(smap.scrollable_content_region.height):
+                        smap.render_line(y)
+                    best = min(best, time.perf_counter() - start)
+            return best
+
+    small = await cost(_big_target(2 * 1024**3 // 512, 1))
+    big = await cost(_big_target(20 * 10**12 // 512, 128))
+    assert big < 0.05 and big < small * 4 + 0.003, (small, big)

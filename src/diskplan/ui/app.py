@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import ClassVar
 
@@ -108,9 +109,27 @@ class PlannerApp(App[int]):
         self.target: Target | None = None
         self.grain: Grain | None = None
         self._item_index = -2
+        self._lesson_open = False
+        self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
         if console:
             self.theme = "ansi-dark"
+
+    def _handle_exception(self, error: Exception) -> None:
+        """No traceback reaches the user: one line instead (Textual would print a full traceback with
+        locals). DISKPLAN_DEBUG=1 restores Textual's report."""
+        if os.environ.get("DISKPLAN_DEBUG"):
+            super()._handle_exception(error)
+            return
+        self._return_code = 1
+        if self._exception is None:  # Pilot re-raises it in tests
+            self._exception = error
+            self._exception_event.set()
+        detail = " ".join(str(error).split()) or type(error).__name__
+        self._exit_renderables.append(
+            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"
+        )
+        self._close_messages_no_wait()
 
     # --- layout ---------------------------------------------------------------------------------------
 
@@ -193,6 +212,7 @@ class PlannerApp(App[int]):
         disk = target.disk
         self.grain = optimal_grain(disk.geometry)
         self._item_index = -2
+        self._lesson_open = False
         report = build_report(disk, self.grain)
         smap = self.sector_map
         smap.show(disk.geometry, disk.table, self.grain, [f for r in report.partitions for f in r.findings])
@@ -201,12 +221,12 @@ class PlannerApp(App[int]):
         self.query_one(FactsPanel).show(target, self.grain, report.table_findings)
         self.query_one(Legend).show(smap, disk.geometry, self.grain)
         self._update_title()
+        self._opened_at = smap.cursor_lba
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
         self.refresh_bindings()
-        if target.demo:
-            title = demos.find(target.demo).title
-            self.notify(f"{title}\ni: the story behind it   1: single sectors   ?: help",
-                        title=f"Demo {target.demo}", timeout=8)
+        # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
+        self._lesson_open = bool(target.demo)
+        self.action_view("facts" if target.demo else "explain")
         if target.note:
             self.notify(target.note, title=target.title, severity="warning", timeout=8)
         serious = [f for f in report.table_findings if f.severity != "notice"]
@@ -230,6 +250,9 @@ class PlannerApp(App[int]):
     def _on_cursor(self, lba: int, item: Item | None) -> None:
         if self.target is None or self.grain is None:
             return
+        if self._lesson_open and lba != self._opened_at:
+            self._lesson_open = False
+            self.action_view("explain")
         self._update_status()
         smap = self.sector_map
         index = smap.content.item_index_at(lba) if smap.content else -1
@@ -271,7 +294,7 @@ class PlannerApp(App[int]):
         parts = []
         for key, name, ident in (("e", "Explain", "explain"), ("i", "Disk facts", "facts")):
             text = f" {name} ({key}) "
-            parts.append(f"[reverse]{text}[/]" if ident == current else text)
+            parts.append(f"[b reverse]{text}[/]" if ident == current else f"[dim]{text}[/]")
         self.query_one("#view-tabs", Static).update(" ".join(parts))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

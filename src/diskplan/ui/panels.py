@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
@@ -218,10 +219,11 @@ class FactsPanel(VerticalScroll, can_focus=True):
         if table_findings:
             parts.append("\n")
         if target.demo:
-            parts.append((f"Demo {target.demo}\n", "bold"))
+            title = demos.find(target.demo).title
+            parts.append((f"Demo {target.demo}: {title}\n", "bold"))
             for line in target.lesson:
                 parts.append(line + "\n")
-            parts.append("\n")
+            parts.append(("Move the cursor (arrows, ] [) and the explanation (e) follows it.\n\n", "$text-muted"))
         if target.note:
             parts.append((f"Note: {target.note}\n\n", "$warning"))
         rows = facts(target.disk, grain)

@@ -228,7 +228,10 @@ class DevicePicker(Screen[str | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        tables = self.query(DataTable)
+        if not tables:  # pushed while the app was closing
+            return
+        table = tables.first()
         table.add_columns("device", "model", "size", "sectors log/phys", "table", "kind", "scheduler")
         self.action_refresh()
         if self.watch:
@@ -254,6 +257,8 @@ class DevicePicker(Screen[str | None]):
         self.app.call_from_thread(self._show, disks, error)
 
     def _show(self, disks: list, error: str) -> None:  # type: ignore[type-arg]
+        if not self.is_attached or not self.query(DataTable):
+            return
         table = self.query_one(DataTable)
         table.clear()
         for d in disks:
