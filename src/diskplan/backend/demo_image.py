@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -86,6 +87,7 @@ class Workspace:
     def __init__(self) -> None:
         self._dir: str | None = None
         self._built: dict[str, DemoImage] = {}
+        self._lock = threading.Lock()  # the planner builds in worker threads
 
     @property
     def directory(self) -> str:
@@ -94,11 +96,16 @@ class Workspace:
         return self._dir
 
     def image(self, scenario: Scenario) -> DemoImage:
-        if scenario.name not in self._built:
-            self._built[scenario.name] = build(scenario, self.directory)
-        return self._built[scenario.name]
+        with self._lock:
+            if scenario.name not in self._built:
+                self._built[scenario.name] = build(scenario, self.directory)
+            return self._built[scenario.name]
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         for img in self._built.values():
             if img.loop:
                 detach_loop(img.loop)

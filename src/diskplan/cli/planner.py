@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 
 from diskplan.backend.demo_image import DemoUnavailable, Workspace
 from diskplan.cli.options import add_overrides, apply_overrides, open_target
@@ -55,12 +56,38 @@ class CliSource:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.workspace = Workspace()
+        self._early: dict[str, tuple[threading.Thread, list[Target | Exception]]] = {}
+
+    def prefetch_demo(self, name: str) -> None:
+        """Start building and reading a demo now, in a thread: the forked libparted children work on
+        another core while Textual is imported, so the first frame does not wait for them."""
+
+        def run(box: list[Target | Exception]) -> None:
+            try:
+                box.append(self._open_demo(name))
+            except Exception as exc:
+                box.append(exc)
+
+        box: list[Target | Exception] = []
+        thread = threading.Thread(target=run, args=(box,), name=f"demo-{name}", daemon=True)
+        self._early[name] = (thread, box)
+        thread.start()
 
     def open_path(self, path: str) -> Target:
         disk = open_target(path, self.args)
         return Target(disk, path)
 
     def open_demo(self, name: str) -> Target:
+        early = self._early.pop(demos.find(name).name, None)
+        if early is not None:
+            thread, box = early
+            thread.join()
+            if isinstance(box[0], Exception):
+                raise box[0]
+            return box[0]
+        return self._open_demo(name)
+
+    def _open_demo(self, name: str) -> Target:
         s = demos.find(name)
         title = f"demo {s.name}"
         try:
@@ -121,9 +148,11 @@ def main(argv: list[str]) -> int:
         print("diskplan: the planner needs a terminal; for a report use `diskplan check TARGET`", file=sys.stderr)
         return 2
 
+    source = CliSource(args)
+    if start is not None and start[0] == "demo":
+        source.prefetch_demo(start[1])
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
-    source = CliSource(args)
     app = PlannerApp(source, start, console=console_wanted(os.environ, args.console))
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))

@@ -157,7 +157,6 @@ class PlannerApp(App[int]):
             self._console_glyphs.apply()
         self._show_tabs("explain")
         self.query_one(TitleBar).show("", "")
-        self.sector_map.focus()
         start = self.start
         if isinstance(start, Target):
             self.call_after_refresh(self.show_target, start)
@@ -223,12 +222,13 @@ class PlannerApp(App[int]):
         self._update_title()
         self._opened_at = smap.cursor_lba
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
-        self.refresh_bindings()
         # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
         self._lesson_open = bool(target.demo)
         self.action_view("facts" if target.demo else "explain")
         if target.note:
             self.notify(target.note, title=target.title, severity="warning", timeout=8)
+        if os.environ.get("DISKPLAN_BENCH") == "first-frame":  # scripts/bench.py: time to the first full frame
+            self.call_after_refresh(self.exit)
         serious = [f for f in report.table_findings if f.severity != "notice"]
         if serious:
             more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
@@ -298,16 +298,22 @@ class PlannerApp(App[int]):
         self.query_one("#view-tabs", Static).update(" ".join(parts))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Planner actions only where the planner is: not on the device picker, not before a disk."""
+        """Planner actions only where the planner is, not on the device picker (before a disk is open
+        they do nothing; hiding them then would make the footer recompose once the disk arrives)."""
         if action in ("goto", "toggle_facts", "view"):
-            return self.target is not None and not isinstance(self.screen, DevicePicker)
+            return not isinstance(self.screen, DevicePicker)
         return True
 
     def action_view(self, name: str) -> None:
-        self.query_one(ContentSwitcher).current = name
+        switcher = self.query_one(ContentSwitcher)
+        if switcher.current == name:
+            return
+        switcher.current = name
         self._show_tabs(name)
 
     def action_toggle_facts(self) -> None:
+        if self.target is None:
+            return
         current = self.query_one(ContentSwitcher).current
         self.action_view("explain" if current == "facts" else "facts")
 

@@ -2,8 +2,9 @@
 
 Only visible rows are rendered, each through ``MapContent.row`` (bisect over sorted segments), and
 rendered rows are kept in an LRU cache keyed on everything that changes a row. Moving the cursor
-repaints two rows. Every cell carries its first LBA in the segment's meta (``Style.from_meta``), and
-the mouse handlers turn positions into LBAs and post typed messages, so planning interactions (drag,
+repaints two rows. Every cell carries its column in the segment's meta (``Style.from_meta({"cell": n})``,
+so the styles are shared between rows); ``hit_at`` turns a position into the cell's LBAs, and the mouse
+handlers post typed messages with them, so planning interactions (drag,
 resize, propose) can be added by handling messages instead of rewriting this widget.
 
 What to draw is a ``Table`` (``show`` / ``set_table``): the table read from disk today, the plan's
@@ -196,6 +197,7 @@ class SectorMap(ScrollView, can_focus=True):
         self._style_version = 0
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._styles: dict[tuple[object, ...], Style] = {}
+        self._with_meta: dict[tuple[Style, int], Style] = {}  # cell styles carrying their column for hit-testing
         self._pressed: Hit | None = None
         self._last_hit: Hit | None = None
         self._want_fit = True
@@ -490,6 +492,7 @@ class SectorMap(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._with_meta.clear()
         self._style_version += 1
         self._cache.clear()
 
@@ -544,10 +547,15 @@ class SectorMap(ScrollView, can_focus=True):
         label = f"{first:,}".rjust(self.label_width - 1) + " "
         segments = [Segment(label, self.get_component_rich_style("sectormap--gutter"))]
         cells = content.row(first, spc, self.cols)
+        with_meta = self._with_meta
         for col, cell in enumerate(cells):
             lo = first + col * spc
             glyph, style = self._cell(cell, lo, lo + spc - 1, col == cursor, marks, sel, g)
-            segments.append(Segment(glyph, style + Style.from_meta({"lba": lo})))
+            key = (style, col)
+            meta_style = with_meta.get(key)
+            if meta_style is None:
+                meta_style = with_meta[key] = style + Style.from_meta({"cell": col})
+            segments.append(Segment(glyph, meta_style))
         strip = Strip(segments, self.label_width + len(cells))
         return strip.adjust_cell_length(width, self.rich_style)
 
