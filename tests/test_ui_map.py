@@ -262,8 +262,12 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
         assert (smap.spc, smap.scroll_offset.y, smap.cursor_lba) == (spc, scroll, 4096)
         item = smap.cursor_item
         assert item is not None and item.state is State.PROPOSED and item.number == 1
+        assert app.query_one(PartitionList).row_count == 1  # the list follows the map's table
+        assert "Partition 1 (proposed)" in str(app.query_one("#explain-text").render())
         smap.set_table(replace(plan, partitions=()))
+        await pilot.pause()
         assert smap.cursor_item is not None and smap.cursor_item.partition is None
+        assert app.query_one(PartitionList).row_count == 0
 
 
 @pytest.mark.parametrize("name", ["modern", "4kn"])

@@ -25,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
         prog="diskplan",
         description="See where every partition lies on the disk's physical blocks, and why a misaligned one "
         "is slow. Nothing is written to the disk you open.",
-        epilog="Other commands: diskplan check TARGET (report alignment, see `diskplan check --help`). "
+        epilog="Other commands: diskplan check|export|apply|restore (each has --help). "
         "Keys inside the planner: press ? for help.",
     )
     p.add_argument("target", nargs="?", help="block device or image file; omit it to choose a device")

@@ -108,7 +108,7 @@ class PlannerApp(App[int]):
         self.watch_devices = watch_devices
         self.target: Target | None = None
         self.grain: Grain | None = None
-        self._item_index = -2
+        self._item_index: tuple[int, int] | None = None
         self._lesson_open = False
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
@@ -210,13 +210,11 @@ class PlannerApp(App[int]):
         self.target = target
         disk = target.disk
         self.grain = optimal_grain(disk.geometry)
-        self._item_index = -2
+        self._item_index = None
         self._lesson_open = False
         report = build_report(disk, self.grain)
         smap = self.sector_map
         smap.show(disk.geometry, disk.table, self.grain, [f for r in report.partitions for f in r.findings])
-        assert smap.content is not None
-        self.query_one(PartitionList).show(smap.content)
         self.query_one(FactsPanel).show(target, self.grain, report.table_findings)
         self.query_one(Legend).show(smap, disk.geometry, self.grain)
         self._update_title()
@@ -240,6 +238,13 @@ class PlannerApp(App[int]):
     def _cursor_moved(self, event: SectorMap.CursorMoved) -> None:
         self._on_cursor(event.lba, event.item)
 
+    @on(SectorMap.TableChanged)
+    def _table_changed(self, event: SectorMap.TableChanged) -> None:
+        self.query_one(PartitionList).show(event.content)
+        self._item_index = None  # what is under the cursor must be explained again
+        smap = self.sector_map
+        self._on_cursor(smap.cursor_lba, smap.cursor_item)
+
     @on(SectorMap.ZoomChanged)
     def _zoom_changed(self, event: SectorMap.ZoomChanged) -> None:
         self._update_title()
@@ -255,7 +260,7 @@ class PlannerApp(App[int]):
             self.action_view("explain")
         self._update_status()
         smap = self.sector_map
-        index = smap.content.item_index_at(lba) if smap.content else -1
+        index = (smap.version, smap.content.item_index_at(lba) if smap.content else -1)
         if index == self._item_index:
             return
         self._item_index = index

@@ -82,7 +82,7 @@ def explain(
         if table is not None and table.label is None:
             if filesystem:
                 return [
-                    Line("heading", f"A {filesystem} filesystem on the whole disk"),
+                    Line("heading", f"Whole-disk {filesystem} filesystem"),
                     Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
                          "fills the disk. Creating a table here would destroy it."),
                 ]

@@ -116,14 +116,14 @@ class PartitionList(DataTable[str]):
         self.glyphs = glyphs
         self._starts: dict[int, int] = {}
         self._syncing = False
+        self._follow: int | None = None
 
-    def on_mount(self) -> None:
-        self.add_columns(" ", "#", "start", "size", "name")
+    LABELS = (" ", "#", "start", "size", "name")
 
     def show(self, content: MapContent) -> None:
-        self.clear()
-        self._starts.clear()
         geom = content.geometry
+        rows: list[tuple[Text, str, str, str, str]] = []
+        self._starts.clear()
         for item in content.partition_items():
             p = item.partition
             assert p is not None
@@ -136,18 +136,25 @@ class PartitionList(DataTable[str]):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (delete)".strip()
-            self.add_row(
-                flag,  # type: ignore[arg-type]
-                str(p.number),
-                f"{num(p.start)}s",
-                human_bytes(p.size * geom.logical),
-                name,
-                key=str(p.number),
-            )
+            rows.append((flag, str(p.number), f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
             self._starts[p.number] = p.start
+        # Columns sized here, not by the table's own measuring (done on idle, after the first render,
+        # which can leave the first frame with label-wide columns).
+        self.clear(columns=True)
+        for i, label in enumerate(self.LABELS):
+            width = max([len(label), *(len(str(r[i])) for r in rows)])
+            self.add_column(label, width=width)
+        for row, key in zip(rows, self._starts, strict=True):
+            self.add_row(*row, key=str(key))  # type: ignore[arg-type]
 
     def follow(self, number: int | None) -> None:
         """Highlight the row of ``number`` without moving the map (the map moved first)."""
+        self._follow = number
+        # After the table has laid out its new rows (it measures them when idle).
+        self.call_after_refresh(self._apply_follow)
+
+    def _apply_follow(self) -> None:
+        number = self._follow
         if number is None or str(number) not in self.rows:
             return
         row = self.get_row_index(str(number))

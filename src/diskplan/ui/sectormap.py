@@ -153,6 +153,18 @@ class SectorMap(ScrollView, can_focus=True):
         def control(self) -> SectorMap:
             return self.sector_map
 
+    class TableChanged(Message):
+        """``show`` or ``set_table`` gave the map new content (``content`` holds items and findings)."""
+
+        def __init__(self, sector_map: SectorMap, content: MapContent) -> None:
+            super().__init__()
+            self.sector_map = sector_map
+            self.content = content
+
+        @property
+        def control(self) -> SectorMap:
+            return self.sector_map
+
     class _MouseMessage(Message):
         def __init__(self, sector_map: SectorMap, hit: Hit, event: events.MouseEvent) -> None:
             super().__init__()
@@ -328,10 +340,16 @@ class SectorMap(ScrollView, can_focus=True):
 
     # --- layout ---------------------------------------------------------------------------------------
 
+    @property
+    def version(self) -> int:
+        """Changes whenever the content does: (version, item index) identifies what is under the cursor."""
+        return self._version
+
     def _set_content(self, content: MapContent) -> None:
         self.content = content
         self._version += 1
         self._cache.clear()
+        self.post_message(self.TableChanged(self, content))
 
     def _row_of(self, lba: int) -> int:
         return lba // self.spc // self.cols
