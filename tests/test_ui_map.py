@@ -263,6 +263,18 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
         item = smap.cursor_item
         assert item is not None and item.state is State.PROPOSED and item.number == 1
         assert app.query_one(PartitionList).row_count == 1  # the list follows the map's table
+        row_y = smap.cursor_lba // smap.spc // smap.cols - round(smap.scroll_offset.y)
+        cursor_col = smap.cursor_lba // smap.spc % smap.cols
+
+        def bold_cells() -> list[int]:
+            cells = list(smap.render_line(row_y))[1 : 1 + smap.cols]  # after the LBA label
+            return [i for i, seg in enumerate(cells) if i != cursor_col and seg.style and seg.style.bold]
+
+        assert bold_cells() == []
+        smap.select(1)  # a plan's selected proposal is drawn in bold
+        assert bold_cells()
+        cells = list(smap.render_line(row_y))[1 : 1 + smap.cols]
+        assert [seg.style.meta.get("cell") for seg in cells if seg.style] == list(range(smap.cols))
         assert "Partition 1 (proposed)" in str(app.query_one("#explain-text").render())
         smap.set_table(replace(plan, partitions=()))
         await pilot.pause()

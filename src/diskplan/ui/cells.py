@@ -221,14 +221,6 @@ class MapContent:
         i = self.item_index_at(lba)
         return self.items[i] if i >= 0 else None
 
-    def problem_at(self, lo: int, hi: int) -> int:
-        k = bisect_left(self._marker_lbas, lo)
-        level = 0
-        while k < len(self._marker_lbas) and self._marker_lbas[k] <= hi:
-            level = max(level, self._marker_levels[k])
-            k += 1
-        return level
-
     def partition_items(self) -> list[Item]:
         return [it for it in self.items if it.partition is not None]
 

@@ -118,11 +118,11 @@ class PartitionList(DataTable[str]):
         self._syncing = False
         self._follow: int | None = None
 
-    LABELS = (" ", "#", "start", "size", "name")
+    LABELS = (" #", "start", "size", "name")
 
     def show(self, content: MapContent) -> None:
         geom = content.geometry
-        rows: list[tuple[Text, str, str, str, str]] = []
+        rows: list[tuple[Text, str, str, str]] = []
         self._starts.clear()
         for item in content.partition_items():
             p = item.partition
@@ -136,13 +136,14 @@ class PartitionList(DataTable[str]):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (delete)".strip()
-            rows.append((flag, str(p.number), f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
+            flag.append(f" {p.number}")
+            rows.append((flag, f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
             self._starts[p.number] = p.start
         # Columns sized here, not by the table's own measuring (done on idle, after the first render,
         # which can leave the first frame with label-wide columns).
         self.clear(columns=True)
         for i, label in enumerate(self.LABELS):
-            width = max([len(label), *(len(str(r[i])) for r in rows)])
+            width = max([len(label), *(len(r[i]) for r in rows)])
             self.add_column(label, width=width)
         for row, key in zip(rows, self._starts, strict=True):
             self.add_row(*row, key=str(key))  # type: ignore[arg-type]
