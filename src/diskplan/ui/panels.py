@@ -76,12 +76,12 @@ class Legend(Static):
             text.append(f" {what}  ")
 
         key(" ", style("sectormap--part-0"), "partition")
-        key(g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "has findings")
-        key(g.problem, style("sectormap--problem-warning"), "problem here")
+        key(g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "findings")
+        key(g.problem, style("sectormap--problem-warning"), "problem")
         key(g.metadata, style("sectormap--metadata"), "table")
         key(g.free, style("sectormap--free"), "free")
         if geometry is not None and geometry.physical > geometry.logical:
-            key(g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)}")
+            key(g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)} block")
         key(g.grid_mib, style("sectormap--grid-mib"), "1 MiB")
         if geometry is not None and grain is not None:
             mib = (1 << 20) // geometry.logical
