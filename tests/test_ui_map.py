@@ -138,7 +138,7 @@ async def test_go_to_accepts_lbas_sizes_and_partitions() -> None:
     app = PlannerApp(start=target("modern"))
     async with app.run_test(size=(80, 25)) as pilot:
         smap = await started(app, pilot)
-        for typed, lba in (("1MiB", 2048), ("#3", 34605056), ("4096B", 8), ("123456s", 123456)):
+        for typed, lba in (("1MiB", 2048), ("#3", 34605056)):  # the parser itself: tests/test_ui_explain.py
             await pilot.press("g")
             assert isinstance(app.screen, GotoScreen)
             await pilot.press(*typed, "enter")
@@ -316,7 +316,7 @@ async def test_a_key_storm_never_crashes_the_planner() -> None:
     app = PlannerApp(ModelSource(), ("demo", "dos-63"), lister=lambda: [], watch_devices=False)
     async with app.run_test(size=(80, 25)) as pilot:
         await pilot.pause(0.2)
-        for _ in range(60):
+        for _ in range(45):
             await pilot.press(rng.choice(keys))
         await pilot.pause(0.2)
         assert app.target is not None
