@@ -3,9 +3,9 @@ moves and resizes replace one slot and bisect, they never rescan or re-sort the 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
+from costs import calls
 from diskplan.model.geometry import Geometry
 from diskplan.model.plan import Edge, Plan
 from diskplan.model.table import new_table
@@ -46,24 +46,6 @@ def drag(plan: Plan, number: int) -> Callable[[], None]:
             plan.resize_to(number, Edge.END, end + (i % 5) * 3000)
 
     return run
-
-
-def calls(fn: Callable[[], None]) -> int:
-    """How many Python and C function calls ``fn`` makes: deterministic, unlike a stopwatch (the
-    timings themselves live in `make bench`)."""
-    count = 0
-
-    def profile(frame: object, event: str, arg: object) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def test_a_step_does_the_same_work_on_20_tb_with_128_partitions() -> None:
