@@ -12,6 +12,8 @@ import os
 import stat
 from dataclasses import dataclass, replace
 
+from diskplan.discovery.topology import sysfs_dir
+
 
 @dataclass(frozen=True)
 class Use:
@@ -62,16 +64,7 @@ def _devnum(text: str | None) -> tuple[int, int] | None:
         return None
 
 
-def disk_sysdir(path: str, sys_root: str = "/sys") -> str | None:
-    """The sysfs directory of the block device at ``path`` (None for a regular file)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    d = f"{sys_root}/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    return os.path.realpath(d) if os.path.isdir(d) else None
+disk_sysdir = sysfs_dir  # the sysfs directory of a block device; None for a regular file
 
 
 def nodes(sysdir: str) -> list[Node]:
