@@ -188,6 +188,12 @@ def accepts(kind: str, target: str, answer: str) -> bool:
     return answer in {word, f"/dev/{word}", target, os.path.realpath(target)}
 
 
+def preload() -> None:
+    """Import pyparted in this process once, so that every child forked to read, preview, write and
+    verify inherits it instead of importing it again (about 40 ms a child). Importing opens no device."""
+    import diskplan.backend.libparted  # noqa: F401
+
+
 # --- looking at the target --------------------------------------------------------------------------
 
 
@@ -281,17 +287,22 @@ def prepare(
     *,
     sector_size: int | None = None,
     sectors: int | None = None,
+    current: Disk | None = None,
 ) -> Proposal:
     """Everything to show before asking: operations, the resulting table, refusals. Writes nothing.
-    ``sector_size``/``sectors``: what the plan was made for, when it says. Raises CommitError only when
+    ``sector_size``/``sectors``: what the plan was made for, when it says. ``current``: the target as
+    the caller read it a moment ago (backend.reader.read), so it is not read twice; the write checks
+    again that the disk is the same one and still holds what is deleted. Raises CommitError only when
     the target cannot be read at all."""
     if not os.path.exists(target):
         raise CommitError(f"{target}: no such file or device")
     try:
         ident = identity(target)
-        current = read(target)
+        current = current if current is not None and current.source == target else read(target)
     except (OSError, ReadError) as exc:
         raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
+    if ident.size // current.geometry.logical != current.geometry.sectors:
+        raise CommitError(f"{target} changed size while it was being read; try again")
     geom = current.geometry
     kind = "block" if ident.kind == "block" else "file"
     refusals: list[str] = []

@@ -301,10 +301,6 @@ def _set_attributes(disk: parted.Disk, part: parted.Partition, p: Partition, lab
             (part.setFlag if want else part.unsetFlag)(code)
 
 
-def _at(disk: parted.Disk, start: int, end: int) -> parted.Partition | None:
-    return next((q for q in disk.partitions if (q.geometry.start, q.geometry.end) == (start, end)), None)
-
-
 def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: Role) -> parted.Partition:
     # By length: pyparted's (start, end) form refuses a one-sector geometry (it wants end > start).
     geometry = parted.Geometry(device=device, start=start, length=end - start + 1)
@@ -343,12 +339,13 @@ def _minus(run: Extent, hole: Extent) -> list[Extent]:
 
 
 def _add_numbered(
-    disk: parted.Disk, device: parted.Device, p: Partition, label: str, spare: Iterator[int]
+    disk: parted.Disk, device: parted.Device, p: Partition, label: str, spare: Iterator[int], used: set[int]
 ) -> parted.Partition:
     """libparted gives a new partition the lowest free number and pyparted cannot set one: fill the
-    lower free numbers with one-sector placeholders, add, then drop the placeholders."""
+    lower free numbers with one-sector placeholders, add, then drop the placeholders. ``used``: the
+    numbers taken so far (kept up to date by the caller: asking pyparted for ``disk.partitions`` builds
+    a Python object per partition, which made 128 creations quadratic)."""
     placeholders = []
-    used = {q.number for q in disk.partitions if q.number > 0}
     for number in range(1, p.number):
         if number in used:
             continue
@@ -390,17 +387,21 @@ def build_disk(
     if disk.isFlagAvailable(parted.DISK_CYLINDER_ALIGNMENT):
         disk.unsetFlag(parted.DISK_CYLINDER_ALIGNMENT)  # otherwise msdos snaps partitions to cylinders
     order = {Role.LOGICAL: 0, Role.PRIMARY: 1, Role.EXTENDED: 2}  # logical ones live inside the extended one
-    doomed = [_at(disk, e.start, e.end) for e in delete]
+    # One walk over the existing partitions (pyparted builds an object per partition for every walk).
+    at = {} if fresh else {(q.geometry.start, q.geometry.end): q for q in disk.partitions}
+    doomed = [at.get((e.start, e.end)) for e in delete]
     for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_role(q)]):
         disk.deletePartition(part)
     if None in doomed:
         missing = [f"{e.start}..{e.end}" for e, q in zip(delete, doomed, strict=True) if q is None]
         raise BackendError(f"no partition to delete at {', '.join(missing)}: the disk changed since it was read")
     for p in change:
-        part = _at(disk, p.start, p.end)
-        if part is None:
+        part = at.get((p.start, p.end))
+        if part is None or any(part is q for q in doomed):
             raise BackendError(f"partition {p.number} is no longer at {p.start}..{p.end}")
         _set_attributes(disk, part, p, label)
+    # Numbers after the deletions (msdos renumbers logical partitions when one goes).
+    used = set() if fresh else {q.number for q in disk.partitions if q.number > 0}
     avoid = [p.extent for p in create]
     spare = _spare_sectors(disk, avoid)
     for p in sorted(create, key=lambda p: (p.role is Role.LOGICAL, p.number)):
@@ -410,7 +411,8 @@ def build_disk(
                 got = part.number
                 raise BackendError(f"libparted numbered the logical partition at {p.start} {got}, not {p.number}")
         else:
-            part = _add_numbered(disk, device, p, label, spare)
+            part = _add_numbered(disk, device, p, label, spare, used)
+        used.add(part.number)
         _set_attributes(disk, part, p, label)
     return disk
 

@@ -16,12 +16,9 @@ import argparse
 import sys
 from typing import Protocol
 
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
-
-from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
 from diskplan.cli.options import TargetError, open_target
+from diskplan.cli.textout import Out, columns
 from diskplan.discovery import inuse
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
@@ -32,11 +29,9 @@ OP_STYLE = {"label": "bold red", "delete": "red", "create": "green", "change": "
             "keep": "dim"}
 
 
-def consoles() -> tuple[Console, Console]:
-    """stdout and stderr; no markup (paths and libparted's messages may hold brackets) and no wrapping
-    (a path cut in two cannot be pasted; logs and scripts read whole lines)."""
-    return (Console(highlight=False, markup=False, soft_wrap=True),
-            Console(stderr=True, highlight=False, markup=False, soft_wrap=True))
+def consoles() -> tuple[Out, Out]:
+    """stdout and stderr: whole lines, colour only on a terminal."""
+    return Out(sys.stdout), Out(sys.stderr)
 
 
 def host() -> Host:
@@ -58,22 +53,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def render_proposal(p: Proposal, console: Console) -> None:
+def render_proposal(p: Proposal, console: Out) -> None:
     console.print(p.headline, style="bold")
     was = p.current.table.label or "no table"
     console.print(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}")
     console.print("Operations", style="bold")
     for op in p.operations:
-        console.print(Text.assemble("  ", (str(op), OP_STYLE.get(op.kind, ""))))
-    console.print(Text.assemble((f"Resulting {p.result.label} table", "bold"),
-                                f" (sectors of {p.sector_size} B, end inclusive)"))
-    t = RichTable(box=None, pad_edge=False, header_style="bold")
-    for col in ("#", "start", "end", "sectors", "size"):
-        t.add_column(col, justify="right")
-    for col in ("role", "type", "name", ""):
-        t.add_column(col)
-    for q in sorted(p.result.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number)):
-        t.add_row(
+        console.print("  ", (str(op), OP_STYLE.get(op.kind, "")))
+    console.print((f"Resulting {p.result.label} table", "bold"), f" (sectors of {p.sector_size} B, end inclusive)")
+    rows = [
+        (
             str(q.number),
             str(q.start),
             str(q.end),
@@ -84,26 +73,28 @@ def render_proposal(p: Proposal, console: Console) -> None:
             q.name,
             "new" if q.state is State.PROPOSED else "kept",
         )
-    console.print(t)
+        for q in sorted(p.result.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number))
+    ]
+    head, *body = columns(("#", "start", "end", "sectors", "size", "role", "type", "name", ""), rows, right=5)
+    console.print(head, style="bold")
+    console.lines(body)
     for note in p.notes:
-        console.print(Text.assemble(("note: ", "cyan"), note))
+        console.print(("note: ", "cyan"), note)
 
 
-def render_outcome(o: Outcome, console: Console, err: Console) -> None:
+def render_outcome(o: Outcome, console: Out, err: Out) -> None:
     if o.backup_path:
-        console.print(Text.assemble("backup of the old table: ", (o.backup_path, "bold")))
+        console.print("backup of the old table: ", (o.backup_path, "bold"))
     style = {Verdict.WRITTEN: "green", Verdict.NOTHING: "green", Verdict.REFUSED: "yellow", Verdict.FAILED: "bold red"}
-    (console if o.verdict in (Verdict.WRITTEN, Verdict.NOTHING) else err).print(
-        Text(o.message, style=style[o.verdict])
-    )
+    (console if o.verdict in (Verdict.WRITTEN, Verdict.NOTHING) else err).print(o.message, style=style[o.verdict])
     for line in o.details:
         err.print(f"  {line}")
     if o.kernel:
-        err.print(Text(f"warning: {o.kernel}", style="yellow"))
+        err.print(f"warning: {o.kernel}", style="yellow")
     if o.verdict is Verdict.FAILED:
         err.print(f"disk state: {o.state.value}")
     if o.restore_command:
-        err.print(Text(f"to put the old table back: {o.restore_command}", style="bold"))
+        err.print(f"to put the old table back: {o.restore_command}", style="bold")
 
 
 def _read_plan(path: str) -> str:
@@ -147,6 +138,7 @@ def main(argv: list[str]) -> int:
     except PlanFileError as exc:
         err.print(f"diskplan apply: {args.plan}: {exc}")
         return 2
+    preload()  # the children that read, preview, write and verify inherit pyparted instead of importing it
     try:
         disk = open_target(args.target)
     except TargetError as exc:
@@ -159,18 +151,18 @@ def main(argv: list[str]) -> int:
         return 1
     h = host()
     try:
-        proposal = prepare(args.target, desired, h, sector_size=spec.sector_size)
+        proposal = prepare(args.target, desired, h, sector_size=spec.sector_size, current=disk)
     except CommitError as exc:
         err.print(f"diskplan apply: {exc}")
         return 2
     render_proposal(proposal, console)
     if proposal.refusals:
         for r in proposal.refusals:
-            err.print(Text(f"refused: {r}", style="yellow"))
+            err.print(f"refused: {r}", style="yellow")
         err.print("Nothing was written.")
         return 1
     if not proposal.changes:
-        console.print(Text("nothing to do: the disk already holds the plan", style="green"))
+        console.print("nothing to do: the disk already holds the plan", style="green")
         return 0
     if not args.yes:
         console.print("Nothing written: run again with --yes to write (a backup of the old table is saved first).")

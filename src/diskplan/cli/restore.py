@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-from rich.text import Text
-
 from diskplan.backend.commit import CommitError
 from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
 from diskplan.cli.apply import confirm, consoles, host, render_outcome
+from diskplan.cli.textout import Out
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,20 +29,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def render(r: RestoreProposal, console: Console) -> None:
+def render(r: RestoreProposal, console: Out) -> None:
     b = r.backup
     model = f" ({b.model})" if b.model else ""
-    console.print(Text.assemble((r.backup_path, "bold"), f": taken from {b.target}{model} at {b.created or '?'}"))
+    console.print((r.backup_path, "bold"), f": taken from {b.target}{model} at {b.created or '?'}")
     console.print(f"{b.sectors} sectors × {b.sector_size} B; {b.saved_sectors} sectors saved in "
                   f"{len(b.chunks)} run(s); the old table was {b.label}")
     if b.dump:
         console.print("Old table (sfdisk dump)", style="bold")
-        console.print(b.dump.rstrip("\n"))
+        console.lines(b.dump.rstrip("\n").split("\n"))
     if r.changed:
         runs = ", ".join(f"{e.start}..{e.end}" for e in r.changed[:8]) + (" …" if len(r.changed) > 8 else "")
         console.print(f"sectors that now differ on {r.target} and would be put back: {runs}")
     for note in r.notes:
-        console.print(Text.assemble(("note: ", "cyan"), note))
+        console.print(("note: ", "cyan"), note)
 
 
 def main(argv: list[str]) -> int:
@@ -59,11 +57,11 @@ def main(argv: list[str]) -> int:
     render(proposal, console)
     if proposal.refusals:
         for r in proposal.refusals:
-            err.print(Text(f"refused: {r}", style="yellow"))
+            err.print(f"refused: {r}", style="yellow")
         err.print("Nothing was written.")
         return 1
     if not proposal.changed:
-        console.print(Text(f"nothing to do: {args.target} already holds the backed-up sectors", style="green"))
+        console.print(f"nothing to do: {args.target} already holds the backed-up sectors", style="green")
         return 0
     if not args.yes:
         console.print("Nothing written: run again with --yes to put these sectors back.")

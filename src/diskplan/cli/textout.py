@@ -1,0 +1,93 @@
+"""Plain line output for the one-shot commands (apply, restore): whole lines, never wrapped (a path cut
+in two cannot be pasted; scripts read whole lines), coloured only on a terminal.
+
+Not rich: importing it and laying out a 128-row table took longer than writing the table to the disk.
+Text that comes from a disk or a plan (partition names, paths, libparted's messages) is shown with its
+control characters escaped, so a crafted name cannot move the cursor or retitle the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Sequence
+from typing import TextIO
+
+SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+Part = str | tuple[str, str]  # text, or (text, style) with style like "bold red"
+
+
+def clean(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1) shown as escapes; tabs become a space."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch == "\t":
+            out.append(" ")
+        elif ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf"):
+            out.append(ch)
+        else:
+            out.append(ascii(ch)[1:-1])
+    return "".join(out)
+
+
+def width(text: str) -> int:
+    """Terminal cells: wide (CJK) characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
+    )
+
+
+def _use_colour(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Out:
+    """One output stream: ``print("text", style="bold")`` or ``print("a ", ("b", "red"))``."""
+
+    def __init__(self, stream: TextIO, colour: bool | None = None) -> None:
+        self.stream = stream
+        self.colour = _use_colour(stream) if colour is None else colour
+
+    def styled(self, text: str, style: str) -> str:
+        text = clean(text)
+        codes = [SGR[w] for w in style.split() if w in SGR]
+        if not (self.colour and codes):
+            return text
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+
+    def print(self, *parts: Part, style: str = "") -> None:
+        line = "".join(self.styled(p, style) if isinstance(p, str) else self.styled(*p) for p in parts)
+        self.stream.write(line + "\n")
+
+    def lines(self, lines: Sequence[str]) -> None:
+        """Many plain lines in one write."""
+        if lines:
+            self.stream.write("".join(clean(line) + "\n" for line in lines))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def columns(header: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
+    """Rows aligned in columns two spaces apart; the first ``right`` columns right-aligned (numbers).
+    One pass to measure, one to lay out: linear in the number of rows."""
+    cells = [[clean(c) for c in header], *([clean(c) for c in r] for r in rows)]
+    widths = [max(width(r[i]) for r in cells) for i in range(len(header))]
+    out = []
+    for r in cells:
+        padded = [
+            " " * (w - width(c)) + c if i < right else c + " " * (w - width(c))
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(padded).rstrip())
+    return out
