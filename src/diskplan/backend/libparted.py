@@ -57,8 +57,12 @@ def _read_handler(kind: int, options: int, message: str) -> int:
     _messages.append(" ".join(message.split()))
     for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
         if options & answer:
+            _went_on.add(_messages[-1])
             return answer
     return _ped.EXCEPTION_RESOLVE_CANCEL
+
+
+_went_on: set[str] = set()  # messages _read_handler answered so that libparted would go on
 
 
 @contextmanager
@@ -200,6 +204,8 @@ def read_disk(path: str) -> Disk:
             disk = parted.newDisk(device)
         except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
             reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
+            if reason in _went_on:  # pyparted repeats a question we answered; the failure came later, unsaid
+                reason = f"it failed after saying: {reason}"
             raise BackendError(f"libparted refused it: {reason}") from exc
         label = disk.type
         if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
