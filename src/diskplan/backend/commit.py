@@ -392,8 +392,22 @@ def _preview_child(
 # --- writing ----------------------------------------------------------------------------------------
 
 
-def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[str, ...]]:
-    from diskplan.backend.libparted import BackendError, commit_table
+@dataclass(frozen=True)
+class _Written:
+    """What the commit child reports: the kernel's news, libparted's messages, and the table read back
+    (None when it could not be read: ``problems`` says why)."""
+
+    told: bool
+    why_not: str
+    messages: tuple[str, ...]
+    found: Table | None
+    problems: tuple[str, ...]
+
+
+def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
+    """Write with one libparted commit, tell the kernel, then read the table back from the device with a
+    new libparted disk and diskplan's raw checks: one fork (and one pyparted start) for all of it."""
+    from diskplan.backend.libparted import BackendError, commit_table, read_back
 
     try:
         same = identity(p.target) == p.identity
@@ -401,7 +415,7 @@ def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[st
         raise BackendError(f"{p.target} is gone: {exc.strerror}") from exc
     if not same:  # checked again here, the last moment before libparted opens it
         raise BackendError(f"{p.target} is no longer the disk that was read: it vanished or was replaced")
-    return commit_table(
+    told, why_not, messages = commit_table(
         p.target,
         p.result.label or "",
         fresh=p.fresh,
@@ -413,6 +427,13 @@ def _commit_child(p: Proposal, fault: Fault | None) -> tuple[bool, str, tuple[st
         expect=p.placed,
         after_write=(lambda: fault("write")) if fault else None,
     )
+    if fault:
+        fault("verify")
+    try:
+        found, problems = read_back(p.target, p.sectors, p.sector_size)
+    except (BackendError, OSError) as exc:  # written: a failed read-back is a verification failure
+        return _Written(told, why_not, messages, None, (f"the disk cannot be read back: {exc}",))
+    return _Written(told, why_not, messages, found, problems)
 
 
 @contextlib.contextmanager
@@ -508,32 +529,30 @@ def _write_and_verify(
     try:
         if fault:
             fault("backup")
-        step(3, "writing the table (one libparted commit) and telling the kernel")
-        told, why_not, messages = run_isolated(_commit_child, p, fault, timeout=WRITE_TIMEOUT)
-        if fault:
-            fault("verify")
+        step(3, "writing the table (one libparted commit), telling the kernel and reading it back")
+        w: _Written = run_isolated(_commit_child, p, fault, timeout=WRITE_TIMEOUT)
     except Exception as exc:  # any failure here, even a test's injected one, needs the state report
         reason = exc.reason if isinstance(exc, IsolatedFailure) else " ".join(str(exc).split()) or type(exc).__name__
         state, how = state_after_failure(saved, p.target)
         return replace(base, verdict=Verdict.FAILED, state=state, message=f"the write failed: {reason}", details=(how,))
 
-    step(4, "reading the table back and comparing it with the plan")
-    diffs = verify(p.target, p.result)
+    step(4, "comparing the table read back with the plan")
+    diffs = [*w.problems, *(differences(p.result, w.found) if w.found is not None else ())]
     if diffs:
         state, how = state_after_failure(saved, p.target)
         state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
         return replace(base, verdict=Verdict.FAILED, state=state, message="the disk does not hold the plan",
-                       details=(*diffs, how, *messages))
+                       details=(*diffs, how, *w.messages))
     step(5, "checking the kernel's partition list")
     kernel = ""
     if p.kind == "block":
         stale = kernel_differences(p.target, p.result, p.sector_size, host)
-        if not told or stale:
-            what = "; ".join([*([why_not] if why_not else []), *stale]) or "it refused"
+        if not w.told or stale:
+            what = "; ".join([*([w.why_not] if w.why_not else []), *stale]) or "it refused"
             kernel = (
                 f"the table is written, but the kernel could not be told ({what}). The old partitions stay in "
                 f"use until `partx -u {p.target}` succeeds or the machine reboots"
             )
     msg = f"written and verified: {p.target} holds the plan"
     return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, message=msg, kernel=kernel,
-                   details=tuple(messages))
+                   details=tuple(w.messages))

@@ -8,6 +8,7 @@ Callers read through ``backend.reader`` (a forked child) so a libparted crash ca
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 import _ped
 import parted
 
-from diskplan.backend.gptcheck import GptState, check_gpt
+from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
 from diskplan.model.disk import Disk
@@ -65,15 +66,27 @@ def _read_handler(kind: int, options: int, message: str) -> int:
 _went_on: set[str] = set()  # messages _read_handler answered so that libparted would go on
 
 
+# pyparted 3.13's register_exn_handler stores the function without taking a reference and drops one
+# from the function it replaces. Unbalanced, the second swap in one process frees a handler that is
+# still in use (SIGSEGV in func_dealloc): a child that writes and then reads back did exactly that.
+# Each registration hands pyparted a reference of its own, kept here; a few entries per process.
+_pyparted_refs: list[Callable[[int, int, str], int]] = []
+
+
+def _register(handler: Callable[[int, int, str], int]) -> None:
+    _pyparted_refs.append(handler)
+    _ped.register_exn_handler(handler)
+
+
 @contextmanager
 def answering(handler=_handler) -> Iterator[list[str]]:  # type: ignore[no-untyped-def]
     """Install our handler for the duration; yields the list that collects libparted's messages."""
     _messages.clear()
-    _ped.register_exn_handler(handler)
+    _register(handler)
     try:
         yield _messages
     finally:
-        _ped.register_exn_handler(_handler)
+        _register(_handler)
 
 
 def _raw_types(path: str, label: str, sector: int, gpt: GptState | None) -> dict[int, str]:
@@ -257,11 +270,21 @@ _KIND = {
 _TYPE_FLAGS = frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
 
 
+# Flag names to libparted's codes. Flags are read and set on the _ped partition itself: pyparted wraps
+# every call in two setlocale() calls (for untranslated messages; our children never set LC_MESSAGES),
+# which made setting 128 partitions' attributes cost more than building the table.
+_FLAG_CODES = {text: int(code) for code, text in parted.partitionFlag.items()}
+
+
 def _flag_code(name: str) -> int | None:
-    for code, text in parted.partitionFlag.items():
-        if text == name:
-            return int(code)
-    return None
+    return _FLAG_CODES.get(name)
+
+
+_lookup = functools.cache(ptypes.lookup)  # a 128-partition plan names the same type 128 times
+
+
+def _flags_set(ped: _ped.Partition) -> list[str]:
+    return [name for name, code in _FLAG_CODES.items() if ped.get_flag(code)]
 
 
 def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
@@ -269,28 +292,30 @@ def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
     it cannot express rather than write a different one."""
     if not p.type or p.role is Role.EXTENDED:
         return
-    t = ptypes.lookup(p.type)
+    t = _lookup(p.type)
     if t is None or (label == "gpt" and t.gpt is None) or (label == "msdos" and t.mbr is None) or not (t.fs or t.flag):
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
+    ped = part.getPedPartition()
     flag = _flag_code(t.flag) if t.flag else None
-    if t.fs is None and (flag is None or not part.isFlagAvailable(flag)):
+    if t.fs is None and (flag is None or not ped.is_flag_available(flag)):
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
-    for name in part.getFlagsAsString().split(", "):
-        code = _flag_code(name) if name in _TYPE_FLAGS and name != "boot" else None
-        if code is not None:
-            part.unsetFlag(code)
+    for name in _flags_set(ped):
+        if name in _TYPE_FLAGS and name != "boot":
+            ped.set_flag(_FLAG_CODES[name], 0)
     if t.fs:
         part.system = parted.fileSystemType[t.fs]
-    if flag is not None and part.isFlagAvailable(flag):
-        part.setFlag(flag)
+    if flag is not None and ped.is_flag_available(flag):
+        ped.set_flag(flag, 1)
 
 
-def _set_attributes(disk: parted.Disk, part: parted.Partition, p: Partition, label: str) -> None:
-    """Type, GPT name and attribute flags exactly as ``p`` says (flags it does not name are cleared)."""
+def _set_attributes(part: parted.Partition, p: Partition, label: str, named: bool) -> None:
+    """Type, GPT name and attribute flags exactly as ``p`` says (flags it does not name are cleared).
+    ``named``: the label has partition names."""
     if p.role is Role.EXTENDED:
         return
     _set_type(part, p, label)
-    if disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME) and (p.name or part.name):
+    ped = part.getPedPartition()
+    if named and (p.name or part.name):
         part.name = p.name
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
@@ -298,13 +323,13 @@ def _set_attributes(disk: parted.Disk, part: parted.Partition, p: Partition, lab
             raise BackendError(f"libparted 3.5 cannot set the {flag} flag of partition {p.number} on {label}")
     for name in settable:
         code = _flag_code(name)
-        if code is None or not part.isFlagAvailable(code):
+        if code is None or not ped.is_flag_available(code):
             if name in p.flags:
                 raise BackendError(f"libparted has no {name} flag for partition {p.number} on {label}")
             continue
         want = name in p.flags
-        if bool(part.getFlag(code)) != want:
-            (part.setFlag if want else part.unsetFlag)(code)
+        if bool(ped.get_flag(code)) != want:
+            ped.set_flag(code, int(want))
 
 
 def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: Role) -> parted.Partition:
@@ -401,11 +426,12 @@ def build_disk(
     if None in doomed:
         missing = [f"{e.start}..{e.end}" for e, q in zip(delete, doomed, strict=True) if q is None]
         raise BackendError(f"no partition to delete at {', '.join(missing)}: the disk changed since it was read")
+    named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
     for p in change:
         part = at.get((p.start, p.end))
         if part is None or any(part is q for q in doomed):
             raise BackendError(f"partition {p.number} is no longer at {p.start}..{p.end}")
-        _set_attributes(disk, part, p, label)
+        _set_attributes(part, p, label, named)
     # Numbers after the deletions (msdos renumbers logical partitions when one goes).
     used = set() if fresh else {q.number for q in disk.partitions if q.number > 0}
     avoid = [p.extent for p in create]
@@ -419,7 +445,7 @@ def build_disk(
         else:
             part = _add_numbered(disk, device, p, label, spare, used)
         used.add(part.number)
-        _set_attributes(disk, part, p, label)
+        _set_attributes(part, p, label, named)
     return disk
 
 
@@ -538,6 +564,97 @@ def commit_table(
         if said:
             told = False
         return told, " ".join(said), tuple(messages[:before])
+
+
+def _ped_name(q: _ped.Partition) -> str:
+    try:
+        return q.get_name() or ""
+    except _ped.PartedException:
+        return ""
+
+
+@contextmanager
+def _no_filesystem_probing() -> Iterator[None]:
+    """Take libparted's filesystem types off its list for the duration. Reading a table otherwise probes
+    every partition for each of them (128 partitions: 44,000 reads, 60 ms), and the comparison after a
+    write looks at the table, not at what the partitions hold. Public libparted API, reached through the
+    library _ped is linked with; when it cannot be reached, probing simply stays. The list is put back
+    as it was (libparted's own clean-up at exit unregisters every type and asserts that each is there)."""
+    taken: list[int] = []
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
+        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
+        register = lib.ped_file_system_type_register
+    except (OSError, AttributeError, ImportError):
+        yield
+        return
+    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
+    register.restype, register.argtypes = None, [ctypes.c_void_p]
+    try:
+        while len(taken) < 256 and (fs_type := get_next(None)):  # libparted 3.5 has about twenty
+            unregister(fs_type)
+            taken.append(fs_type)
+        yield
+    finally:
+        for fs_type in reversed(taken):  # register() puts each at the head: the list ends up as it was
+            register(fs_type)
+
+
+def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[str, ...]]:
+    """What ``path`` holds now, for verifying a write: a new libparted disk read from the device (not
+    the one that was committed), with types from the raw entries, and what is wrong with the raw bytes
+    themselves (a GPT copy failing its CRCs, copies that disagree, a broken EBR chain). Returns (table,
+    problems); raises BackendError when libparted cannot read it at all. Run it in a child: the commit
+    child calls it right after the write, so writing and verifying cost one fork.
+
+    Lean on purpose (it runs on every write): no filesystem probing, partitions walked on the _ped disk
+    without pyparted's per-call locale switching, none of the reader's findings."""
+    with answering(_read_handler):
+        try:
+            device = parted.getDevice(path)
+            with _no_filesystem_probing():
+                disk = parted.newDisk(device)
+        except _PED_ERRORS as exc:
+            raise BackendError(f"libparted cannot read it back: {' '.join(str(exc).split())}") from exc
+        label = disk.type
+        problems: list[str] = []
+        gpt = check_gpt(path, sector_size, sectors) if label == "gpt" else None
+        if gpt is not None:
+            problems += [f"the {c.which} GPT {c.problem}" for c in (gpt.primary, gpt.backup) if c.problem]
+            differ = copies_differ(gpt)
+            if differ:
+                problems.append(f"the two GPT copies differ: {differ}")
+        elif label == "gpt":
+            problems.append("no GPT header is readable")
+        if label == "msdos":
+            layout = mbr_layout(path, sector_size, sectors)
+            if layout is not None:
+                problems += [f"the extended partition {n} has no EBR at LBA {lba}" for n, lba in layout.missing_ebr]
+                problems += [f"the EBR chain of partition {n} is damaged: {why}" for n, why in layout.chain_problems]
+        types = _raw_types(path, label, sector_size, gpt)
+        named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
+        hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
+        pdisk = disk.getPedDisk()
+        parts = []
+        q = pdisk.next_partition()
+        while q is not None:
+            if not q.type & hidden:
+                role = (
+                    Role.EXTENDED if q.type & parted.PARTITION_EXTENDED
+                    else Role.LOGICAL if q.type & parted.PARTITION_LOGICAL
+                    else Role.PRIMARY
+                )
+                parts.append(Partition(
+                    number=q.num, start=q.geom.start, end=q.geom.end, type=types.get(q.num, ""),
+                    name=_ped_name(q) if named else "", flags=tuple(_flags_set(q)), role=role,
+                    state=State.EXISTING,
+                ))
+            q = pdisk.next_partition(q)
+        ordered = tuple(sorted(parts, key=lambda p: (p.start, p.number)))
+        return Table(label=label, first_usable=0, last_usable=sectors - 1, partitions=ordered), tuple(problems)
 
 
 def _keep_boot_code(path: str, old: bytes) -> None:
