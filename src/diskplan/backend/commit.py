@@ -8,10 +8,15 @@ The steps, each its own function so a UI can show them one by one:
    Nothing is written. The ``Proposal`` says what to show and what to ask (type the device name for a
    block device, "yes" for an image file).
 2. ``execute(proposal, answer, host)`` checks again (someone may have mounted it meanwhile), saves the
-   backup (backend.backup), writes the table with one libparted commit in a child, tells the kernel,
-   re-reads the disk and compares it with the plan sector for sector. The ``Outcome`` says exactly what
-   state the disk is in, and how to restore when something went wrong.
+   backup (backend.backup), then in one child writes the table with one libparted commit, tells the
+   kernel and reads the table back (a new libparted disk from the device, plus diskplan's own checks of
+   the raw GPT copies or EBR chain); the parent compares it with the plan sector for sector. The
+   ``Outcome`` says exactly what state the disk is in, and how to restore when something went wrong.
 3. backend.restore puts a backup back byte for byte, the same way.
+
+Speed (a 128-partition GPT is written as fast as ``sfdisk`` writes it from a script): a caller that has
+just read the target passes it to ``prepare(current=...)``; ``preload()`` imports pyparted once so the
+three children (read, preview, write + read back) do not each import it again.
 
 What each plan does to the table (the operations, the resulting table, what makes a plan unwritable,
 the comparison after the write) is pure and lives in model.operations.

@@ -287,7 +287,15 @@ def _flags_set(ped: _ped.Partition) -> list[str]:
     return [name for name, code in _FLAG_CODES.items() if ped.get_flag(code)]
 
 
-def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
+def _kind_role(kind: int) -> Role:
+    if kind & parted.PARTITION_EXTENDED:
+        return Role.EXTENDED
+    if kind & parted.PARTITION_LOGICAL:
+        return Role.LOGICAL
+    return Role.PRIMARY
+
+
+def _set_type(ped: _ped.Partition, p: Partition, label: str) -> None:
     """libparted 3.5 sets a type GUID / MBR id only through a flag or a filesystem type; refuse a type
     it cannot express rather than write a different one."""
     if not p.type or p.role is Role.EXTENDED:
@@ -295,7 +303,6 @@ def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
     t = _lookup(p.type)
     if t is None or (label == "gpt" and t.gpt is None) or (label == "msdos" and t.mbr is None) or not (t.fs or t.flag):
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
-    ped = part.getPedPartition()
     flag = _flag_code(t.flag) if t.flag else None
     if t.fs is None and (flag is None or not ped.is_flag_available(flag)):
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
@@ -303,20 +310,19 @@ def _set_type(part: parted.Partition, p: Partition, label: str) -> None:
         if name in _TYPE_FLAGS and name != "boot":
             ped.set_flag(_FLAG_CODES[name], 0)
     if t.fs:
-        part.system = parted.fileSystemType[t.fs]
+        ped.set_system(parted.fileSystemType[t.fs])
     if flag is not None and ped.is_flag_available(flag):
         ped.set_flag(flag, 1)
 
 
-def _set_attributes(part: parted.Partition, p: Partition, label: str, named: bool) -> None:
+def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) -> None:
     """Type, GPT name and attribute flags exactly as ``p`` says (flags it does not name are cleared).
     ``named``: the label has partition names."""
     if p.role is Role.EXTENDED:
         return
-    _set_type(part, p, label)
-    ped = part.getPedPartition()
-    if named and (p.name or part.name):
-        part.name = p.name
+    _set_type(ped, p, label)
+    if named and (p.name or _ped_name(ped)):
+        ped.set_name(p.name)
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
         if flag not in settable and flag not in _TYPE_FLAGS:
@@ -332,15 +338,19 @@ def _set_attributes(part: parted.Partition, p: Partition, label: str, named: boo
             ped.set_flag(code, int(want))
 
 
-def _add(disk: parted.Disk, device: parted.Device, start: int, end: int, role: Role) -> parted.Partition:
-    # By length: pyparted's (start, end) form refuses a one-sector geometry (it wants end > start).
-    geometry = parted.Geometry(device=device, start=start, length=end - start + 1)
-    part = parted.Partition(disk=disk, type=_KIND[role], geometry=geometry)
+def _add(disk: parted.Disk, start: int, end: int, role: Role) -> _ped.Partition:
+    """Add a partition at exactly start..end. On the _ped disk (pyparted's wrappers cost more than
+    libparted's work); pyparted's cached partition list is invalidated as its own addPartition does."""
+    pdisk = disk.getPedDisk()
     try:
-        disk.addPartition(part, parted.Constraint(exactGeom=geometry))
+        part = _ped.Partition(pdisk, _KIND[role], start, end)
+        # By length: a one-sector geometry is fine this way.
+        pdisk.add_partition(part, _ped.constraint_exact(_ped.Geometry(pdisk.dev, start, end - start + 1)))
     except _PED_ERRORS as exc:
         reason = " ".join(str(exc).split())
         raise BackendError(f"libparted cannot place a partition at {start}..{end}: {reason}") from exc
+    finally:
+        disk.partitions.invalidate()
     return part
 
 
@@ -369,9 +379,7 @@ def _minus(run: Extent, hole: Extent) -> list[Extent]:
     return out
 
 
-def _add_numbered(
-    disk: parted.Disk, device: parted.Device, p: Partition, label: str, spare: Iterator[int], used: set[int]
-) -> parted.Partition:
+def _add_numbered(disk: parted.Disk, p: Partition, spare: Iterator[int], used: set[int]) -> _ped.Partition:
     """libparted gives a new partition the lowest free number and pyparted cannot set one: fill the
     lower free numbers with one-sector placeholders, add, then drop the placeholders. ``used``: the
     numbers taken so far (kept up to date by the caller: asking pyparted for ``disk.partitions`` builds
@@ -383,18 +391,20 @@ def _add_numbered(
         for lba in spare:
             said = len(_messages)
             try:
-                placeholders.append(_add(disk, device, lba, lba, Role.PRIMARY))
+                placeholders.append(_add(disk, lba, lba, Role.PRIMARY))
                 break
             except BackendError:
                 del _messages[said:]  # a refused spot is not news: try the next one
                 continue
         else:
             raise BackendError(f"no free sector to hold number {number} open while creating partition {p.number}")
-    part = _add(disk, device, p.start, p.end, p.role)
+    part = _add(disk, p.start, p.end, p.role)
+    pdisk = disk.getPedDisk()
     for q in placeholders:
-        disk.deletePartition(q)
-    if part.number != p.number:
-        raise BackendError(f"libparted numbered the partition at {p.start}..{p.end} {part.number}, not {p.number}")
+        pdisk.delete_partition(q)
+    disk.partitions.invalidate()
+    if part.num != p.number:
+        raise BackendError(f"libparted numbered the partition at {p.start}..{p.end} {part.num}, not {p.number}")
     return part
 
 
@@ -428,30 +438,40 @@ def build_disk(
         raise BackendError(f"no partition to delete at {', '.join(missing)}: the disk changed since it was read")
     named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
     for p in change:
-        part = at.get((p.start, p.end))
-        if part is None or any(part is q for q in doomed):
+        kept = at.get((p.start, p.end))
+        if kept is None or any(kept is q for q in doomed):
             raise BackendError(f"partition {p.number} is no longer at {p.start}..{p.end}")
-        _set_attributes(part, p, label, named)
+        _set_attributes(kept.getPedPartition(), p, label, named)
     # Numbers after the deletions (msdos renumbers logical partitions when one goes).
     used = set() if fresh else {q.number for q in disk.partitions if q.number > 0}
     avoid = [p.extent for p in create]
     spare = _spare_sectors(disk, avoid)
     for p in sorted(create, key=lambda p: (p.role is Role.LOGICAL, p.number)):
         if p.role is Role.LOGICAL:
-            part = _add(disk, device, p.start, p.end, p.role)
-            if part.number != p.number:
-                got = part.number
-                raise BackendError(f"libparted numbered the logical partition at {p.start} {got}, not {p.number}")
+            new = _add(disk, p.start, p.end, p.role)
+            if new.num != p.number:
+                raise BackendError(f"libparted numbered the logical partition at {p.start} {new.num}, not {p.number}")
         else:
-            part = _add_numbered(disk, device, p, label, spare, used)
-        used.add(part.number)
-        _set_attributes(part, p, label, named)
+            new = _add_numbered(disk, p, spare, used)
+        used.add(new.num)
+        _set_attributes(new, p, label, named)
     return disk
+
+
+def _walk(disk: parted.Disk) -> Iterator[_ped.Partition]:
+    """The real partitions of ``disk`` (no free space or metadata), walked on the _ped disk."""
+    hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
+    pdisk = disk.getPedDisk()
+    q = pdisk.next_partition()
+    while q is not None:
+        if not q.type & hidden:
+            yield q
+        q = pdisk.next_partition(q)
 
 
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
     """Number, extent and role of every partition in the in-memory table."""
-    parts = (Partition(q.number, q.geometry.start, q.geometry.end, role=_role(q)) for q in disk.partitions)
+    parts = (Partition(q.num, q.geom.start, q.geom.end, role=_kind_role(q.type)) for q in _walk(disk))
     return tuple(sorted(parts, key=lambda p: p.number))
 
 
@@ -636,23 +656,14 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
                 problems += [f"the EBR chain of partition {n} is damaged: {why}" for n, why in layout.chain_problems]
         types = _raw_types(path, label, sector_size, gpt)
         named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
-        hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
-        pdisk = disk.getPedDisk()
-        parts = []
-        q = pdisk.next_partition()
-        while q is not None:
-            if not q.type & hidden:
-                role = (
-                    Role.EXTENDED if q.type & parted.PARTITION_EXTENDED
-                    else Role.LOGICAL if q.type & parted.PARTITION_LOGICAL
-                    else Role.PRIMARY
-                )
-                parts.append(Partition(
-                    number=q.num, start=q.geom.start, end=q.geom.end, type=types.get(q.num, ""),
-                    name=_ped_name(q) if named else "", flags=tuple(_flags_set(q)), role=role,
-                    state=State.EXISTING,
-                ))
-            q = pdisk.next_partition(q)
+        parts = [
+            Partition(
+                number=q.num, start=q.geom.start, end=q.geom.end, type=types.get(q.num, ""),
+                name=_ped_name(q) if named else "", flags=tuple(_flags_set(q)), role=_kind_role(q.type),
+                state=State.EXISTING,
+            )
+            for q in _walk(disk)
+        ]
         ordered = tuple(sorted(parts, key=lambda p: (p.start, p.number)))
         return Table(label=label, first_usable=0, last_usable=sectors - 1, partitions=ordered), tuple(problems)
 
