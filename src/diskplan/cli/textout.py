@@ -18,19 +18,17 @@ SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cya
 Part = str | tuple[str, str]  # text, or (text, style) with style like "bold red"
 
 
+UNSAFE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # controls, format (bidi overrides), surrogates, separators
+
+
 def clean(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1) shown as escapes; tabs become a space."""
+    """``text`` with control, format (bidi override) and line-separator characters shown as escapes
+    (``\\x1b``); a tab becomes a space."""
     if text.isprintable():
         return text
-    out = []
-    for ch in text:
-        if ch == "\t":
-            out.append(" ")
-        elif ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf"):
-            out.append(ch)
-        else:
-            out.append(ascii(ch)[1:-1])
-    return "".join(out)
+    return "".join(
+        " " if ch == "\t" else ascii(ch)[1:-1] if unicodedata.category(ch) in UNSAFE else ch for ch in text
+    )
 
 
 def width(text: str) -> int:
