@@ -436,8 +436,9 @@ def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
         fault("verify")
     try:
         found, problems = read_back(p.target, p.sectors, p.sector_size)
-    except (BackendError, OSError) as exc:  # written: a failed read-back is a verification failure
-        return _Written(told, why_not, messages, None, (f"the disk cannot be read back: {exc}",))
+    except Exception as exc:  # the table is written: a failed read-back is a failed verification, not a failed write
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        return _Written(told, why_not, messages, None, (f"the disk cannot be read back: {why}",))
     return _Written(told, why_not, messages, found, problems)
 
 
