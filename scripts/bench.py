@@ -93,6 +93,8 @@ def _drain(master: int, until: Callable[[], bool], quiet: float | None, limit: f
 def term_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", COLUMNS="80", LINES="25")
     env.pop("TEXTUAL", None)
+    # An installed diskplan runs from bytecode, as the floor's Textual does: don't make ours recompile every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra)
     return env
 
@@ -183,7 +185,7 @@ def bench_write(runs: int) -> list[Row]:
         def timed(cmd: list[str], stdin: str | None = None) -> float:
             fresh()
             t0 = time.perf_counter()
-            proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+            proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=term_env())
             dt = time.perf_counter() - t0
             if proc.returncode != 0:
                 raise RuntimeError(f"{cmd[0]} failed: {proc.stderr.strip()[-300:]}")
@@ -220,7 +222,13 @@ BENCHES: dict[str, Callable[[int], list[Row]] | None] = {
 }
 
 
+def compile_sources() -> None:
+    """Write the bytecode an installed copy would have (this machine may set PYTHONDONTWRITEBYTECODE)."""
+    subprocess.run([PY, "-m", "compileall", "-q", str(REPO / "src"), str(REPO / "scripts")], check=False)
+
+
 def main() -> int:
+    compile_sources()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", nargs="*", choices=list(BENCHES))
