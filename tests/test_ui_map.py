@@ -271,8 +271,10 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
             cells = list(smap.render_line(row_y))[1 : 1 + smap.cols]  # after the LBA label
             return [i for i, seg in enumerate(cells) if i != cursor_col and seg.style and seg.style.bold]
 
+        assert bold_cells()  # the partition under the cursor is selected: drawn in bold
+        smap.select(None)
         assert bold_cells() == []
-        smap.select(1)  # a plan's selected proposal is drawn in bold
+        smap.select(1)
         assert bold_cells()
         cells = list(smap.render_line(row_y))[1 : 1 + smap.cols]
         assert [seg.style.meta.get("cell") for seg in cells if seg.style] == list(range(smap.cols))

@@ -75,7 +75,7 @@ class CliSource:
 
     def open_path(self, path: str) -> Target:
         disk = open_target(path, self.args)
-        return Target(disk, path)
+        return Target(disk, path, path=path)
 
     def open_demo(self, name: str) -> Target:
         early = self._early.pop(demos.find(name).name, None)
@@ -97,7 +97,7 @@ class CliSource:
             note = f"{exc}. Showing the planned table without writing an image."
             return Target(disk, title, s.lesson, note, s.name)
         disk = apply_overrides(s.dress(open_target(image.device)), self.args)
-        return Target(disk, title, s.lesson, "", s.name)
+        return Target(disk, title, s.lesson, "", s.name, path=image.device)
 
     def close(self) -> None:
         self.workspace.close()

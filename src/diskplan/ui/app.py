@@ -1,4 +1,6 @@
-"""The planner application: the sector map with its status line, partition list, explanations and facts."""
+"""The planner application: the sector map with its status line, partition list, explanations, facts and
+pending changes. What changes the plan lives in plan_actions.py; this module lays out the screen, opens
+disks and follows the cursor."""
 
 from __future__ import annotations
 
@@ -14,14 +16,27 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from diskplan.backend.commit import Host
 from diskplan.model import demos
-from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.extent import State
+from diskplan.model.grain import Grain
 from diskplan.model.report import build_report
 from diskplan.ui.cells import Item
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
-from diskplan.ui.explain import blocks_touched, explain, status, zoom_text
+from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE
-from diskplan.ui.panels import ExplainPanel, FactsPanel, Legend, PartitionList, StatusLine, TitleBar, item_number
+from diskplan.ui.panels import (
+    ChangesPanel,
+    ExplainPanel,
+    FactsPanel,
+    Legend,
+    PartitionList,
+    StatusLine,
+    TitleBar,
+    item_number,
+)
+from diskplan.ui.plan_actions import PlanActions
+from diskplan.ui.planning import DragKind, Session, judging_grain
 from diskplan.ui.screens import DemoPicker, DevicePicker, GotoScreen, HelpScreen
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Source, Target
@@ -55,8 +70,11 @@ App.-console {
     SectorMap > .sectormap--mark { background: ansi_yellow; }
     SectorMap > .sectormap--cursor { background: ansi_white; color: ansi_black; text-style: bold; }
     SectorMap > .sectormap--beyond { color: ansi_black; }
-    Input { border: solid ansi_blue; }
-    Input:focus { border: solid ansi_bright_blue; }
+    GotoScreen Input { border: solid ansi_blue; }
+    GotoScreen Input:focus { border: solid ansi_bright_blue; }
+    .form Input.field { background: ansi_black; color: ansi_bright_white; }
+    .form Input.field:focus { background: ansi_blue; }
+    OptionList > .option-list--option-highlighted { text-style: reverse bold; }
     TitleBar { background: ansi_blue; color: ansi_bright_white; }
     StatusLine { background: ansi_white; color: ansi_black; }
     #view-tabs { background: ansi_black; }
@@ -64,7 +82,7 @@ App.-console {
 """
 
 
-class PlannerApp(App[int]):
+class PlannerApp(PlanActions, App[int]):
     TITLE = "diskplan"
 
     CSS = (
@@ -82,13 +100,40 @@ class PlannerApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "help", key_display="?"),
-        Binding("g", "goto", "go to", show=False),
-        Binding("i", "toggle_facts", "facts"),
-        Binding("e", "view('explain')", "explain", show=False),
-        Binding("d", "demos", "demos"),
-        Binding("o", "devices", "devices", show=False),
+        Binding("n", "new_partition", "new"),
+        Binding("m", "move", "move"),
+        Binding("r", "resize", "resize"),
+        Binding("x,delete", "delete", "delete", key_display="x"),
+        Binding("u,ctrl+z", "undo", "undo", key_display="u"),
+        Binding("ctrl+y,U", "redo", "redo", show=False),
+        Binding("w", "write", "write"),
         Binding("q", "quit", "quit"),
+        Binding("t", "edit_partition", "type, name, flags", show=False),
+        Binding("L", "new_label", "new label", show=False),
+        Binding("s", "snap", "snapping", show=False),
+        Binding("a", "fix_layout", "fix my layout", show=False),
+        Binding("C", "clear_plan", "clear all", show=False),
+        Binding("ctrl+s", "save_plan", "save plan", show=False),
+        Binding("ctrl+o", "load_plan", "load plan", show=False),
+        Binding("c", "view('changes')", "changes", show=False),
+        Binding("g", "goto", "go to", show=False),
+        Binding("i", "toggle_facts", "facts", show=False),
+        Binding("e", "view('explain')", "explain", show=False),
+        Binding("d", "demos", "demos", show=False),
+        Binding("o", "devices", "devices", show=False),
+        # Moving or resizing with the keys (m, r): these win over the map's own keys while it lasts.
+        Binding("left", "nudge(-1)", "1 grain", key_display="<- ->", priority=True),
+        Binding("right", "nudge(1)", "1 grain", priority=True, show=False),
+        Binding("shift+left,up", "nudge(-10)", "10 grains", key_display="up dn", priority=True),
+        Binding("shift+right,down", "nudge(10)", "10 grains", priority=True, show=False),
+        Binding("space", "other_edge", "other edge", priority=True),
+        Binding("enter", "drag_done", "done", key_display="enter", priority=True),
+        Binding("escape", "drag_cancel", "cancel", key_display="esc", priority=True),
     ]
+
+    DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
+    PLAN_ACTIONS = frozenset({"new_partition", "move", "resize", "delete", "undo", "redo", "write", "edit_partition",
+                              "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan"})
 
     def __init__(
         self,
@@ -98,8 +143,14 @@ class PlannerApp(App[int]):
         console: bool = False,
         lister: Callable[[], list] | None = None,  # type: ignore[type-arg]
         watch_devices: bool = True,
+        host: Host | None = None,
     ) -> None:
         super().__init__()
+        self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
+        self.session: Session | None = None
+        self._mouse_on_existing: int | None = None
+        self._said = ""  # what the last step did, shown until the cursor moves
+        self._said_at = -1
         self.source = source
         self.start = start
         self.console_profile = console
@@ -145,6 +196,7 @@ class PlannerApp(App[int]):
                 with ContentSwitcher(initial="explain", id="views"):
                     yield ExplainPanel(id="explain")
                     yield FactsPanel(id="facts")
+                    yield ChangesPanel(id="changes")
         yield Footer()
 
     @property
@@ -206,18 +258,21 @@ class PlannerApp(App[int]):
             self._update_status()
 
     def show_target(self, target: Target) -> None:
-        """Show a disk: the map, the list, the facts."""
+        """Show a disk: the map, the list, the facts; the plan starts from its table."""
         self.target = target
         disk = target.disk
-        self.grain = optimal_grain(disk.geometry)
+        self.session = Session(disk.geometry, disk.table,
+                               reader=tuple(f for f in disk.findings if f.partition is not None))
+        plan = self.session.plan
+        self.grain = judging_grain(plan)
         self._item_index = None
         self._lesson_open = False
         report = build_report(disk, self.grain)
         smap = self.sector_map
-        smap.show(disk.geometry, disk.table, self.grain, [f for r in report.partitions for f in r.findings])
-        self.query_one(FactsPanel).show(target, self.grain, report.table_findings)
-        self.query_one(Legend).show(smap, disk.geometry, self.grain)
-        self._update_title()
+        smap.select(None)
+        smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan))
+        self._facts(report.table_findings)
+        self._plan_panels()
         self._opened_at = smap.cursor_lba
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
         # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
@@ -231,6 +286,13 @@ class PlannerApp(App[int]):
         if serious:
             more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
             self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
+
+    def _facts(self, table_findings: tuple | None = None) -> None:  # type: ignore[type-arg]
+        if self.target is None or self.grain is None:
+            return
+        if table_findings is None:
+            table_findings = build_report(self.target.disk, self.grain).table_findings
+        self.query_one(FactsPanel).show(self.target, self.grain, table_findings)
 
     # --- reacting to the map --------------------------------------------------------------------------
 
@@ -255,18 +317,27 @@ class PlannerApp(App[int]):
     def _on_cursor(self, lba: int, item: Item | None) -> None:
         if self.target is None or self.grain is None:
             return
+        drag = self.session.drag if self.session else None
+        if drag is not None:  # a drag step: the status line shows the drag, the rest waits for its end
+            return
         if self._lesson_open and lba != self._opened_at:
             self._lesson_open = False
             self.action_view("explain")
+        if lba != self._said_at:
+            self._said = ""
         self._update_status()
         smap = self.sector_map
+        live = item.partition if item is not None and item.state is not State.DELETE else None
+        smap.select(live.number if live is not None else None)
         index = (smap.version, smap.content.item_index_at(lba) if smap.content else -1)
         if index == self._item_index:
             return
         self._item_index = index
         geom = self.target.disk.geometry
-        disk = self.target.disk
-        self.query_one(ExplainPanel).show(explain(item, geom, self.grain, disk.table, disk.filesystem))
+        table = smap.table or self.target.disk.table
+        blocked = self.session.plan.blocked() if self.session else ""
+        lines = explain(item, geom, self.grain, table, self.target.disk.filesystem)
+        self.query_one(ExplainPanel).show(lines + plan_hints(item, blocked))
         self.query_one(PartitionList).follow(item_number(item))
         if item is not None and item.partition is not None:
             ext, _, _ = blocks_touched(geom, item.partition.start)
@@ -277,6 +348,8 @@ class PlannerApp(App[int]):
     def _update_status(self) -> None:
         if self.target is None:
             return
+        if self._said:
+            return
         smap = self.sector_map
         text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator)
         self.query_one(StatusLine).update(text)
@@ -284,8 +357,10 @@ class PlannerApp(App[int]):
     def _update_title(self) -> None:
         if self.target is None:
             return
-        zoom = zoom_text(self.target.disk.geometry, self.sector_map.spc)
-        self.query_one(TitleBar).show(self.target.title, zoom)
+        geom = self.target.disk.geometry
+        zoom = zoom_text(geom, self.sector_map.spc)
+        short = zoom_text(geom, self.sector_map.spc, short=True)
+        self.query_one(TitleBar).show(self.target.title, zoom, self.snap_text(), short)
 
     @on(PartitionList.Chosen)
     def _chosen(self, event: PartitionList.Chosen) -> None:
@@ -297,17 +372,38 @@ class PlannerApp(App[int]):
 
     def _show_tabs(self, current: str) -> None:
         parts = []
-        for key, name, ident in (("e", "Explain", "explain"), ("i", "Disk facts", "facts")):
-            text = f" {name} ({key}) "
+        pending = len(self.session.plan.changes()) if self.session else 0
+        for key, name, ident in (("e", "Explain", "explain"), ("i", "Facts", "facts"), ("c", "Changes", "changes")):
+            text = f" {name} ({key}) " if ident != "changes" or not pending else f" {name} ({key}): {pending} "
             parts.append(f"[b reverse]{text}[/]" if ident == current else f"[dim]{text}[/]")
         self.query_one("#view-tabs", Static).update(" ".join(parts))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Planner actions only where the planner is, not on the device picker (before a disk is open
-        they do nothing; hiding them then would make the footer recompose once the disk arrives)."""
+        they do nothing; hiding them then would make the footer recompose once the disk arrives). While
+        the keys move a partition, only the keys of that mode (and the map's zoom) work."""
+        on_main = self.screen is self.screen_stack[0] if self.screen_stack else True
+        drag = self.session.drag if self.session is not None else None
+        keys_drag = drag is not None and drag.keyboard
+        if action in self.DRAG_ACTIONS:
+            if not (keys_drag and on_main):
+                return False
+            if action == "other_edge":
+                return drag is not None and drag.kind is not DragKind.MOVE
+            return True
+        if action in self.PLAN_ACTIONS:
+            return on_main and not keys_drag
         if action in ("goto", "toggle_facts", "view"):
-            return not isinstance(self.screen, DevicePicker)
-        return True
+            return not isinstance(self.screen, DevicePicker) and not keys_drag
+        return not (action in ("help", "demos", "devices", "quit") and keys_drag)
+
+    def get_key_display(self, binding: Binding) -> str:
+        """ASCII names for keys on the console (its font has no arrows)."""
+        text = super().get_key_display(binding)
+        if self.console_profile:
+            for arrow, word in (("←", "left"), ("→", "right"), ("↑", "up"), ("↓", "down")):
+                text = text.replace(arrow, word)
+        return text
 
     def action_view(self, name: str) -> None:
         switcher = self.query_one(ContentSwitcher)
@@ -377,6 +473,31 @@ class PlannerApp(App[int]):
         yield SystemCommand("Show disk facts", "Sector sizes, I/O hints, grains", lambda: self.action_view("facts"))
         yield SystemCommand("Show explanation", "Why what is under the cursor matters",
                             lambda: self.action_view("explain"))
+        yield SystemCommand("New partition...", "Propose a partition in the free space at the cursor (n)",
+                            self.action_new_partition)
+        yield SystemCommand("New label...", "A new gpt or msdos table; every partition marked for deletion (L)",
+                            self.action_new_label)
+        yield SystemCommand("Move partition", "Move the proposed partition at the cursor with the keys (m)",
+                            self.action_move)
+        yield SystemCommand("Resize partition", "Move an edge of the proposed partition at the cursor (r)",
+                            self.action_resize)
+        yield SystemCommand("Delete / keep partition", "Remove a proposal, mark a partition for deletion, or keep "
+                            "one marked (x)", self.action_delete)
+        yield SystemCommand("Type, name, flags...", "Change the partition at the cursor (t)",
+                            self.action_edit_partition)
+        yield SystemCommand("Undo", "Take back the last step (u)", self.action_undo)
+        yield SystemCommand("Redo", "Do again what undo took back (ctrl+y)", self.action_redo)
+        yield SystemCommand("Snapping target...", "Optimal, physical block, custom grains or none (s)",
+                            self.action_snap)
+        yield SystemCommand("Fix my layout", "Re-snap every proposed partition to the grain (a)",
+                            self.action_fix_layout)
+        yield SystemCommand("Show pending changes", "What writing the plan would change (c)",
+                            lambda: self.action_view("changes"))
+        yield SystemCommand("Clear all changes", "Back to the table on the disk; undo takes it back (C)",
+                            self.action_clear_plan)
+        yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)
+        yield SystemCommand("Load plan...", "A JSON plan or an sfdisk dump (ctrl+o)", self.action_load_plan)
+        yield SystemCommand("Write the plan...", "Confirm, back up, write, verify (w)", self.action_write)
         yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:

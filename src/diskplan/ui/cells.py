@@ -3,13 +3,16 @@
 No Textual here: the widget asks ``MapContent.row`` for one screen row at a time, and the work done is
 ``O(cells + segments and markers inside that row)``: a 20 TB disk with 128 partitions costs what a
 1 GB disk costs. Building the segments is ``O(n log n)`` in the number of partitions and regions,
-done once per table.
+done once per table; a drag step changes one or two partitions, and ``MapContent.patched`` rebuilds only
+the segments between the old and new edges, so it costs the same on 1 partition or 128.
 """
 
 from __future__ import annotations
 
+import copy
 import heapq
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -20,6 +23,7 @@ from diskplan.model.findings import (
     ERROR,
     NOTICE,
     PAST_END,
+    SEVERITY_RANK,
     WARNING,
     Finding,
 )
@@ -103,45 +107,67 @@ class MapContent:
         self.geometry = geometry
         self.table = table
         self.grain = grain
-        self.findings = tuple(findings)
         self.sectors = geometry.sectors
         self.items: list[Item] = []
-        self._build_items()
+        self._by_part: dict[int, tuple[Finding, ...]] = {}
+        self._other_findings: tuple[Finding, ...] = ()
+        self._flat: tuple[Finding, ...] | None = tuple(findings)
+        self._live: dict[int, int] = {}  # live partition number -> item index
+        self._build_items(findings)
+        self._nonfree = len(self.items)  # items past this index are free runs made by the segment sweep
         self._build_segments()
         self._build_markers()
         self.grids = self._grids()
 
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        if self._flat is None:
+            parts = [f for n in sorted(self._by_part) for f in self._by_part[n]]
+            self._flat = (*self._other_findings, *parts)
+        return self._flat
+
     # --- building -------------------------------------------------------------------------------
 
-    def _build_items(self) -> None:
+    def _build_items(self, findings: list[Finding] | tuple[Finding, ...]) -> None:
         by_part: dict[int, list[Finding]] = {}
-        for f in self.findings:
+        other = []
+        for f in findings:
             if f.partition is not None:
                 by_part.setdefault(f.partition, []).append(f)
+            else:
+                other.append(f)
+        self._by_part = {n: tuple(fs) for n, fs in by_part.items()}
+        self._other_findings = tuple(other)
         slot = 0
         for p in self.table.partitions:
-            mine = tuple(by_part.get(p.number, ()))
-            severity = min((f.severity for f in mine), key=lambda s: {ERROR: 0, WARNING: 1, NOTICE: 2}[s], default=None)
-            if p.role is Role.EXTENDED:
-                self.items.append(
-                    Item(Kind.CONTAINER, p.extent, f"extended partition {p.number}", p, None, slot, severity, mine)
-                )
-            else:
-                self.items.append(Item(Kind.PARTITION, p.extent, _part_label(p), p, None, slot, severity, mine))
+            # Findings are about live partitions: a deleted one sharing a number with a proposal has none.
+            mine = self._by_part.get(p.number, ()) if p.state is not State.DELETE else ()
+            if p.state is not State.DELETE:
+                self._live[p.number] = len(self.items)
+            self.items.append(_partition_item(p, slot, mine))
             slot = (slot + 1) % self.SLOTS
         for r in self.table.metadata:
             self.items.append(Item(Kind.METADATA, r.extent, r.label or r.kind, None, r))
 
     def _build_segments(self) -> None:
         """Cut [0, sectors) into runs, each shown as its highest-ranked covering item (or free)."""
+        self._ranks = [_rank(it) for it in self.items]
+        self._starts, self._owners = self._sweep(range(len(self.items)), 0, self.sectors - 1)
+        self._ends = [*(s - 1 for s in self._starts[1:]), self.sectors - 1] if self._starts else []
+
+    def _sweep(self, candidates: range | list[int], lo_lba: int, hi_lba: int) -> tuple[list[int], list[int]]:
+        """The runs of [lo_lba, hi_lba] and their owners, from the items ``candidates`` (free runs become
+        new items)."""
         events: list[tuple[int, int, int]] = []  # (lba, +1 start / -1 end, item index)
-        for i, it in enumerate(self.items):
-            lo, hi = max(0, it.extent.start), min(self.sectors - 1, it.extent.end)
+        items = self.items
+        for i in candidates:
+            ext = items[i].extent
+            lo, hi = max(lo_lba, ext.start), min(hi_lba, ext.end)
             if lo <= hi:
                 events.append((lo, 1, i))
                 events.append((hi + 1, -1, i))
         events.sort()
-        ranks = [_rank(it) for it in self.items]
+        ranks = self._ranks
         active: list[tuple[int, int]] = []  # heap of (-rank, index)
         gone: set[int] = set()
         starts: list[int] = []
@@ -155,15 +181,15 @@ class MapContent:
             if active:
                 owner = active[0][1]
             else:
-                owner = len(self.items)
-                self.items.append(Item(Kind.FREE, Extent(lo, hi), "free"))
+                owner = len(items)
+                items.append(Item(Kind.FREE, Extent(lo, hi), "free"))
                 ranks.append(0)
             if owners and owners[-1] == owner:
                 return
             starts.append(lo)
             owners.append(owner)
 
-        pos, k = 0, 0
+        pos, k = lo_lba, 0
         while k < len(events):
             at = events[k][0]
             emit(pos, at - 1)
@@ -176,24 +202,50 @@ class MapContent:
                     gone.add(idx)
                 k += 1
             pos = at
-        emit(pos, self.sectors - 1)
-        self._starts = starts
-        self._owners = owners
-        self._ends = [*(s - 1 for s in starts[1:]), self.sectors - 1] if starts else []
-        self._ranks = ranks
+        emit(pos, hi_lba)
+        return starts, owners
 
     def _build_markers(self) -> None:
+        self._marks_of: dict[int, dict[int, int]] = {}  # partition number -> {lba: level}
+        for n in self._by_part:
+            self._marks_of[n] = self._part_marks(n)
+        self._merge_markers()
+
+    def _part_marks(self, number: int) -> dict[int, int]:
         marks: dict[int, int] = {}
-        for f in self.findings:
-            if f.partition is None:
-                continue
-            p = self.table.by_number(f.partition)
-            if p is None or p.state is State.DELETE:
-                continue
+        index = self._live.get(number)
+        if index is None:
+            return marks
+        p = self.items[index].partition
+        assert p is not None
+        for f in self._by_part.get(number, ()):
             lba = _marker_lba(f, p, self.sectors - 1)
             marks[lba] = max(marks.get(lba, 0), PROBLEM_LEVEL.get(f.severity, 1))
+        return marks
+
+    def _merge_markers(self) -> None:
+        marks: dict[int, int] = {}
+        for mine in self._marks_of.values():
+            for lba, level in mine.items():
+                marks[lba] = max(marks.get(lba, 0), level)
         self._marker_lbas = sorted(marks)
         self._marker_levels = [marks[m] for m in self._marker_lbas]
+
+    def _update_markers(self, lbas: set[int]) -> None:
+        """Recompute the merged markers at ``lbas`` only (after some partitions' marks changed)."""
+        m_lbas, m_levels = self._marker_lbas.copy(), self._marker_levels.copy()
+        for lba in sorted(lbas):
+            level = max((mine.get(lba, 0) for mine in self._marks_of.values()), default=0)
+            k = bisect_left(m_lbas, lba)
+            present = k < len(m_lbas) and m_lbas[k] == lba
+            if level and present:
+                m_levels[k] = level
+            elif level:
+                m_lbas.insert(k, lba)
+                m_levels.insert(k, level)
+            elif present:
+                del m_lbas[k], m_levels[k]
+        self._marker_lbas, self._marker_levels = m_lbas, m_levels
 
     def _grids(self) -> tuple[tuple[Grid, int, int], ...]:
         geom = self.geometry
@@ -224,8 +276,75 @@ class MapContent:
     def partition_items(self) -> list[Item]:
         return [it for it in self.items if it.partition is not None]
 
+    def live_index(self, number: int | None) -> int | None:
+        """The item index of live partition ``number``."""
+        return None if number is None else self._live.get(number)
+
     def item_of(self, number: int) -> Item | None:
-        return next((it for it in self.items if it.number == number), None)
+        """The live partition ``number`` (else a partition marked for deletion with that number)."""
+        index = self._live.get(number)
+        if index is not None:
+            return self.items[index]
+        return next((it for it in self.items[: self._nonfree] if it.number == number), None)
+
+    # --- a drag step -----------------------------------------------------------------------------
+
+    def patched(self, table: Table, changed: Mapping[int, tuple[Partition, tuple[Finding, ...]]]) -> MapContent:
+        """This content with live partitions ``changed`` (number -> (partition, its findings)) moved,
+        resized or re-judged, and ``table`` as the table. Only the segments between the old and the new
+        edges are rebuilt: a drag step costs the same on 1 partition or 128. Partitions keep their
+        numbers and their colour slots; nothing may appear or disappear (that is a new MapContent)."""
+        new = copy.copy(self)
+        new.table = table
+        new.items = items = self.items.copy()
+        new._ranks = ranks = self._ranks.copy()
+        new._by_part = dict(self._by_part)
+        new._marks_of = dict(self._marks_of)
+        new._flat = None
+        lo, hi = self.sectors, -1
+        touched: set[int] = set()
+        for number, (p, found) in changed.items():
+            index = self._live[number]
+            old = items[index]
+            items[index] = item = _partition_item(p, old.slot, found)
+            ranks[index] = _rank(item)
+            for ext in (old.extent, item.extent):
+                lo, hi = min(lo, ext.start), max(hi, ext.end)
+            if found:
+                new._by_part[number] = found
+            else:
+                new._by_part.pop(number, None)
+            touched.update(self._marks_of.get(number, ()))
+            new._marks_of[number] = mine = new._part_marks(number)
+            touched.update(mine)
+        if touched:
+            new._update_markers(touched)
+        lo, hi = max(0, lo), min(self.sectors - 1, hi)
+        if lo > hi or not self._starts:
+            return new
+        starts, owners = self._starts, self._owners
+        i0, i1 = self.segment_index(lo), self.segment_index(hi)
+        # Free runs are rebuilt whole, so they stay maximal (the explanation of free space names its extent).
+        if i0 > 0 and self.items[owners[i0 - 1]].kind is Kind.FREE:
+            i0 -= 1
+        if i1 + 1 < len(starts) and self.items[owners[i1 + 1]].kind is Kind.FREE:
+            i1 += 1
+        w_lo, w_hi = starts[i0], self._ends[i1]
+        covering = [i for i in range(self._nonfree)
+                    if items[i].extent.start <= w_hi and items[i].extent.end >= w_lo]
+        seg_starts, seg_owners = new._sweep(covering, w_lo, w_hi)
+        if i0 > 0 and seg_owners and owners[i0 - 1] == seg_owners[0]:  # the run before goes on into the window
+            seg_starts, seg_owners = seg_starts[1:], seg_owners[1:]
+        if i1 + 1 < len(starts) and seg_owners and owners[i1 + 1] == seg_owners[-1]:
+            i1 += 1  # the run after the window merges into its last run
+            w_hi = self._ends[i1]
+        new._starts = new_starts = [*starts[:i0], *seg_starts, *starts[i1 + 1 :]]
+        new._owners = [*owners[:i0], *seg_owners, *owners[i1 + 1 :]]
+        k0, k1 = max(i0 - 1, 0), i0 + len(seg_starts)  # the runs whose ends may have moved
+        last = len(new_starts) - 1
+        mid = [new_starts[j + 1] - 1 if j < last else self.sectors - 1 for j in range(k0, k1)]
+        new._ends = [*self._ends[:k0], *mid, *self._ends[i1 + 1 :]]
+        return new
 
     def next_start(self, lba: int, *, partitions_only: bool = True, problems_only: bool = False) -> int | None:
         """The first partition start (or finding marker) after ``lba``."""
@@ -245,9 +364,11 @@ class MapContent:
         return starts[k - 1] if k > 0 else None
 
     def _jump_items(self, partitions_only: bool) -> list[Item]:
+        fixed = self.items[: self._nonfree]
         if partitions_only:
-            return [it for it in self.items if it.kind is Kind.PARTITION]
-        return [it for it in self.items if it.extent.start < self.sectors]
+            return [it for it in fixed if it.kind is Kind.PARTITION]
+        free = [self.items[o] for o in set(self._owners) if o >= self._nonfree]  # a patch leaves old free runs
+        return [it for it in (*fixed, *free) if it.extent.start < self.sectors]
 
     # --- one screen row -------------------------------------------------------------------------
 
@@ -293,6 +414,13 @@ class MapContent:
                     grid = g
             cells.append(Cell(best, problem, grid))
         return cells
+
+
+def _partition_item(p: Partition, slot: int, findings: tuple[Finding, ...]) -> Item:
+    severity = min((f.severity for f in findings), key=SEVERITY_RANK.__getitem__, default=None)
+    if p.role is Role.EXTENDED:
+        return Item(Kind.CONTAINER, p.extent, f"extended partition {p.number}", p, None, slot, severity, findings)
+    return Item(Kind.PARTITION, p.extent, _part_label(p), p, None, slot, severity, findings)
 
 
 def _part_label(p: Partition) -> str:

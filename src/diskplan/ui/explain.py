@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diskplan.model.disk import Disk
-from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
@@ -64,10 +64,33 @@ def describe_item(item: Item, short: bool = False) -> str:
     return item.label
 
 
-def zoom_text(geom: Geometry, spc: int) -> str:
+def zoom_text(geom: Geometry, spc: int, short: bool = False) -> str:
     if spc == 1:
-        return f"1 cell = 1 sector ({geom.logical} B)"
+        return f"1 cell = 1 sector ({geom.logical} B)" if not short else f"1 cell = {geom.logical} B"
+    if short:
+        return f"1 cell = {human_bytes(spc * geom.logical)}"
     return f"1 cell = {num(spc)} sectors ({human_bytes(spc * geom.logical)})"
+
+
+def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
+    """What the planner can do with what lies under the cursor (after its explanation)."""
+    if item is None:
+        return []
+    if blocked and item.kind is Kind.FREE:
+        return [Line("dim", ""), Line("dim", f"To plan here: L makes a new label ({blocked}).")]
+    state = item.state
+    if item.kind is Kind.FREE:
+        text = "n proposes a partition in this free space."
+    elif state is State.PROPOSED:
+        text = ("Proposed: m moves it, r resizes it (or drag it, or its [ ] edges, with the mouse), t sets its "
+                "type, name and flags, x removes it.")
+    elif state is State.DELETE:
+        text = "Marked for deletion: its space is free for planning; x keeps it after all."
+    elif state is State.EXISTING:
+        text = "On the disk, holding data: diskplan does not move it. x marks it for deletion; t changes its type."
+    else:
+        return []
+    return [Line("dim", ""), Line("dim", text)]
 
 
 # --- the explain panel ----------------------------------------------------------------------------

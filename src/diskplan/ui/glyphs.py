@@ -26,6 +26,8 @@ class Glyphs:
     grid_grain: str  # a boundary of the alignment grain, when it is not 1 MiB
     separator: str  # between fields of the status line
     ok: str  # a partition with no findings, in the list
+    sel_start: str = "["  # the cell of the selected partition's first sector (drag it to move that edge)
+    sel_end: str = "]"  # the cell of its last sector
 
     def all(self) -> str:
         return "".join(
@@ -42,6 +44,8 @@ class Glyphs:
                 self.grid_grain,
                 self.separator,
                 self.ok,
+                self.sel_start,
+                self.sel_end,
             )
         )
 

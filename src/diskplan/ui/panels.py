@@ -17,6 +17,7 @@ from diskplan.model.extent import State
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
+from diskplan.model.plan import History, Plan
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.explain import Line, facts, num
@@ -51,12 +52,18 @@ class TitleBar(Static):
     TitleBar { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
     """
 
-    def show(self, title: str, zoom: str) -> None:
+    def show(self, title: str, zoom: str, snap: str = "", short_zoom: str = "") -> None:
+        """``title`` left; the snapping target and the zoom right. What does not fit goes, least useful first:
+        the program's name, then the zoom's detail, then the zoom."""
         width = max(0, self.size.width)
-        left = f" diskplan │ {title}"
-        room = width - len(left) - len(zoom) - 1
-        text = left + " " * max(1, room) + zoom + " " if room >= 1 else left
-        self.update(Content(text))
+        right_side = [f"{snap} │ {zoom}" if snap else zoom, f"{snap} │ {short_zoom or zoom}" if snap else zoom, snap]
+        for right in right_side:
+            for left in (f" diskplan │ {title}", f" {title}"):
+                room = width - len(left) - len(right) - 1
+                if room >= 2:
+                    self.update(Content(left + " " * room + right + " "))
+                    return
+        self.update(Content(f" {title}"))
 
 
 class Legend(Static):
@@ -66,28 +73,42 @@ class Legend(Static):
     Legend { height: 1; text-wrap: nowrap; text-overflow: clip; color: $text-muted; }
     """
 
-    def show(self, sector_map: SectorMap, geometry: Geometry | None, grain: Grain | None) -> None:
+    def show(self, sector_map: SectorMap, geometry: Geometry | None, grain: Grain | None, *,
+             proposed: bool = False, deleting: bool = False) -> None:
+        """``proposed``/``deleting``: the plan has such partitions, so their glyphs are explained too."""
         g: Glyphs = sector_map.glyphs
         style = sector_map.get_component_rich_style
-        text = Text(" ")
-
-        def key(glyph: str, st: Style, what: str) -> None:
-            text.append(glyph, st)
-            text.append(f" {what}  ")
-
-        key(" ", style("sectormap--part-0"), "partition")
-        key(g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "findings")
-        key(g.problem, style("sectormap--problem-warning"), "problem")
-        key(g.metadata, style("sectormap--metadata"), "table")
-        key(g.free, style("sectormap--free"), "free")
+        # (glyph, style, word, priority): what does not fit the width goes, lowest priority first.
+        keys: list[tuple[str, Style, str, int]] = [
+            (" ", style("sectormap--part-0"), "partition", 1 if proposed or deleting else 5),
+        ]
+        if proposed:
+            keys.append((g.proposed, style("sectormap--part-1") + style("sectormap--proposed", partial=True), "new", 9))
+        if deleting:
+            keys.append((g.deleting, style("sectormap--part-2") + style("sectormap--deleting", partial=True),
+                         "delete", 9))
+        keys += [
+            (g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "findings", 8),
+            (g.problem, style("sectormap--problem-warning"), "problem", 8),
+            (g.metadata, style("sectormap--metadata"), "table", 6),
+            (g.free, style("sectormap--free"), "free", 6),
+        ]
         if geometry is not None and geometry.physical > geometry.logical:
-            key(g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)} block")
-        key(g.grid_mib, style("sectormap--grid-mib"), "1 MiB")
+            keys.append((g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)} block",
+                         4))
+        keys.append((g.grid_mib, style("sectormap--grid-mib"), "1 MiB", 3))
         if geometry is not None and grain is not None:
             mib = (1 << 20) // geometry.logical
             if grain.sectors not in (mib, geometry.sectors_per_physical):
                 what = f"{human_bytes(grain.sectors * geometry.logical)} grain"
-                key(g.grid_grain, style("sectormap--grid-grain"), what)
+                keys.append((g.grid_grain, style("sectormap--grid-grain"), what, 7))
+        width = self.size.width or 80
+        while len(keys) > 1 and 1 + sum(len(w) + 4 for _, _, w, _ in keys) - 2 > width:
+            keys.remove(min(keys, key=lambda k: k[3]))
+        text = Text(" ")
+        for glyph, st, what, _ in keys:
+            text.append(glyph, st)
+            text.append(f" {what}  ")
         self.update(text)
 
 
@@ -180,6 +201,54 @@ class PartitionList(DataTable[str]):
             return
         number = int(event.row_key.value)
         self.post_message(self.Chosen(number, self._starts[number], focus_map=True))
+
+
+CHANGE_MARK = {"label": "*", "delete": "-", "create": "+"}
+
+
+class ChangesPanel(VerticalScroll, can_focus=True):
+    """The pending changes against the table on disk, the snapping target, and what undo/redo would do."""
+
+    DEFAULT_CSS = """
+    ChangesPanel { height: 1fr; padding: 0 1; }
+    ChangesPanel > Static { width: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "scroll_up", "scroll up", show=False),
+        Binding("down", "scroll_down", "scroll down", show=False),
+    ]
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(id="changes-text")
+
+    def show(self, plan: Plan, history: History, writable: str = "") -> None:
+        """``writable``: why the plan cannot be written from here ("" when it can)."""
+        changes = plan.changes()
+        parts: list[str | tuple[str, str]] = []
+        if changes:
+            n = len(changes)
+            parts.append((f"{n} pending change{'s' if n != 1 else ''}", "bold"))
+            parts.append((" (w writes them)\n" if not writable else f" ({writable})\n", "$text-muted"))
+            for c in changes:
+                parts.append((f"{CHANGE_MARK.get(c.kind, '~')} ", "bold"))
+                parts.append(f"{c.text}\n")
+        else:
+            parts.append(("No pending changes", "bold"))
+            parts.append(": the plan is the table on the disk.\n")
+            parts.append(("n proposes a partition in free space, x marks one for deletion, L makes a new "
+                          "label.\n", "$text-muted"))
+        g = plan.grain
+        ss = plan.geometry.logical
+        parts.append(("\nSnapping ", "bold"))
+        parts.append(f"{plan.target.value}: {g.sectors:,} sectors ({human_bytes(g.sectors * ss)})"
+                     + (f", offset {g.offset}s" if g.offset else ""))
+        parts.append((" (s changes it, a re-snaps proposals)\n", "$text-muted"))
+        parts.append(("Undo ", "bold"))
+        parts.append((history.undo_message or "-") + "\n")
+        parts.append(("Redo ", "bold"))
+        parts.append((history.redo_message or "-") + "\n")
+        self.query_one("#changes-text", Static).update(Content.assemble(*parts))
 
 
 class ExplainPanel(VerticalScroll, can_focus=True):

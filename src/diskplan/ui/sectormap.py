@@ -13,6 +13,7 @@ proposed table tomorrow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from math import ceil
 from typing import ClassVar
@@ -27,7 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from diskplan.model.extent import Extent, State
+from diskplan.model.extent import Extent, Partition, State
 from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
@@ -117,8 +118,8 @@ class SectorMap(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "page down", show=False),
         Binding("home", "edge(0)", "start of disk", show=False),
         Binding("end", "edge(1)", "end of disk", show=False),
-        Binding("plus,equals_sign", "zoom(-1)", "zoom in", key_display="+"),
-        Binding("minus", "zoom(1)", "zoom out", key_display="-"),
+        Binding("plus,equals_sign", "zoom(-1)", "zoom in", key_display="+", show=False),
+        Binding("minus", "zoom(1)", "zoom out", key_display="-", show=False),
         Binding("0", "zoom_fit", "whole disk", show=False),
         Binding("1", "zoom_sector", "1 sector/cell", show=False),
         Binding("right_square_bracket", "jump(1)", "next partition", key_display="]", show=False),
@@ -251,11 +252,34 @@ class SectorMap(ScrollView, can_focus=True):
         self.refresh()
         self._announce()
 
+    def patch_table(self, table: Table, changed: Mapping[int, tuple[Partition, tuple[Finding, ...]]]) -> None:
+        """One drag step: the live partitions ``changed`` (number -> (partition, findings)) moved or resized,
+        ``table`` is the table now. Repaints only the rows where an edge was or now is, and the rows in
+        between (no TableChanged: the list follows when the drag ends)."""
+        if self.content is None:
+            raise RuntimeError("show() a disk before patch_table()")
+        old = self.content
+        self.content = new = old.patched(table, changed)
+        self._version += 1
+        for number in changed:
+            before, after = old.item_of(number), new.item_of(number)
+            if before is None or after is None:
+                continue
+            o, e = before.extent, after.extent
+            if before.severity != after.severity and after.state is not State.PROPOSED:
+                self._refresh_extent(Extent(min(o.start, e.start), max(o.end, e.end)))  # its fill changes
+                continue
+            for a, b in ((o.start, e.start), (o.end, e.end)):
+                self._refresh_extent(Extent(min(a, b), max(a, b)))
+
     def select(self, number: int | None) -> None:
-        """Highlight partition ``number`` (None: nothing)."""
+        """Highlight partition ``number`` (None: nothing): bold, and its first and last cells bracketed."""
         if number != self.selected:
-            self.selected = number
-            self.refresh()
+            old, self.selected = self.selected, number
+            for n in (old, number):
+                item = self.content.item_of(n) if self.content is not None and n is not None else None
+                if item is not None:
+                    self._refresh_extent(item.extent)
 
     def set_marks(self, marks: tuple[Extent, ...]) -> None:
         """Extents drawn with the mark style (the selected partition's first filesystem block, a drag's
@@ -539,9 +563,11 @@ class SectorMap(ScrollView, can_focus=True):
         marks = tuple(m for m in self.marks if m.start <= last and m.end >= first)
         sel = None
         if self.selected is not None and self.content is not None:
-            item = self.content.item_of(self.selected)
-            if item is not None and item.extent.start <= last and item.extent.end >= first:
-                sel = self.selected
+            index = self.content.live_index(self.selected)
+            if index is not None:
+                ext = self.content.items[index].extent
+                if ext.start <= last and ext.end >= first:
+                    sel = index
         return cursor, marks, sel
 
     def render_line(self, y: int) -> Strip:
@@ -579,6 +605,7 @@ class SectorMap(ScrollView, can_focus=True):
 
     def _cell(self, cell: Cell, lo: int, hi: int, is_cursor: bool, marks: tuple[Extent, ...],
               sel: int | None, g: Glyphs) -> tuple[str, Style]:
+        """``sel``: the item index of the selected partition, when it lies in this row."""
         cursor = "sectormap--cursor" if is_cursor else ""
         if cell.item < 0:
             return " ", self._style("sectormap--beyond", cursor)
@@ -608,10 +635,17 @@ class SectorMap(ScrollView, can_focus=True):
             glyph, grid = g.grid_mib, "sectormap--grid-mib"
         elif cell.grid is Grid.PHYSICAL:
             glyph, grid = g.grid_physical, "sectormap--grid-physical"
+        selected = ""
+        if sel is not None and cell.item == sel:
+            selected = "sectormap--selected"
+            ext = item.extent
+            if lo <= ext.start <= hi:
+                glyph = g.sel_start
+            elif lo <= ext.end <= hi:
+                glyph = g.sel_end
         problem = ""
         if cell.problem:
             glyph = g.problem
             problem = "sectormap--problem-warning" if cell.problem > 1 else "sectormap--problem-notice"
         mark = "sectormap--mark" if any(m.start <= hi and m.end >= lo for m in marks) else ""
-        selected = "sectormap--selected" if sel is not None and item.number == sel else ""
         return glyph, self._style(base, fill_style, grid, mark, problem, selected, cursor)

@@ -20,6 +20,7 @@ class Target:
     lesson: tuple[str, ...] = ()  # a demo's teaching text
     note: str = ""  # e.g. why a demo is shown from the model instead of a real image
     demo: str | None = None  # the demo's name
+    path: str = ""  # the file or device a commit writes to; "" when there is none (a model-only demo)
 
 
 class Source(Protocol):

@@ -1,0 +1,240 @@
+"""Writing the plan: every operation and the resulting table, sector-exact, with the device's model and size;
+the confirmation (a block device's name, or "yes" for an image file); progress; and the outcome.
+
+``backend.commit`` does the work; it reads and writes the disk, so it runs in worker threads and this
+screen only shows what they report. Nothing is written before the answer is accepted, and once the
+write has begun the screen cannot be left until the outcome is known.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.model import ptypes
+from diskplan.model.extent import Role, State
+from diskplan.model.table import Table
+from diskplan.model.units import human_bytes
+from diskplan.ui.dialogs import FORM_CSS
+
+OP_STYLE = {"label": "bold $error", "delete": "$error", "create": "$success", "change": "$warning",
+            "rewrite": "$accent", "keep": "$text-muted"}
+VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $success", Verdict.REFUSED: "bold $warning",
+                 Verdict.FAILED: "bold $error"}
+
+
+def proposal_text(p: Proposal) -> Content:
+    """What will be written, as ``diskplan apply`` prints it: operations, then the resulting table."""
+    parts: list[str | tuple[str, str]] = []
+    model = f" ({p.model})" if p.model else ""
+    parts.append((f"{p.target}{model}\n", "bold"))
+    parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n")
+    was = p.current.table.label or "no table"
+    parts.append(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}\n\n")
+    parts.append(("Operations\n", "bold"))
+    for op in p.operations:
+        parts.append((f"  {op}\n", OP_STYLE.get(op.kind, "")))
+    parts.append(("\n" + f"Resulting {p.result.label} table", "bold"))
+    parts.append(f" (sectors of {p.sector_size} B, end inclusive)\n")
+    parts.append(table_text(p.result, p.sector_size))
+    for note in p.notes:
+        parts.append(("note: ", "$accent"))
+        parts.append(f"{note}\n")
+    for refusal in p.refusals:
+        parts.append(("refused: ", "bold $warning"))
+        parts.append(f"{refusal}\n")
+    return Content.assemble(*parts)
+
+
+def table_text(table: Table, sector_size: int) -> str:
+    """The partitions as aligned columns of exact sectors (role only for msdos)."""
+    msdos = table.label == "msdos"
+    head = ["#", "start", "end", "sectors", "size", *(["role"] if msdos else []), "type", "name", ""]
+    rows = []
+    for q in sorted(table.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number)):
+        kind = "" if q.role is Role.EXTENDED else ptypes.describe(q.type)
+        rows.append([str(q.number), str(q.start), str(q.end), str(q.size), human_bytes(q.size * sector_size),
+                     *([q.role.value] if msdos else []), kind[:20], q.name[:14],
+                     "new" if q.state is State.PROPOSED else "kept"])
+    if not rows:
+        return "  (no partitions)\n"
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    right = {0, 1, 2, 3, 4}
+
+    def line(cells: list[str]) -> str:
+        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  " + " ".join(out).rstrip() + "\n"
+
+    return "".join(line(r) for r in [head, *rows])
+
+
+def outcome_text(o: Outcome) -> Content:
+    parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
+                                          (o.message + "\n", VERDICT_STYLE[o.verdict])]
+    if o.backup_path:
+        parts.append("backup of the old table: ")
+        parts.append((o.backup_path + "\n", "bold"))
+    if o.verdict is Verdict.FAILED:
+        parts.append(f"disk state: {o.state.value}\n")
+    for line in o.details:
+        parts.append(f"  {line}\n")
+    if o.kernel:
+        parts.append((f"warning: {o.kernel}\n", "$warning"))
+    if o.restore_command:
+        parts.append("to put the old table back: ")
+        parts.append((o.restore_command + "\n", "bold"))
+    return Content.assemble(*parts)
+
+
+def progress_bar(step: int, steps: int, width: int = 20) -> str:
+    done = width * step // steps
+    return "[" + "#" * done + "." * (width - done) + f"] {step}/{steps}"
+
+
+class CommitScreen(ModalScreen[Outcome | None]):
+    """Dismissed with the outcome of the write (None when nothing was tried)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "back"),
+        Binding("pageup", "scroll(-1)", show=False),
+        Binding("pagedown", "scroll(1)", show=False),
+    ]
+    DEFAULT_CSS = "CommitScreen { align: center middle; }\n" + FORM_CSS + """
+    CommitScreen > .form { width: 100%; height: 100%; }
+    CommitScreen #commit-body { height: 1fr; }
+    CommitScreen #commit-progress { height: auto; }
+    CommitScreen #commit-answer-row { height: 1; display: none; }
+    CommitScreen #commit-answer-row.-asking { display: block; }
+    CommitScreen #commit-answer-row .label { width: auto; padding-right: 1; }
+    """
+
+    def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int) -> None:
+        super().__init__()
+        self.path = path
+        self.desired = desired
+        self.host = host
+        self.sector_size = sector_size
+        self.sectors = sectors
+        self.proposal: Proposal | None = None
+        self.outcome: Outcome | None = None
+        self.writing = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="form") as v:
+            v.border_title = f"Write the plan to {self.path}"
+            with VerticalScroll(id="commit-body"):
+                yield Static(id="commit-outcome")
+                yield Static("Reading the disk and asking libparted to build the table in memory "
+                             "(nothing is written)...", id="commit-proposal")
+            yield Static("", id="commit-progress")
+            with Horizontal(id="commit-answer-row"):
+                yield Static("", id="commit-prompt", classes="label")
+                yield Input(id="commit-answer", classes="field", select_on_focus=False)
+            yield Static("Esc: back to the planner (nothing is written)", id="commit-keys", classes="keys")
+
+    def on_mount(self) -> None:
+        self._prepare()
+
+    # --- before writing -------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="commit")
+    def _prepare(self) -> None:
+        try:
+            proposal = prepare(self.path, self.desired, self.host, sector_size=self.sector_size,
+                               sectors=self.sectors)
+        except CommitError as exc:
+            self.app.call_from_thread(self._cannot, str(exc))
+            return
+        except Exception as exc:  # the screen must say what happened, never leave a traceback
+            self.app.call_from_thread(self._cannot, " ".join(str(exc).split()) or type(exc).__name__)
+            return
+        self.app.call_from_thread(self._show_proposal, proposal)
+
+    def _cannot(self, reason: str) -> None:
+        self.query_one("#commit-proposal", Static).update(Content.assemble(("cannot write: ", "bold $error"),
+                                                                          reason))
+
+    def _show_proposal(self, p: Proposal) -> None:
+        self.proposal = p
+        self.query_one("#commit-proposal", Static).update(proposal_text(p))
+        keys = self.query_one("#commit-keys", Static)
+        if p.refusals:
+            keys.update("Nothing can be written (see refused:). Esc: back to the planner")
+            return
+        if not p.changes:
+            keys.update("Nothing to do: the disk already holds the plan. Esc: back to the planner")
+            return
+        self.query_one("#commit-prompt", Static).update(p.prompt + ":")
+        self.query_one("#commit-answer-row").add_class("-asking")
+        keys.update("Enter: write (the old table is backed up first)   Esc: back, nothing written")
+        self.query_one("#commit-answer", Input).focus()
+
+    @on(Input.Submitted, "#commit-answer")
+    def _answered(self, event: Input.Submitted) -> None:
+        p = self.proposal
+        if p is None or self.writing or self.outcome is not None:
+            return
+        if not p.accepts(event.value):
+            self.query_one("#commit-progress", Static).update(
+                Content.assemble(("not confirmed: ", "bold $warning"), f"type {p.confirm_word} exactly"))
+            return
+        self.writing = True
+        self.query_one("#commit-answer-row").remove_class("-asking")
+        self.query_one("#commit-keys", Static).update("Writing: this cannot be interrupted...")
+        self.refresh_bindings()
+        self._execute(p, event.value)
+
+    # --- writing --------------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="commit")
+    def _execute(self, p: Proposal, answer: str) -> None:
+        def progress(step: int, steps: int, what: str) -> None:
+            self.app.call_from_thread(self._progress, step, steps, what)
+
+        try:
+            outcome = execute(p, answer, self.host, progress=progress)
+        except Exception as exc:  # execute reports failures itself; this is for the unforeseen
+            from diskplan.backend.commit import DiskState
+
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            outcome = Outcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)
+        self.app.call_from_thread(self._show_outcome, outcome)
+
+    def _progress(self, step: int, steps: int, what: str) -> None:
+        self.query_one("#commit-progress", Static).update(f"{progress_bar(step, steps)} {what}")
+
+    def _show_outcome(self, o: Outcome) -> None:
+        self.writing = False
+        self.outcome = o
+        self.query_one("#commit-outcome", Static).update(outcome_text(o))
+        self.query_one("#commit-body", VerticalScroll).scroll_home(animate=False)
+        done = "the disk is read again" if o.verdict is Verdict.WRITTEN else "the plan is kept"
+        self.query_one("#commit-keys", Static).update(f"Esc or Enter: back to the planner ({done})")
+        self.query_one("#commit-progress", Static).update("")
+        self.refresh_bindings()
+        self.focus()
+
+    def key_enter(self) -> None:
+        if self.outcome is not None:
+            self.dismiss(self.outcome)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return not self.writing
+        return True
+
+    def action_back(self) -> None:
+        if not self.writing:
+            self.dismiss(self.outcome)
+
+    def action_scroll(self, direction: int) -> None:
+        body = self.query_one("#commit-body", VerticalScroll)
+        body.scroll_relative(y=direction * max(1, body.size.height - 1), animate=False)

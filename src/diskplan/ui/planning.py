@@ -1,0 +1,281 @@
+"""The plan being shaped in the planner: its history, the findings of each plan, and drags.
+
+No Textual here: the app turns key presses and mouse messages into calls and shows what comes back.
+A drag (the mouse, or the keys in move/resize mode) previews steps from one plan without touching the
+history; releasing it records one step, so one undo takes back the whole drag. A preview step costs
+O(log n) in the plan plus a findings check of the moved partition and its two neighbours (nothing else
+can change), so a 20 TB disk with 128 partitions drags as fast as a 1 GB disk with one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.findings import SEVERITY_RANK, SHARED_BLOCK, Finding, analyze
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import Grain, SnapTarget, optimal_grain
+from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
+from diskplan.model.table import Table
+from diskplan.model.units import human_bytes
+
+Changed = dict[int, tuple[Partition, tuple[Finding, ...]]]
+
+
+class DragKind(Enum):
+    MOVE = "move"
+    START = "start"  # resize: the first sector
+    END = "end"  # resize: the last sector
+
+    @property
+    def edge(self) -> Edge | None:
+        return {DragKind.START: Edge.START, DragKind.END: Edge.END}.get(self)
+
+
+def judging_grain(plan: Plan) -> Grain:
+    """The grain findings and gridlines use: the optimal one for the plan's geometry (custom grains
+    included), whatever the snapping target, because that is what the disk performs best on."""
+    return optimal_grain(plan.geometry)
+
+
+def _by_number(findings: list[Finding] | tuple[Finding, ...]) -> dict[int, tuple[Finding, ...]]:
+    out: dict[int, list[Finding]] = {}
+    for f in findings:
+        if f.partition is not None:
+            out.setdefault(f.partition, []).append(f)
+    return {n: tuple(fs) for n, fs in out.items()}
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One drag step as shown: the outcome, and what the map must repaint (empty: nothing moved)."""
+
+    outcome: Outcome
+    changed: Changed
+
+    @property
+    def refused(self) -> bool:
+        return not self.outcome.ok
+
+
+class Drag:
+    """A partition being moved or resized, previewed from ``base``."""
+
+    def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool) -> None:
+        self.base = session.history.present
+        self.number = number
+        self.kind = kind
+        self.grab = grab  # mouse moves: sectors between the grabbed cell and the partition's start
+        self.keyboard = keyboard
+        self.shown = self.base  # the plan on the screen
+        self.last: Outcome | None = None  # the last step that was not refused
+        self.findings = _by_number(session.findings(self.base))
+        self.grain = judging_grain(self.base)
+        p = self.base.partition(number)
+        assert p is not None
+        # Findings between partitions concern neighbours by start among data partitions; the dragged one
+        # never passes a neighbour, so these stay its neighbours for the whole drag.
+        self.prev: Partition | None = None
+        self.next: Partition | None = None
+        if p.role is not Role.EXTENDED:
+            data = sorted((q for q in self.base.live if q.role is not Role.EXTENDED and q.number != number),
+                          key=lambda q: (q.start, q.number))
+            self.prev = next((q for q in reversed(data) if (q.start, q.number) < (p.start, p.number)), None)
+            self.next = next((q for q in data if (q.start, q.number) > (p.start, p.number)), None)
+
+    @property
+    def snap(self) -> Snap | None:
+        return self.last.snap if self.last else None
+
+    def _findings_for(self, plan: Plan, p: Partition) -> Changed:
+        """The findings that may change when ``p`` lies elsewhere: its own, and the next one's
+        shared-block finding."""
+        sub = replace(plan.wanted, partitions=tuple(q for q in (self.prev, p, self.next) if q is not None))
+        fresh = _by_number(analyze(plan.geometry, sub, self.grain))
+        out: Changed = {p.number: (p, fresh.get(p.number, ()))}
+        nxt = self.next
+        if nxt is not None:
+            kept = [f for f in self.findings.get(nxt.number, ()) if f.code != SHARED_BLOCK]
+            shared = [f for f in fresh.get(nxt.number, ()) if f.code == SHARED_BLOCK]
+            mine = tuple(sorted([*kept, *shared], key=lambda f: SEVERITY_RANK[f.severity]))
+            if mine != self.findings.get(nxt.number, ()):
+                out[nxt.number] = (nxt, mine)
+        return out
+
+    def show(self, outcome: Outcome) -> Preview:
+        """Make ``outcome`` (a step from ``base`` or from the shown plan) the shown plan, unless refused."""
+        if not outcome.ok:
+            return Preview(outcome, {})
+        self.last = outcome
+        plan = outcome.plan
+        if plan is self.shown:
+            return Preview(outcome, {})
+        p = plan.partition(self.number)
+        assert p is not None
+        changed = self._findings_for(plan, p)
+        self.shown = plan
+        for n, (_, found) in changed.items():
+            self.findings[n] = found
+        return Preview(outcome, changed)
+
+    def flat_findings(self) -> list[Finding]:
+        return sorted((f for fs in self.findings.values() for f in fs),
+                      key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
+
+
+class Session:
+    """The plan for the open disk: history (undo/redo), findings per plan, and the drag in progress."""
+
+    def __init__(self, geometry: Geometry, table: Table, target: SnapTarget = SnapTarget.OPTIMAL,
+                 reader: tuple[Finding, ...] = ()) -> None:
+        """``reader``: what the reader found about partitions (kept while they stay on the disk as they are)."""
+        self.history = History(Plan.open(geometry, table, target))
+        self._reader = reader
+        self.drag: Drag | None = None
+        self._judged: tuple[Plan, list[Finding]] | None = None
+
+    @property
+    def plan(self) -> Plan:
+        """The plan in the history (a drag's preview is ``drag.shown``)."""
+        return self.history.present
+
+    @property
+    def shown(self) -> Plan:
+        return self.drag.shown if self.drag else self.history.present
+
+    def findings(self, plan: Plan | None = None) -> list[Finding]:
+        """Every finding of ``plan`` (default: the present one), judged once per plan."""
+        plan = plan or self.history.present
+        if self._judged is not None and self._judged[0] is plan:
+            return self._judged[1]
+        found = analyze(plan.geometry, plan.table, judging_grain(plan))
+        if self._reader:
+            kept = [f for f in self._reader
+                    if (q := plan.partition(f.partition or 0)) is not None and q.state is State.EXISTING]
+            found = sorted([*found, *kept], key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
+        self._judged = (plan, found)
+        return found
+
+    # --- steps -----------------------------------------------------------------------------------------
+
+    def apply(self, outcome: Outcome) -> bool:
+        """Record a step computed from the present plan; False when refused or nothing changed."""
+        return self.history.apply(outcome)
+
+    def undo(self) -> str | None:
+        return self.history.undo()
+
+    def redo(self) -> str | None:
+        return self.history.redo()
+
+    # --- drags -----------------------------------------------------------------------------------------
+
+    def begin(self, number: int, kind: DragKind, *, grab: int = 0, keyboard: bool = False) -> str:
+        """Start dragging partition ``number``; "" when it can be dragged, else why not."""
+        self.drag = None
+        plan = self.history.present
+        p = plan.partition(number)
+        if p is None or plan.blocked():
+            return plan.blocked() or f"there is no partition {number} to move"
+        # Asking to stay where it is gives the plan's own refusal (on disk, holds logical partitions...).
+        if kind is DragKind.MOVE:
+            probe = plan.move_to(number, p.start)
+        else:
+            edge = kind.edge or Edge.END
+            probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end)
+        if not probe.ok:
+            return probe.message
+        self.drag = Drag(self, number, kind, grab, keyboard)
+        return ""
+
+    def drag_to(self, lba: int) -> Preview:
+        """The mouse is over ``lba`` (the cell's first sector; for the end edge, pass the cell's last)."""
+        d = self.drag
+        assert d is not None
+        if d.kind is DragKind.MOVE:
+            outcome = d.base.move_to(d.number, lba - d.grab)
+        else:
+            assert d.kind.edge is not None
+            outcome = d.base.resize_to(d.number, d.kind.edge, lba)
+        return d.show(outcome)
+
+    def nudge(self, steps: int) -> Preview:
+        """Keys: move (or move the active edge) by ``steps`` grains from where it is shown."""
+        d = self.drag
+        assert d is not None
+        if d.kind is DragKind.MOVE:
+            outcome = d.shown.move(d.number, steps)
+        else:
+            assert d.kind.edge is not None
+            outcome = d.shown.resize(d.number, d.kind.edge, steps)
+        return d.show(outcome)
+
+    def switch_edge(self) -> None:
+        d = self.drag
+        if d is not None and d.kind is not DragKind.MOVE:
+            d.kind = DragKind.START if d.kind is DragKind.END else DragKind.END
+
+    def finish(self) -> Outcome | None:
+        """Record the drag as one step (None when the partition ended where it began)."""
+        d, self.drag = self.drag, None
+        if d is None or d.last is None or d.shown is d.base:
+            return None
+        outcome = d.last
+        if outcome.before is not d.base:  # keys: several steps, recorded as one
+            outcome = Outcome(d.base, d.shown, True, outcome.message, outcome.snap, d.number)
+        if not self.history.apply(outcome):
+            return None
+        self._judged = (d.shown, d.flat_findings())
+        return outcome
+
+    def cancel(self) -> Plan | None:
+        """Forget the drag; the plan to show again (None when nothing was previewed)."""
+        d, self.drag = self.drag, None
+        return None if d is None or d.shown is d.base else d.base
+
+
+# --- words for the status line ----------------------------------------------------------------------
+
+
+def _at(lba: int, ss: int, short: bool) -> str:
+    nbytes = lba * ss
+    return f"{lba:,}s" if short else f"{lba:,}s ({nbytes:,} B = {human_bytes(nbytes)})"
+
+
+def drag_text(kind: DragKind, number: int, snap: Snap | None, shown: Partition | None, width: int,
+              note: str = "") -> str:
+    """"#3 start 2,050s (1,049,600 B) -> 2,048s (1,048,576 B = 1 MiB) | size 100 MiB" made to fit ``width``:
+    the requested position, where snapping put it, in sectors and bytes."""
+    verb = {DragKind.MOVE: "move", DragKind.START: "resize", DragKind.END: "resize"}[kind]
+    edge = Edge.END if kind is DragKind.END else Edge.START
+    if shown is None:
+        return f" {verb} #{number}"
+    ss = snap.sector_size if snap else 512
+    got = shown.end if edge is Edge.END else shown.start
+    size = f"size {shown.size:,}s = {human_bytes(shown.size * ss)}"
+    candidates = []
+    for short in (False, True):
+        if snap is not None:
+            req = snap.requested.end if edge is Edge.END else snap.requested.start
+            req_bytes = f"{req:,}s ({req * ss:,} B)" if not short else f"{req:,}s"
+            where = f"{edge.value} {req_bytes} -> {_at(got, ss, short)}" if req != got else \
+                f"{edge.value} {_at(got, ss, short)} on the grain"
+        else:
+            where = f"{edge.value} {_at(got, ss, short)}"
+        candidates.append(f" {verb} #{number}: {where} | {size}" + (f" | {note}" if note else ""))
+        candidates.append(f" {verb} #{number}: {where} | {size}")
+        candidates.append(f" #{number} {where}")
+    for text in candidates:
+        if len(text) <= width:
+            return text
+    return candidates[-1]
+
+
+def requested_extent(snap: Snap | None, sectors: int) -> Extent | None:
+    """Where the user asked the partition to be, clipped to the disk (for the map's marks)."""
+    if snap is None:
+        return None
+    lo, hi = sorted((snap.requested.start, snap.requested.end))
+    lo, hi = max(0, lo), min(sectors - 1, hi)
+    return Extent(lo, hi) if lo <= hi else None

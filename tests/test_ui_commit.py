@@ -1,0 +1,174 @@
+"""Writing a plan from the planner: the confirmation screen, the typed answer, progress, the outcome, the disk
+read again. Real images written through libparted; the referee is `sfdisk --dump`."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from conftest import need_tool, run
+
+from diskplan.backend.commit import Host, Verdict
+from diskplan.backend.reader import read
+from diskplan.model import demos
+from diskplan.model.extent import State
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.commit_screen import CommitScreen
+from diskplan.ui.target import Target
+
+MiB = 2048  # sectors of 512 B
+
+
+def image_target(path: pathlib.Path) -> Target:
+    return Target(read(str(path)), path.name, path=str(path))
+
+
+def gpt_image(sparse_image: Callable[..., pathlib.Path], size: int = 64 << 20) -> pathlib.Path:
+    """A GPT image with partition 1 at 1 MiB..9 MiB, written by sfdisk."""
+    need_tool("sfdisk")
+    img = sparse_image(size)
+    run("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB}, size={8 * MiB}, type=L\n")
+    return img
+
+
+def dump_parts(path: pathlib.Path) -> list[tuple[int, int]]:
+    """(start, size) of every partition, as sfdisk reads the image."""
+    out = []
+    for line in run("sfdisk", "--dump", str(path)).splitlines():
+        if " : start=" in line:
+            fields = dict(f.strip().split("=", 1) for f in line.split(":", 1)[1].split(",") if "=" in f)
+            out.append((int(fields["start"]), int(fields["size"])))
+    return out
+
+
+@dataclass
+class Busy:
+    blocking: bool = True
+
+    def __str__(self) -> str:
+        return "mounted on /mnt/test (a test says so)"
+
+
+async def wait_for(pilot, check: Callable[[], bool], seconds: float = 30) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("timed out")
+
+
+def text_of(screen: CommitScreen) -> str:
+    return "\n".join(str(w.render()) for w in screen.query("Static"))
+
+
+def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_image, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    img = gpt_image(sparse_image)
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(img))
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            app.clear_notifications()
+            # A new partition after partition 1, 16 MiB, typed in the dialog.
+            app.sector_map.move_to(20 * MiB)
+            await pilot.press("n")
+            await pilot.press("ctrl+a", "ctrl+k", *"16MiB", "enter")
+            await pilot.pause()
+            plan = app.session.plan  # type: ignore[union-attr]
+            new = [p for p in plan.table.partitions if p.state is State.PROPOSED]
+            assert len(new) == 1 and new[0].size == 16 * MiB
+            start = new[0].start
+            await pilot.press("w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            text = text_of(screen)
+            assert f"create 2 at {start}..{start + 16 * MiB - 1}" in text
+            assert "keep 1 at 2048..18431" in text
+            assert "Type yes to write this table" in text
+            await pilot.press(*"no", "enter")
+            assert "not confirmed" in text_of(screen) and screen.outcome is None
+            await pilot.press("ctrl+a", "ctrl+k", *"yes", "enter")
+            await wait_for(pilot, lambda: screen.outcome is not None)
+            outcome = screen.outcome
+            assert outcome is not None and outcome.verdict is Verdict.WRITTEN, outcome
+            assert pathlib.Path(outcome.backup_path).is_file()
+            assert outcome.backup_path in text_of(screen)
+            await pilot.press("enter")  # back: the disk is read again and the plan starts from it
+            await wait_for(pilot, lambda: not app.session.plan.dirty and len(app.session.plan.table.partitions) == 2)  # type: ignore[union-attr]
+            assert {p.state for p in app.session.plan.table.partitions} == {State.EXISTING}  # type: ignore[union-attr]
+            return start
+
+    start = asyncio.run(go())
+    assert dump_parts(img) == [(MiB, 8 * MiB), (start, 16 * MiB)]
+
+
+def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> None:  # type: ignore[no-untyped-def]
+    img = gpt_image(sparse_image)
+    before = img.read_bytes()[: 34 * 512]
+    busy = Host(users=lambda path: [Busy()])
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(img), host=busy)
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            app.sector_map.move_to(MiB)
+            await pilot.press("x", "w")  # partition 1 marked for deletion, then write
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            text = text_of(screen)
+            assert "delete 1" in text and "refused:" in text and "mounted on /mnt/test" in text
+            assert not screen.query_one("#commit-answer-row").has_class("-asking")
+            await pilot.press("escape")
+            assert not isinstance(app.screen, CommitScreen)
+
+    asyncio.run(go())
+    assert img.read_bytes()[: 34 * 512] == before
+
+
+def test_a_demo_shown_from_the_model_cannot_be_written() -> None:
+    s = demos.find("modern")
+
+    async def go() -> None:
+        app = PlannerApp(start=Target(s.planned_disk(), "demo modern", s.lesson, demo="modern"))
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            app.clear_notifications()
+            app.sector_map.move_to(s.partitions[-1].start)
+            await pilot.press("x", "w")
+            assert not isinstance(app.screen, CommitScreen)
+            assert any("nothing to write to" in str(n.message) for n in app._notifications)
+
+    asyncio.run(go())
+
+
+@pytest.mark.root
+def test_a_block_device_needs_its_name_typed(sparse_image, loop_device, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    img = gpt_image(sparse_image)
+    dev = loop_device(img)
+    name = pathlib.Path(dev).name
+
+    async def go() -> None:
+        app = PlannerApp(start=Target(read(dev), dev, path=dev))
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            app.sector_map.move_to(MiB)
+            await pilot.press("x", "w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            assert f"Type {name} to write" in text_of(screen)
+            await pilot.press(*"yes", "enter")
+            assert screen.outcome is None and "not confirmed" in text_of(screen)
+            await pilot.press("ctrl+a", "ctrl+k", *name, "enter")
+            await wait_for(pilot, lambda: screen.outcome is not None)
+            assert screen.outcome is not None and screen.outcome.verdict is Verdict.WRITTEN, screen.outcome
+
+    asyncio.run(go())
+    assert dump_parts(img) == []
