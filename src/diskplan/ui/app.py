@@ -338,7 +338,7 @@ class PlannerApp(PlanActions, App[int]):
         blocked = self.session.plan.blocked() if self.session else ""
         lines = explain(item, geom, self.grain, table, self.target.disk.filesystem)
         self.query_one(ExplainPanel).show(lines + plan_hints(item, blocked))
-        self.query_one(PartitionList).follow(item_number(item))
+        self.query_one(PartitionList).follow(item_number(item), item is not None and item.state is State.DELETE)
         if item is not None and item.partition is not None:
             ext, _, _ = blocks_touched(geom, item.partition.start)
             smap.set_marks((ext,))

@@ -52,7 +52,7 @@ FORM_CSS = """
 class FlagToggle(Static, can_focus=True):
     """``[x] name`` / ``[ ] name``: toggled with Space, Enter or a click."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("space,enter", "toggle", "toggle", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("space", "toggle", "toggle", show=False)]
 
     class Toggled(Message):
         def __init__(self, toggle: FlagToggle) -> None:
@@ -184,7 +184,7 @@ class PartitionScreen(ModalScreen[Outcome | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss(None)", "cancel"),
-        Binding("ctrl+s", "submit", "create", show=False),
+        Binding("enter", "submit", "create", show=False),
     ]
     DEFAULT_CSS = "PartitionScreen { align: center middle; }\n" + FORM_CSS
 

@@ -118,6 +118,10 @@ class StatusLine(Static):
     """
 
 
+def row_key(number: int, deleted: bool) -> str:
+    return f"{number}-deleted" if deleted else str(number)
+
+
 class PartitionList(DataTable[str]):
     """The partitions with their worst finding; highlighting one moves the map's cursor to it."""
 
@@ -135,9 +139,9 @@ class PartitionList(DataTable[str]):
     def __init__(self, glyphs: Glyphs, **kw: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
         self.glyphs = glyphs
-        self._starts: dict[int, int] = {}
+        self._starts: dict[str, tuple[int, int]] = {}  # row key -> (number, start)
         self._syncing = False
-        self._follow: int | None = None
+        self._follow: str | None = None
 
     LABELS = (" #", "start", "size", "name")
 
@@ -159,7 +163,8 @@ class PartitionList(DataTable[str]):
                 name = f"{name} (delete)".strip()
             flag.append(f" {p.number}")
             rows.append((flag, f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
-            self._starts[p.number] = p.start
+            # A number freed by a deletion may be reused by a proposal: both rows are listed.
+            self._starts[row_key(p.number, p.state is State.DELETE)] = (p.number, p.start)
         # Columns sized here, not by the table's own measuring (done on idle, after the first render,
         # which can leave the first frame with label-wide columns).
         self.clear(columns=True)
@@ -167,19 +172,19 @@ class PartitionList(DataTable[str]):
             width = max([len(label), *(len(r[i]) for r in rows)])
             self.add_column(label, width=width)
         for row, key in zip(rows, self._starts, strict=True):
-            self.add_row(*row, key=str(key))  # type: ignore[arg-type]
+            self.add_row(*row, key=key)  # type: ignore[arg-type]
 
-    def follow(self, number: int | None) -> None:
+    def follow(self, number: int | None, deleted: bool = False) -> None:
         """Highlight the row of ``number`` without moving the map (the map moved first)."""
-        self._follow = number
+        self._follow = None if number is None else row_key(number, deleted)
         # After the table has laid out its new rows (it measures them when idle).
         self.call_after_refresh(self._apply_follow)
 
     def _apply_follow(self) -> None:
-        number = self._follow
-        if number is None or str(number) not in self.rows:
+        key = self._follow
+        if key is None or key not in self.rows:
             return
-        row = self.get_row_index(str(number))
+        row = self.get_row_index(key)
         if row != self.cursor_row:
             self._syncing = True
             self.move_cursor(row=row, animate=False)
@@ -192,15 +197,15 @@ class PartitionList(DataTable[str]):
         event.stop()
         if self._syncing or not self.has_focus or event.row_key.value is None:
             return
-        number = int(event.row_key.value)
-        self.post_message(self.Chosen(number, self._starts[number], focus_map=False))
+        number, start = self._starts[event.row_key.value]
+        self.post_message(self.Chosen(number, start, focus_map=False))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         if event.row_key.value is None:
             return
-        number = int(event.row_key.value)
-        self.post_message(self.Chosen(number, self._starts[number], focus_map=True))
+        number, start = self._starts[event.row_key.value]
+        self.post_message(self.Chosen(number, start, focus_map=True))
 
 
 CHANGE_MARK = {"label": "*", "delete": "-", "create": "+"}

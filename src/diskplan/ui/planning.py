@@ -254,18 +254,19 @@ def drag_text(kind: DragKind, number: int, snap: Snap | None, shown: Partition |
     ss = snap.sector_size if snap else 512
     got = shown.end if edge is Edge.END else shown.start
     size = f"size {shown.size:,}s = {human_bytes(shown.size * ss)}"
-    candidates = []
+    wheres = []
     for short in (False, True):
         if snap is not None:
             req = snap.requested.end if edge is Edge.END else snap.requested.start
-            req_bytes = f"{req:,}s ({req * ss:,} B)" if not short else f"{req:,}s"
-            where = f"{edge.value} {req_bytes} -> {_at(got, ss, short)}" if req != got else \
-                f"{edge.value} {_at(got, ss, short)} on the grain"
+            req_text = f"{req:,}s ({req * ss:,} B)" if not short else f"{req:,}s"
+            wheres.append(f"{edge.value} {req_text} -> {_at(got, ss, short)}" if req != got else
+                          f"{edge.value} {_at(got, ss, short)} on the grain")
         else:
-            where = f"{edge.value} {_at(got, ss, short)}"
-        candidates.append(f" {verb} #{number}: {where} | {size}" + (f" | {note}" if note else ""))
-        candidates.append(f" {verb} #{number}: {where} | {size}")
-        candidates.append(f" #{number} {where}")
+            wheres.append(f"{edge.value} {_at(got, ss, short)}")
+    tail = f" | {note}" if note else ""
+    candidates = [f" {verb} #{number}: {wheres[0]} | {size}{tail}", f" {verb} #{number}: {wheres[0]} | {size}",
+                  f" {verb} #{number}: {wheres[0]}", f" {verb} #{number}: {wheres[1]} | {size}{tail}",
+                  f" {verb} #{number}: {wheres[1]}", f" #{number} {wheres[1]}"]
     for text in candidates:
         if len(text) <= width:
             return text
