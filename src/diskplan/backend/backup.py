@@ -14,6 +14,7 @@ with its SHA-256. Pure Python over files and block devices; no libparted.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import hashlib
 import os
@@ -22,6 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from diskplan.backend.gptcheck import check_gpt
 from diskplan.backend.rawtable import mbr_entries, parse_gpt_entries, parse_gpt_header
 from diskplan.model.extent import Extent
 
@@ -204,14 +206,13 @@ def _gpt_attrs(raw: int) -> str:
     return " ".join(words)
 
 
-def _dump_gpt(fd: int, device: str, sector_size: int, sectors: int) -> str:
-    h = parse_gpt_header(_pread(fd, 1, 1, sector_size), 1)
-    if not h.valid:
-        h = parse_gpt_header(_pread(fd, sectors - 1, 1, sector_size), sectors - 1)
-    if not h.valid:
+def _dump_gpt(path: str, device: str, sector_size: int, sectors: int) -> str:
+    """The GPT copy that passes every check (a damaged one is not what the disk means), "" with none."""
+    state = check_gpt(path, sector_size, sectors)
+    good = state.good if state is not None else None
+    if good is None or good.header is None:
         return ""
-    count = -(-(h.entry_count * h.entry_size) // sector_size)
-    raw = _pread(fd, h.entries_lba, count, sector_size)
+    h, raw = good.header, good.raw_entries
     lines = [
         "label: gpt",
         f"label-id: {h.disk_guid}",
@@ -274,11 +275,12 @@ def sfdisk_dump(path: str, sector_size: int, sectors: int, device: str | None = 
         entries = mbr_entries(mbr)
         name = device or path
         if entries and any(e.type_id == 0xEE for e in entries):
-            dump = _dump_gpt(fd, name, sector_size, sectors)
+            dump = _dump_gpt(path, name, sector_size, sectors)
             return ("gpt", dump) if dump else ("none", "")
         if entries:
             return "dos", _dump_dos(fd, name, sector_size, sectors, mbr)
-        return "none", ""
+        dump = _dump_gpt(path, name, sector_size, sectors)  # a GPT whose protective MBR is gone
+        return ("gpt", dump) if dump else ("none", "")
     finally:
         os.close(fd)
 
@@ -461,6 +463,42 @@ def device_size(path: str) -> int:
         os.close(fd)
 
 
+def write_sectors(
+    path: str,
+    writes: Iterable[tuple[int, bytes]],
+    sector_size: int,
+    *,
+    each: Callable[[int], None] | None = None,
+    after_first: Callable[[], None] | None = None,
+) -> None:
+    """Write each (LBA, whole sectors) to ``path`` (exclusively, for a block device: the kernel refuses
+    while it is mounted or held), fsync, then drop those pages from the cache so a read-back reaches the
+    device. ``each(n)`` after the n-th run; ``after_first`` (tests: a fault) after the first."""
+    try:
+        fd = _open(path, write=True)
+    except OSError as exc:
+        raise BackupError(f"cannot open {path} for writing: {exc.strerror}") from exc
+    try:
+        for i, (lba, data) in enumerate(writes):
+            if len(data) % sector_size:
+                raise BackupError(f"{len(data)} bytes for LBA {lba} are not whole {sector_size} B sectors")
+            view, offset = memoryview(data), lba * sector_size
+            while view:
+                n = os.pwrite(fd, view, offset)
+                view, offset = view[n:], offset + n
+            if each:
+                each(i + 1)
+            if i == 0 and after_first:
+                after_first()
+        os.fsync(fd)
+        with contextlib.suppress(OSError):  # only a cache hint
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError as exc:
+        raise BackupError(f"writing {path} failed: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
 def put_back(b: TableBackup, path: str, progress: Callable[[int, int], None] | None = None) -> None:
     """Write every saved sector back to ``path``, sync, and check the bytes read back equal the backup.
     Refuses a device of another size or sector size: the backup's sectors would land elsewhere."""
@@ -473,23 +511,9 @@ def put_back(b: TableBackup, path: str, progress: Callable[[int, int], None] | N
             f"{path} has {size} bytes; the backup is of a disk of {b.sectors} sectors of {b.sector_size} B "
             f"({b.sectors * b.sector_size} bytes): refusing to write it elsewhere"
         )
-    try:
-        fd = _open(path, write=True)
-    except OSError as exc:
-        raise BackupError(f"cannot open {path} for writing: {exc.strerror}") from exc
-    try:
-        for i, c in enumerate(b.chunks):
-            view, offset = memoryview(c.data), c.start * b.sector_size
-            while view:
-                n = os.pwrite(fd, view, offset)
-                view, offset = view[n:], offset + n
-            if progress:
-                progress(i + 1, len(b.chunks))
-        os.fsync(fd)
-    except OSError as exc:
-        raise BackupError(f"writing {path} failed: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
+    total = len(b.chunks)
+    write_sectors(path, [(c.start, c.data) for c in b.chunks], b.sector_size,
+                  each=(lambda done: progress(done, total)) if progress else None)
     bad = changed_extents(b, path)
     if bad:
         where = ", ".join(f"{e.start}..{e.end}" for e in bad[:5])

@@ -14,6 +14,10 @@ The steps, each its own function so a UI can show them one by one:
    ``Outcome`` says exactly what state the disk is in, and how to restore when something went wrong.
 3. backend.restore puts a backup back byte for byte, the same way.
 
+A GPT repair (``plan.pending_repair``) goes through the same two calls: ``prepare(..., repair=...)``
+and ``execute`` hand it to backend.gptrepair, which writes exactly the repair's sectors (no libparted
+commit) with the same checks, backup and verification.
+
 Speed (a 128-partition GPT is written as fast as ``sfdisk`` writes it from a script): a caller that has
 just read the target passes it to ``prepare(current=...)``; ``preload()`` imports pyparted once so the
 three children (read, preview, write + read back) do not each import it again.
@@ -44,6 +48,7 @@ from diskplan.backend.reader import ReadError, read
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.operations import Operation, differences, plan_changes, problems
+from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
 
@@ -127,6 +132,7 @@ class Proposal:
     placed: tuple[Partition, ...] = ()  # number, extent and role of every partition libparted would write
     table_sectors: tuple[Extent, ...] = ()  # where the new table's own sectors go
     protect: tuple[Extent, ...] = ()  # data of kept partitions: never in the backup, never written
+    repair: GptRepair | None = None  # a repair-only proposal (backend.gptrepair): these bytes are written
 
     @property
     def changes(self) -> bool:
@@ -142,6 +148,8 @@ class Proposal:
 
     @property
     def prompt(self) -> str:
+        if self.repair is not None:
+            return f"Type {self.confirm_word} to repair the table on {self.target}"
         return f"Type {self.confirm_word} to write this table to {self.target}"
 
     def accepts(self, answer: str) -> bool:
@@ -293,12 +301,20 @@ def prepare(
     sector_size: int | None = None,
     sectors: int | None = None,
     current: Disk | None = None,
+    repair: GptRepair | None = None,
 ) -> Proposal:
     """Everything to show before asking: operations, the resulting table, refusals. Writes nothing.
     ``sector_size``/``sectors``: what the plan was made for, when it says. ``current``: the target as
     the caller read it a moment ago (backend.reader.read), so it is not read twice; the write checks
-    again that the disk is the same one and still holds what is deleted. Raises CommitError only when
-    the target cannot be read at all."""
+    again that the disk is the same one and still holds what is deleted. ``repair``: the plan's pending
+    repair (``Plan.pending_repair``): then the proposal writes that repair and nothing else, and
+    ``desired`` must keep the disk's partitions as they are. Raises CommitError only when the target
+    cannot be read at all."""
+    if repair is not None:
+        from diskplan.backend.gptrepair import prepare_repair  # it builds on this module
+
+        return prepare_repair(target, host, current=current, expect=repair, desired=desired,
+                              sector_size=sector_size, sectors=sectors)
     if not os.path.exists(target):
         raise CommitError(f"{target}: no such file or device")
     try:
@@ -495,6 +511,10 @@ def execute(
     fault: Fault | None = None,
 ) -> Outcome:
     """Back up, write, tell the kernel, verify. ``answer`` is what the user typed (``p.accepts``)."""
+    if p.repair is not None:
+        from diskplan.backend.gptrepair import execute_repair
+
+        return execute_repair(p, answer, host, backup_path=backup_path, progress=progress, fault=fault)
     steps = 5
 
     def step(n: int, what: str) -> None:

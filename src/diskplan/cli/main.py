@@ -12,6 +12,7 @@ COMMANDS = {
     "export": "diskplan.cli.export",
     "apply": "diskplan.cli.apply",
     "restore": "diskplan.cli.restore",
+    "repair": "diskplan.cli.repair",
 }
 PLANNER = "diskplan.cli.planner"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from diskplan.model import ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 
 DEFAULT_TYPE = {"gpt": "0FC63DAF-8483-4772-8E79-3D69D8477DE4", "msdos": "0x83"}  # what libparted gives
@@ -25,7 +26,7 @@ ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flag
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # "label", "delete", "create", "change", "rewrite", "keep"
+    kind: str  # "label", "delete", "create", "change", "rewrite", "keep", "repair"
     number: int = 0
     start: int = 0
     end: int = 0
@@ -40,9 +41,18 @@ class Operation:
             "change": f"change {self.number} ({where})",
             "rewrite": f"rewrite the EBR of logical {self.number} at {where} (its data is not touched)",
             "keep": f"keep {self.number} at {where} (untouched)",
+            "repair": f"repair: write sector{'s ' + where if self.end > self.start else ' ' + str(self.start)}",
         }[self.kind]
         return f"{text}: {self.detail}" if self.detail and self.kind != "label" else text
 
+
+def repair_operations(repair: GptRepair | None, table: Table, sector_size: int) -> tuple[Operation, ...]:
+    """A repair as operations: one "repair" per run of sectors it writes (which copy, from which), then
+    "keep" for every partition of ``table`` (the one on the disk: a repair changes none of them)."""
+    runs = repair.runs(sector_size) if repair is not None else ()
+    out = [Operation("repair", 0, e.start, e.end, what) for e, what in runs]
+    out += [Operation("keep", p.number, p.start, p.end) for p in sorted(table.partitions, key=lambda p: p.number)]
+    return tuple(out)
 
 
 def type_key(label: str, text: str) -> str:

@@ -10,6 +10,14 @@ of the snapping target; snapping never makes partitions overlap, never enters th
 passes the end of the usable area. Partitions are addressed by number: live ones (EXISTING or PROPOSED)
 have unique numbers; a number freed by a deletion can be reused by a proposal, as parted and sfdisk would.
 
+A disk whose GPT is damaged offers a repair (``Disk.repair``, passed as ``Plan.open(..., offer=)``).
+``plan.repair()`` makes it a pending change on its own: refused while other changes are pending, and
+while it is pending every other step is refused (undo or clear takes it back). It writes the table that
+is on the disk, not the plan's; once it is committed the disk is read again and planning starts from the
+repaired table, which is then writable. Writing both at once would mix two kinds of write (raw sectors
+from the good copy, then a libparted commit) in one confirmation, and a failed second step would leave a
+disk repaired but not as planned, or the reverse.
+
 A drag is a series of previews from one plan: ``base.move_to(n, lba)`` per mouse move, shown from
 ``outcome.plan``/``outcome.snap``, and one ``history.apply(outcome)`` when the button is released. Each
 move or resize costs O(log n) Python steps (bisection, one slot replaced in tuples), not a full analysis.
@@ -31,6 +39,7 @@ from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
 from diskplan.model.ptypes import describe
+from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
     Gap,
     clamp,
@@ -118,13 +127,17 @@ class Outcome:
 class Change:
     """One pending change against the table on disk, for the list the user reviews."""
 
-    kind: str  # "label", "delete", "create", "type", "name", "flags"
+    kind: str  # "repair", "label", "delete", "create", "type", "name", "flags"
     number: int | None
     text: str
 
 
 class _Refused(Exception):
     pass
+
+
+REPAIR_PENDING = ("the GPT repair is pending: commit it first (the disk is then read again and can be planned "
+                  "on), or undo it")
 
 
 def _describe_area(label: str | None, table: Table, geom: Geometry) -> tuple[str, str]:
@@ -172,6 +185,8 @@ class Plan:
     # live number -> (lane, rank in the lane, index in table.partitions)
     where: dict[int, tuple[int, int, int]] = field(default_factory=dict, repr=False)
     patch: tuple[int, Partition] | None = field(default=None, repr=False)
+    offer: GptRepair | None = field(default=None, repr=False)  # the repair the disk offers (Disk.repair)
+    repairing: bool = False  # the offered repair is a pending change
 
     @cached_property
     def table(self) -> Table:
@@ -185,25 +200,29 @@ class Plan:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Plan):
             return NotImplemented
-        return (self.geometry, self.base, self.target, self.fresh, self.table) == (
-            other.geometry, other.base, other.target, other.fresh, other.table)
+        return (self.geometry, self.base, self.target, self.fresh, self.repairing, self.table) == (
+            other.geometry, other.base, other.target, other.fresh, other.repairing, other.table)
 
     __hash__ = None  # type: ignore[assignment]
 
     # --- building -------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, geometry: Geometry, table: Table, target: SnapTarget = SnapTarget.OPTIMAL) -> Plan:
-        """A plan that changes nothing yet, on the table read from the disk."""
-        return cls._make(geometry, table, table, target, False)
+    def open(cls, geometry: Geometry, table: Table, target: SnapTarget = SnapTarget.OPTIMAL, *,
+             offer: GptRepair | None = None) -> Plan:
+        """A plan that changes nothing yet, on the table read from the disk; ``offer``: the repair the
+        reader offers for it (``Disk.repair``), which ``repair()`` plans."""
+        return cls._make(geometry, table, table, target, False, offer)
 
     @classmethod
-    def _make(cls, geom: Geometry, base: Table, table: Table, target: SnapTarget, fresh: bool) -> Plan:
+    def _make(cls, geom: Geometry, base: Table, table: Table, target: SnapTarget, fresh: bool,
+              offer: GptRepair | None = None, repairing: bool = False) -> Plan:
         lanes, where = _build_lanes(table, geom)
-        return cls(geom, base, table, target, fresh, target.grain(geom), lanes, where)
+        return cls(geom, base, table, target, fresh, target.grain(geom), lanes, where, None, offer, repairing)
 
     def _rebuilt(self, table: Table, *, fresh: bool | None = None) -> Plan:
-        return Plan._make(self.geometry, self.base, table, self.target, self.fresh if fresh is None else fresh)
+        return Plan._make(self.geometry, self.base, table, self.target, self.fresh if fresh is None else fresh,
+                          self.offer, self.repairing)
 
     def _slot(self, j: int) -> Partition:
         patch = self.patch
@@ -227,7 +246,7 @@ class Plan:
             return self._rebuilt(self.table.with_partitions((*parts[:j], new, *parts[j + 1 :])))
         wanted = self.wanted if self.patch is None or self.patch[0] == j else self.table
         return Plan(self.geometry, self.base, wanted, self.target, self.fresh, self.grain, (lanes[0], lanes[1]),
-                    self.where, (j, new))
+                    self.where, (j, new), self.offer, self.repairing)
 
     # --- queries --------------------------------------------------------------------------------------
 
@@ -241,7 +260,12 @@ class Plan:
 
     @property
     def dirty(self) -> bool:
-        return self.fresh or self.table != self.base
+        return self.fresh or self.repairing or self.table != self.base
+
+    @property
+    def pending_repair(self) -> GptRepair | None:
+        """The repair to write when this plan is committed (``backend.commit.prepare(repair=...)``)."""
+        return self.offer if self.repairing else None
 
     def partition(self, number: int) -> Partition | None:
         """The live (existing or proposed) partition with ``number``."""
@@ -281,7 +305,10 @@ class Plan:
         return g.is_aligned(p.end + 1) or p.end == area_hi
 
     def blocked(self) -> str:
-        """Why this plan cannot change partitions (no table, a label diskplan does not write), or ""."""
+        """Why this plan cannot change partitions (a pending repair, no table, a label diskplan does not
+        write), or ""."""
+        if self.repairing:
+            return REPAIR_PENDING
         label = self.wanted.label
         if label is None:
             return "there is no partition table: create a gpt or msdos label first"
@@ -625,6 +652,8 @@ class Plan:
 
     def new_label(self, label: str) -> Outcome:
         """A fresh gpt or msdos table: every partition on the disk is marked for deletion."""
+        if self.repairing:
+            return self._refuse(REPAIR_PENDING)
         try:
             label = labels.check_label(label)
         except LabelError as exc:
@@ -642,7 +671,7 @@ class Plan:
         if not self.dirty:
             return Outcome(self, self, True, "nothing to clear")
         n = len(self.changes())
-        return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False), True,
+        return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False, self.offer), True,
                        f"cleared {n} pending changes")
 
     def set_target(self, target: SnapTarget, grains: tuple[int, ...] | None = None, *, fix: bool = False) -> Outcome:
@@ -652,7 +681,7 @@ class Plan:
             geom = self.geometry if grains is None else self.geometry.with_overrides(grains=grains)
         except ValueError as exc:
             return self._refuse(str(exc))
-        plan = Plan._make(geom, self.base, self.table, target, self.fresh)
+        plan = Plan._make(geom, self.base, self.table, target, self.fresh, self.offer, self.repairing)
         g = plan.grain
         message = f"snapping to {target.value}: {g.sectors} sectors ({human_bytes(g.sectors * geom.logical)})" + (
             f", offset {g.offset}s" if g.offset else "")
@@ -699,6 +728,8 @@ class Plan:
         """Make ``table`` (from a plan file) the wanted table: partitions of the disk that it keeps exactly
         (number, start, end) stay EXISTING, the others are marked DELETE, the rest are PROPOSED. A different
         label or usable area means a new label."""
+        if self.repairing:
+            return self._refuse(REPAIR_PENDING)
         problems = validate(table, self.geometry)
         if problems:
             return self._refuse("the plan is not valid here: " + "; ".join(problems))
@@ -721,6 +752,24 @@ class Plan:
         plan = self._rebuilt(replace(table, partitions=()).with_partitions(tuple(parts)), fresh=fresh)
         return Outcome(self, plan, True, f"plan loaded: {len(plan.changes())} pending changes")
 
+    def repair(self) -> Outcome:
+        """Plan the repair the disk offers (rebuild the damaged GPT copy, or the protective MBR, from the
+        good copy): a pending change of its own, written before anything else can be planned."""
+        offer = self.offer
+        if offer is None:
+            return self._refuse("this disk has no repair to offer: its table passed diskplan's checks, or no "
+                                "good copy is left to repair it from (see its findings)")
+        if self.repairing:
+            return Outcome(self, self, True, f"the repair is already planned: {offer.summary}")
+        if self.dirty:
+            n = len(self.changes())
+            return self._refuse(f"a repair is written on its own, before any other change: undo or clear the {n} "
+                                f"pending change{'s' if n != 1 else ''} first (committing changes to a GPT "
+                                "rewrites both copies anyway, when the table can be written)")
+        plan = Plan(self.geometry, self.base, self.wanted, self.target, self.fresh, self.grain, self.lanes,
+                    self.where, self.patch, offer, True)
+        return Outcome(self, plan, True, f"repair planned: {offer.summary} (nothing is written until you commit)")
+
     # --- what will change -----------------------------------------------------------------------------
 
     def changes(self) -> list[Change]:
@@ -731,6 +780,9 @@ class Plan:
         def where(p: Partition) -> str:
             return f"{p.start}s..{p.end}s ({human_bytes(p.size * ss)})"
 
+        if self.repairing and self.offer is not None:
+            n = self.offer.sectors_written(ss)
+            out.append(Change("repair", None, f"repair: {self.offer.summary} ({n} sectors; no partition changes)"))
         if self.fresh:
             old = f"{self.base.label} table" if self.base.label else "disk without a table"
             out.append(Change("label", None, f"new {self.table.label} label (replaces the {old})"))

@@ -1,13 +1,19 @@
 """Repairs the reader can offer for a damaged table, as data the plan layer turns into an operation.
 
 Nothing here writes: a repair is a list of (LBA, bytes) the commit would put on the disk, computed from
-the good copy of the table, plus the words to show the user. A libparted commit of a GPT rewrites both
-copies anyway, so a plan that changes partitions repairs the table too; this is for "repair only".
+the good copy of the table, plus the words to show the user. The commit writes exactly these bytes (not
+a libparted commit of the good table: libparted 3.5 leaves a damaged entry array as it is, cannot read a
+GPT whose primary header is gone, and would give new GUIDs to partitions it re-creates).
+
+A repair is planned on its own (``Plan.repair``): the table it rebuilds is the one on the disk, and the
+plan starts again from the repaired table once it is written and read back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from diskplan.model.extent import Extent
 
 PROTECTIVE_MBR = "protective MBR"
 
@@ -32,6 +38,28 @@ class GptRepair:
             f"entries at LBA {self.entries_lba}..{last}"
         )
 
-    @property
-    def sectors_written(self) -> int:
-        return sum(-(-len(data) // 512) for _, data in self.writes)
+    def same_writes(self, other: GptRepair) -> bool:
+        """Whether ``other`` writes exactly the same bytes to the same sectors (``==`` ignores the bytes)."""
+        return self == other and self.writes == other.writes
+
+    def runs(self, sector_size: int) -> tuple[tuple[Extent, str], ...]:
+        """Every write as (the sectors it covers, what goes there), in LBA order."""
+        out = []
+        for lba, data in sorted(self.writes, key=lambda w: w[0]):
+            where = Extent(lba, lba + max(1, -(-len(data) // sector_size)) - 1)
+            if self.rewrite == PROTECTIVE_MBR:
+                what = "protective MBR (one 0xEE entry; boot code and disk signature kept)"
+            elif lba == self.header_lba:
+                what = f"{self.rewrite} GPT header, rebuilt from the {self.good} header"
+            elif lba == self.entries_lba:
+                what = f"{self.rewrite} GPT entry array, copied from the {self.good} copy"
+            else:
+                what = f"{self.rewrite} GPT"
+            out.append((where, what))
+        return tuple(out)
+
+    def extents(self, sector_size: int) -> tuple[Extent, ...]:
+        return tuple(e for e, _ in self.runs(sector_size))
+
+    def sectors_written(self, sector_size: int) -> int:
+        return sum(e.size for e in self.extents(sector_size))

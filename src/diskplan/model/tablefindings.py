@@ -26,6 +26,8 @@ SECTOR_SIZE_MISMATCH = "sector-size-mismatch"
 HYBRID_ISO = "hybrid-iso-image"
 
 UNSAFE_PREFIX = "this table could not be read safely"
+HOW_TO_REPAIR = ("To write it: `diskplan repair DISK`, or plan the repair in the planner and commit; a backup of "
+                 "both ends of the disk is saved first, and `diskplan restore` puts it back.")
 
 
 def unreadable(reason: str, recovered: str = "") -> Finding:
@@ -59,7 +61,7 @@ def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair
     code = GPT_PRIMARY_DAMAGED if which == "primary" else GPT_BACKUP_DAMAGED
     severity = ERROR if which == "primary" else WARNING
     last = (
-        f"Repair, offered as a planned operation (nothing is written until you commit): {repair}."
+        f"Repair, offered as a planned operation (nothing is written until you commit): {repair}. {HOW_TO_REPAIR}"
         if repair
         else f"No repair is offered: {no_repair}."
     )
@@ -88,6 +90,7 @@ def gpt_without_protective_mbr(repair: str) -> Finding:
             "The GPT itself passed every check and is shown, read-only: libparted (parted, diskplan's writer) "
             "does not recognise it until sector 0 is fixed.",
             f"Repair, offered as a planned operation (nothing is written until you commit): {repair}.",
+            HOW_TO_REPAIR,
         ),
     )
 
