@@ -116,13 +116,12 @@ def prepare_repair(
         refusals.append("a repair is written on its own: the plan also changes partitions (commit the repair, "
                         "then plan the changes on the repaired table)")
     written = r.extents(geom.logical) if r is not None else ()
-    held = tuple(p.extent for p in current.table.partitions if p.role is not Role.EXTENDED)
+    data = [p for p in current.table.partitions if p.role is not Role.EXTENDED]  # never written, never backed up
     for e in written:
         if e.end >= geom.sectors:
             refusals.append(f"the repair would write sectors {e.start}..{e.end}, past the last LBA {geom.last_lba}")
-        for p in current.table.partitions:
-            if p.role is not Role.EXTENDED and p.extent.overlaps(e):
-                refusals.append(f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}")
+        refusals += [f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}"
+                     for p in data if p.extent.overlaps(e)]
     if r is None and any(f.code == tf.GPT_BACKUP_NOT_AT_END for f in current.findings):
         notes.append("the backup GPT is not at the end of the disk (it grew): writing any change to the table "
                      "moves it there; diskplan repair does not")
@@ -146,7 +145,7 @@ def prepare_repair(
         notes=tuple(notes),
         identity=ident,
         table_sectors=written,
-        protect=held,
+        protect=tuple(p.extent for p in data),
         repair=r,
     )
 
