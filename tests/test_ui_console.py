@@ -100,6 +100,71 @@ def test_every_screen_of_the_console_profile_is_cp437() -> None:
     assert _border.BORDER_CHARS["tall"][0][0] == "▊"
 
 
+def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The dialogs, the changes panel, a keyboard move and the confirmation screen: CP437 only, 80x25, and
+    proposed / deleted / selected partitions told apart by glyphs (no colour needed)."""
+    import subprocess
+
+    from diskplan.backend.commit import Host
+    from diskplan.backend.reader import read
+    from diskplan.ui.commit_screen import CommitScreen
+
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["sfdisk", "-q", str(image)], input="label: gpt\nstart=2048, size=16384, type=L\n", text=True,
+                   check=True, capture_output=True)
+
+    async def visit() -> dict[str, str]:
+        shots: dict[str, str] = {}
+        app = PlannerApp(start=Target(read(str(image)), "disk.img", path=str(image)), console=True,
+                         host=Host(users=lambda path: []))
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            app.clear_notifications()
+            smap = app.query_one(SectorMap)
+            smap.move_to(40960)
+            for keys, name in (
+                (["n"], "propose dialog"),
+                (["ctrl+a", "ctrl+k", *"100M"], "propose refused"),
+                (["ctrl+a", "ctrl+k", *"16MiB", "enter"], "proposed"),
+                (["m", "right"], "moving with the keys"),
+                (["enter", "s"], "snapping dialog"),
+                (["escape", "t"], "type dialog"),
+                (["escape", "ctrl+s"], "save dialog"),
+                (["escape", "L"], "label dialog"),
+                (["escape", "c"], "changes"),
+                (["question_mark"], "help"),
+                (["escape"], "back"),
+            ):
+                await pilot.press(*keys)
+                await pilot.pause(0.05)
+                shots[name] = screen_text(app)
+            smap.move_to(2048)
+            await pilot.press("x", "w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            for _ in range(400):
+                await pilot.pause(0.05)
+                if screen.proposal is not None:
+                    break
+            shots["confirmation"] = screen_text(app)
+        return shots
+
+    shots = asyncio.run(visit())
+    for name, text in shots.items():
+        assert not not_cp437(text), f"{name}: {sorted(not_cp437(text))}"
+        lines = text.splitlines()
+        assert len(lines) == 25 and all(len(line) <= 80 for line in lines), name
+    assert "units: IEC" in shots["propose dialog"] and "ambiguous" in shots["propose refused"]
+    assert "move #2" in shots["moving with the keys"] and "10 grains" in shots["moving with the keys"]
+    assert "Snapping target" in shots["snapping dialog"] and "Save plan" in shots["save dialog"]
+    assert "create partition 2" in shots["changes"]
+    assert "Type yes to write" in shots["confirmation"] and "delete 1" in shots["confirmation"]
+    # Proposed and selected partitions carry glyphs: the proposal's fill and the selection's brackets.
+    assert CONSOLE.proposed in shots["proposed"] and CONSOLE.sel_start in shots["proposed"]
+
+
 def test_everything_fits_at_80x25_in_16_colours() -> None:
     async def check() -> None:
         app = PlannerApp(start=target("advanced-format"), console=True)

@@ -121,6 +121,7 @@ class PlannerApp(PlanActions, App[int]):
         Binding("e", "view('explain')", "explain", show=False),
         Binding("d", "demos", "demos", show=False),
         Binding("o", "devices", "devices", show=False),
+        Binding("ctrl+l", "redraw", "redraw the screen", show=False),
         # Moving or resizing with the keys (m, r): these win over the map's own keys while it lasts.
         Binding("left", "nudge(-1)", "1 grain", key_display="<- ->", priority=True),
         Binding("right", "nudge(1)", "1 grain", priority=True, show=False),
@@ -417,6 +418,10 @@ class PlannerApp(PlanActions, App[int]):
             return
         current = self.query_one(ContentSwitcher).current
         self.action_view("explain" if current == "facts" else "facts")
+
+    def action_redraw(self) -> None:
+        """Ctrl+L: paint the whole screen again (after line noise on a serial console)."""
+        self.refresh(layout=True)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.glyphs))

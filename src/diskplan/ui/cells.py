@@ -115,9 +115,35 @@ class MapContent:
         self._live: dict[int, int] = {}  # live partition number -> item index
         self._build_items(findings)
         self._nonfree = len(self.items)  # items past this index are free runs made by the segment sweep
+        self._index_by_start()
         self._build_segments()
         self._build_markers()
         self.grids = self._grids()
+
+    def _index_by_start(self) -> None:
+        """The fixed items by start, with the largest end so far: which items meet a window, by bisection.
+        Items a patch moved (``_moved``) are checked one by one instead."""
+        order = sorted(range(self._nonfree), key=lambda i: self.items[i].extent.start)
+        self._order = order
+        self._order_starts = [self.items[i].extent.start for i in order]
+        top, self._order_max_end = -1, []
+        for i in order:
+            top = max(top, self.items[i].extent.end)
+            self._order_max_end.append(top)
+        self._moved: frozenset[int] = frozenset()
+
+    def _meeting(self, lo: int, hi: int) -> list[int]:
+        """Fixed and moved items whose extent meets [lo, hi]."""
+        items, moved = self.items, self._moved
+        out = [i for i in moved if items[i].extent.start <= hi and items[i].extent.end >= lo]
+        j = bisect_right(self._order_starts, hi) - 1
+        max_end, order = self._order_max_end, self._order
+        while j >= 0 and max_end[j] >= lo:
+            i = order[j]
+            if i not in moved and items[i].extent.end >= lo:
+                out.append(i)
+            j -= 1
+        return out
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -308,6 +334,8 @@ class MapContent:
             old = items[index]
             items[index] = item = _partition_item(p, old.slot, found)
             ranks[index] = _rank(item)
+            if item.extent != old.extent:
+                new._moved = new._moved | {index}
             for ext in (old.extent, item.extent):
                 lo, hi = min(lo, ext.start), max(hi, ext.end)
             if found:
@@ -330,9 +358,7 @@ class MapContent:
         if i1 + 1 < len(starts) and self.items[owners[i1 + 1]].kind is Kind.FREE:
             i1 += 1
         w_lo, w_hi = starts[i0], self._ends[i1]
-        covering = [i for i in range(self._nonfree)
-                    if items[i].extent.start <= w_hi and items[i].extent.end >= w_lo]
-        seg_starts, seg_owners = new._sweep(covering, w_lo, w_hi)
+        seg_starts, seg_owners = new._sweep(new._meeting(w_lo, w_hi), w_lo, w_hi)
         if i0 > 0 and seg_owners and owners[i0 - 1] == seg_owners[0]:  # the run before goes on into the window
             seg_starts, seg_owners = seg_starts[1:], seg_owners[1:]
         if i1 + 1 < len(starts) and seg_owners and owners[i1 + 1] == seg_owners[-1]:

@@ -129,7 +129,7 @@ class CommitScreen(ModalScreen[Outcome | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="form") as v:
-            v.border_title = f"Write the plan to {self.path}"
+            v.border_title = "Write the plan"
             with VerticalScroll(id="commit-body"):
                 yield Static(id="commit-outcome")
                 yield Static("Reading the disk and asking libparted to build the table in memory "

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.visual import VisualType
 from textual.widgets import DataTable, Static
 
 from diskplan.model import demos
@@ -45,7 +46,14 @@ def lines_content(lines: list[Line]) -> Content:
     return Content.assemble(*parts)
 
 
-class TitleBar(Static):
+class OneLine(Static):
+    """A line of fixed size: an update never needs a layout pass (which would repaint the map's scrollbar)."""
+
+    def update(self, content: VisualType = "", *, layout: bool = False) -> None:
+        super().update(content, layout=layout)
+
+
+class TitleBar(OneLine):
     """One line: what is shown, and the zoom."""
 
     DEFAULT_CSS = """
@@ -66,7 +74,7 @@ class TitleBar(Static):
         self.update(Content(f" {title}"))
 
 
-class Legend(Static):
+class Legend(OneLine):
     """What each glyph on the map means, drawn with the map's own styles."""
 
     DEFAULT_CSS = """
@@ -112,7 +120,7 @@ class Legend(Static):
         self.update(text)
 
 
-class StatusLine(Static):
+class StatusLine(OneLine):
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
     """

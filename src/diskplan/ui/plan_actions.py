@@ -133,12 +133,10 @@ class PlanActions(_Base):
             self.action_new_label(then_propose=True)
             return
         cursor = self.sector_map.cursor_lba
-        gap, why = default_gap(plan, cursor)
+        gap, why = default_gap(plan, cursor)  # the dialog's title says which free space it is
         if gap is None:
             self.notify(why, title="No free space", severity="warning", timeout=6)
             return
-        if why:
-            self.notify(f"{why}; using the free space at {gap.lo}s..{gap.hi}s", timeout=5)
 
         def done(outcome: Outcome | None) -> None:
             if self._step(outcome) and outcome is not None and outcome.number is not None:

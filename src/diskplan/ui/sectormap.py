@@ -2,13 +2,13 @@
 
 Only visible rows are rendered, each through ``MapContent.row`` (bisect over sorted segments), and
 rendered rows are kept in an LRU cache keyed on everything that changes a row. Moving the cursor
-repaints two rows. Every cell carries its column in the segment's meta (``Style.from_meta({"cell": n})``,
-so the styles are shared between rows); ``hit_at`` turns a position into the cell's LBAs, and the mouse
-handlers post typed messages with them, so planning interactions (drag,
-resize, propose) can be added by handling messages instead of rewriting this widget.
+repaints two rows; a drag step (``patch_table``) repaints the rows where the dragged edges were and are.
+Equal neighbouring cells are drawn as one segment: Textual writes every segment with its full style, so a
+row of 64 separately styled cells costs ~2.9 KB on the terminal and a run of equal ones ~0.3 KB.
+``hit_at`` turns a position into the cell's LBAs by arithmetic, and the mouse handlers post typed
+messages with them (the planning interactions handle those messages).
 
-What to draw is a ``Table`` (``show`` / ``set_table``): the table read from disk today, the plan's
-proposed table tomorrow.
+What to draw is a ``Table`` (``show`` / ``set_table`` / ``patch_table``): a plan's wanted table.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -210,7 +210,6 @@ class SectorMap(ScrollView, can_focus=True):
         self._style_version = 0
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._styles: dict[tuple[object, ...], Style] = {}
-        self._with_meta: dict[tuple[Style, int], Style] = {}  # cell styles carrying their column for hit-testing
         self._pressed: Hit | None = None
         self._last_hit: Hit | None = None
         self._want_fit = True
@@ -304,12 +303,11 @@ class SectorMap(ScrollView, can_focus=True):
         lba = max(0, min(lba, self.content.sectors - 1))
         if lba == self.cursor_lba and not force:
             return
-        old_row = self._row_of(self.cursor_lba)
+        old = self.cursor_lba
         self.cursor_lba = lba
-        new_row = self._row_of(lba)
-        if not self._scroll_into_view(new_row):
-            self.refresh_line(old_row)
-            self.refresh_line(new_row)
+        if not self._scroll_into_view(self._row_of(lba)):
+            self._refresh_extent(Extent(old, old))  # the two cursor cells only
+            self._refresh_extent(Extent(lba, lba))
         self._announce()
 
     def zoom_to(self, spc: int) -> None:
@@ -422,13 +420,18 @@ class SectorMap(ScrollView, can_focus=True):
         return False
 
     def _refresh_extent(self, ext: Extent) -> None:
+        """Repaint exactly the visible cells holding ``ext``: Textual then writes only those spans of the
+        lines (a whole-line refresh would send the whole row and the scrollbar's cell)."""
         if self.content is None:
             return
         top = round(self.scroll_offset.y)
-        first = max(self._row_of(ext.start), top)
-        last = min(self._row_of(ext.end), top + self.scrollable_content_region.height)
-        if first <= last:
-            self.refresh_lines(first, last - first + 1)
+        height = self.scrollable_content_region.height
+        c0, c1 = ext.start // self.spc, ext.end // self.spc
+        cols, x0 = self.cols, self.label_width
+        for row in range(max(c0 // cols, top), min(c1 // cols, top + height - 1) + 1):
+            lo = c0 - row * cols if row == c0 // cols else 0
+            hi = c1 - row * cols if row == c1 // cols else cols - 1
+            self.refresh(Region(x0 + lo, row - top, hi - lo + 1, 1))
 
     def _announce(self) -> None:
         self.post_message(self.CursorMoved(self, self.cursor_lba, self.cursor_item))
@@ -534,7 +537,6 @@ class SectorMap(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
-        self._with_meta.clear()
         self._style_version += 1
         self._cache.clear()
 
@@ -591,15 +593,18 @@ class SectorMap(ScrollView, can_focus=True):
         label = f"{first:,}".rjust(self.label_width - 1) + " "
         segments = [Segment(label, self.get_component_rich_style("sectormap--gutter"))]
         cells = content.row(first, spc, self.cols)
-        with_meta = self._with_meta
+        run: list[str] = []
+        run_style: Style | None = None
         for col, cell in enumerate(cells):
             lo = first + col * spc
             glyph, style = self._cell(cell, lo, lo + spc - 1, col == cursor, marks, sel, g)
-            key = (style, col)
-            meta_style = with_meta.get(key)
-            if meta_style is None:
-                meta_style = with_meta[key] = style + Style.from_meta({"cell": col})
-            segments.append(Segment(glyph, meta_style))
+            if style is not run_style and run:
+                segments.append(Segment("".join(run), run_style))
+                run = []
+            run.append(glyph)
+            run_style = style
+        if run:
+            segments.append(Segment("".join(run), run_style))
         strip = Strip(segments, self.label_width + len(cells))
         return strip.adjust_cell_length(width, self.rich_style)
 

@@ -1,0 +1,189 @@
+"""The planner's part of `make bench` (imported by scripts/bench.py, which runs with scripts/ on sys.path).
+
+  drag   one one-grain keyboard drag step on a 20 TB disk with 128 GPT partitions (one of them proposed, the
+         one moved) vs a 1 GB disk with that proposal alone: the real app, headless (Textual's run_test), each
+         step timed from handing the key to the driver until every widget has handled its messages and the
+         screen update is composed (Pilot.press itself waits for the CPU to go idle, tens of ms, so it is not
+         used for timing); median of the steps, and the ratio of the medians.
+  bytes  the real planner (`diskplan --demo empty`) in a pseudo-terminal of 80x25: a new gpt label and a
+         10 GiB proposal are made with the keys, move mode is entered (m), then the bytes the planner writes
+         for one step (Right) are counted, beside a full redraw (Ctrl+L, what a user presses after line noise
+         on a serial console): the whole screen, as the first frame writes it.
+
+Run alone: .venv/bin/python scripts/bench_ui.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench import Row
+
+MiB = 2048  # sectors of 512 B
+STEP_TARGET = "<= 1.2x"
+BYTES_TARGET = "<= 600 B"
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    """scripts/bench.py, imported when needed (it imports this module itself)."""
+    import bench
+
+    return bench
+
+
+def _target(sectors: int, existing: int):  # type: ignore[no-untyped-def]
+    """A GPT disk with ``existing`` partitions on it and free space after them for the proposal."""
+    from diskplan.model.disk import Disk
+    from diskplan.model.extent import Partition
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.table import new_table
+    from diskplan.ui.target import Target
+
+    geom = Geometry(sectors=sectors, physical=4096)
+    table = new_table("gpt", geom)
+    span = (table.last_usable - 2048) // (existing + 1) // MiB * MiB
+    parts = tuple(Partition(i + 1, 2048 + i * span, 2048 + (i + 1) * span - 1) for i in range(existing))
+    return Target(Disk(geom, table.with_partitions(parts)), f"{existing + 1} partitions")
+
+
+async def _step(pilot, key: str) -> float:  # type: ignore[no-untyped-def]
+    """One key, timed until it is handled and the screen update is composed."""
+    from textual import events
+
+    app = pilot.app
+    t0 = time.perf_counter()
+    event = events.Key(key, None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+    await pilot._wait_for_screen()
+    app.screen._on_timer_update()  # what Textual's refresh timer does: compose and write the update
+    return time.perf_counter() - t0
+
+
+async def _drag_steps(sectors: int, existing: int, steps: int) -> list[float]:
+    from diskplan.ui.app import PlannerApp
+
+    app = PlannerApp(start=_target(sectors, existing))
+    times: list[float] = []
+    async with app.run_test(size=(80, 25)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        app.clear_notifications()
+        assert app.session is not None
+        gap = app.session.plan.free_regions()[-1]
+        outcome = app.session.plan.propose(gap.lo, 64 * MiB)
+        assert outcome.ok and outcome.number is not None, outcome.message
+        app._step(outcome)
+        app.sector_map.move_to(outcome.plan.partition(outcome.number).start)  # type: ignore[union-attr]
+        await pilot.press("m")
+        await pilot.pause()
+        for i in range(steps + 5):
+            took = await _step(pilot, "right" if i % 2 == 0 else "left")
+            if i >= 5:  # the first steps warm the caches
+                times.append(took)
+        await pilot.pause()
+        drag = app.session.drag
+        assert drag is not None and drag.last is not None and drag.last.ok, "the steps did not move the partition"
+        await pilot.press("escape")
+    return times
+
+
+async def bench_drag(runs: int) -> list[Row]:
+    b = _bench()
+    rounds, steps = 4, max(10, runs * 5)
+    small_t: list[float] = []
+    big_t: list[float] = []
+    for _ in range(rounds):  # interleaved, so a busy moment hits both
+        small_t += await _drag_steps(10**9 // 512, 0, steps)
+        big_t += await _drag_steps(20 * 10**12 // 512, 127, steps)
+    small, big = statistics.median(small_t), statistics.median(big_t)
+    print(f"drag step: 1 GB/1 partition {b.fmt_s(small)}, 20 TB/128 partitions {b.fmt_s(big)} "
+          f"(median of {len(big_t)} steps)")
+    return [b.Row("drag step, 20 TB/128 parts vs 1 GB/1", b.fmt_s(big), b.fmt_s(small), big / small, STEP_TARGET,
+                  f"median of {len(big_t)} one-grain key steps, headless app")]
+
+
+# --- bytes on the terminal ------------------------------------------------------------------------
+
+
+KEYS = {"enter": b"\r", "right": b"\x1b[C", "left": b"\x1b[D", "ctrl+a": b"\x01", "ctrl+k": b"\x0b",
+        "ctrl+l": b"\x0c", "escape": b"\x1b"}
+
+
+class Terminal:
+    """The planner in a pseudo-terminal: send keys, count what comes back until it has been quiet a while."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        self.b = _bench()
+        self.proc, self.master = self.b._spawn(cmd, env, 80, 25)
+
+    def read(self, quiet: float = 0.4, limit: float = 60) -> bytes:
+        return self.b._drain(self.master, lambda: False, quiet, limit)
+
+    def press(self, *keys: str, quiet: float = 0.4) -> bytes:
+        out = b""
+        for key in keys:
+            os.write(self.master, KEYS.get(key, key.encode()))
+            out += self.read(quiet)
+        return out
+
+    def close(self) -> None:
+        try:
+            os.write(self.master, b"q")
+            self.read(0.5, 5)
+        finally:
+            os.close(self.master)
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+
+
+def bench_bytes(runs: int) -> list[Row]:
+    b = _bench()
+    term = Terminal([*b.DISKPLAN, "--demo", "empty"], b.term_env())
+    try:
+        first = term.read(quiet=1.0)  # the first frame (the demo image is built while Textual starts)
+        if b"demo empty" not in first:
+            raise RuntimeError("the planner did not show the empty demo")
+        term.press("L", "enter", quiet=0.6)  # a new gpt label
+        term.press("n", quiet=0.6)
+        term.press("ctrl+a", "ctrl+k", *"10GiB", quiet=0.3)
+        term.press("enter", quiet=0.6)  # partition 1 at 1 MiB, 10 GiB, under the cursor
+        term.press("m", quiet=0.6)
+        steps = [len(term.press("right" if i % 2 == 0 else "left")) for i in range(max(5, runs))]
+        term.press("enter", quiet=0.6)
+        redraws = [len(term.press("ctrl+l", quiet=0.6)) for _ in range(3)]
+    finally:
+        term.close()
+    step, redraw = statistics.median(steps), statistics.median(redraws)
+    print(f"bytes: one drag step {step:.0f} B (each: {steps}), full redraw {redraw:.0f} B, first frame {len(first)} B")
+    return [b.Row("bytes for one drag step (80x25)", f"{step:.0f} B", f"{redraw:.0f} B (full redraw)",
+                  step / redraw, BYTES_TARGET, "median of one-grain Right presses in move mode; redraw = Ctrl+L")]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--only", choices=["drag", "bytes"])
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    rows = []
+    if args.only in (None, "drag"):
+        rows += asyncio.run(bench_drag(args.runs))
+    if args.only in (None, "bytes"):
+        rows += bench_bytes(args.runs)
+    for r in rows:
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
+        print(f"{r.what}: {r.ours} vs {r.floor} ({ratio}; target {r.target}) {r.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
