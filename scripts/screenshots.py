@@ -5,7 +5,9 @@ through the forked reader, driven by Pilot key presses, saved with ``App.save_sc
     .venv/bin/python scripts/screenshots.py [NAME ...]      (make screenshots)
 
 The 4Kn demo needs root (a loop device with 4096-byte sectors); without it that shot shows the
-model-only fallback, as the planner itself would.
+model-only fallback, as the planner itself would. The planning shots type their plan with the keys, and
+the confirmation shot waits for libparted to build the table in memory (nothing is written: the shot is
+taken before the answer).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.segment import Segment, Segments
 
 from diskplan.cli.planner import CliSource, parser
 from diskplan.ui.app import PlannerApp
+from diskplan.ui.commit_screen import CommitScreen
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
 
@@ -45,6 +48,15 @@ SHOTS = (
     Shot("console", "dos-63", ("1",), (80, 25), True, "TERM=linux at 80x25: CP437 glyphs, 16 colours"),
     Shot("console-help", "empty", ("question_mark",), (80, 25), True, "the help screen on a console"),
     Shot("demos", "ssd-gpt-34", ("d", "down", "down"), (80, 25), about="the demo disks"),
+    Shot("propose", "empty", ("L", "enter", "n", "ctrl+a", "ctrl+k", *"100MB"),
+         about="a new partition: MB is decimal, and the dialog says what MiB would be"),
+    Shot("planning", "modern", ("]", "]", "]", "x", "n", "ctrl+a", "ctrl+k", *"100GiB", "enter", "m", "right", "right",
+                                "enter", "c"),
+         about="home marked for deletion, a 100 GiB proposal moved two grains, the pending changes"),
+    Shot("console-move", "modern", ("]", "]", "]", "x", "n", "ctrl+a", "ctrl+k", *"100GiB", "enter", "m", "right"),
+         (80, 25), True, "moving a proposal with the keys on a console: requested -> snapped in the status line"),
+    Shot("confirm", "modern", ("]", "]", "]", "x", "n", "ctrl+a", "ctrl+k", *"100GiB", "enter", "w"),
+         about="the confirmation screen: every operation and the resulting table, sector-exact"),
 )
 
 
@@ -61,6 +73,14 @@ async def take(shot: Shot, source: CliSource) -> pathlib.Path:
         app.clear_notifications()
         for key in shot.keys:
             await pilot.press(key)
+        if isinstance(app.screen, CommitScreen):
+            screen = app.screen
+            for _ in range(600):
+                await pilot.pause(0.05)
+                if screen.proposal is not None:
+                    break
+        await pilot.pause(0.1)
+        app.clear_notifications()
         await pilot.pause(0.1)
         path = OUT / f"{shot.name}.svg"
         path.write_text(export_svg(app), encoding="utf-8")

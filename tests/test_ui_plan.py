@@ -313,7 +313,7 @@ async def test_delete_undelete_clear_and_the_pending_changes() -> None:
         assert f"delete partition {target.number} at {target.start}s..{target.end}s" in changes
         assert "Changes (c): 1" in str(app.query_one("#view-tabs").render())
         listing = app.query_one(PartitionList)
-        assert any("(delete)" in str(listing.get_row_at(i)[3]) for i in range(listing.row_count))
+        assert any("(del)" in str(listing.get_row_at(i)[3]) for i in range(listing.row_count))
         row = smap.render_line(cell_at(smap, target.start + target.size // 2)[1])
         assert "x" in row.text  # the deletion has a glyph, not only a colour
         await pilot.press("x")  # keep it after all

@@ -168,7 +168,7 @@ class PartitionList(DataTable[str]):
             if p.state is State.PROPOSED:
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
-                name = f"{name} (delete)".strip()
+                name = f"{name} (del)".strip()
             flag.append(f" {p.number}")
             rows.append((flag, f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
             # A number freed by a deletion may be reused by a proposal: both rows are listed.

@@ -641,13 +641,15 @@ class SectorMap(ScrollView, can_focus=True):
         elif cell.grid is Grid.PHYSICAL:
             glyph, grid = g.grid_physical, "sectormap--grid-physical"
         selected = ""
-        if sel is not None and cell.item == sel:
-            selected = "sectormap--selected"
-            ext = item.extent
-            if lo <= ext.start <= hi:
+        if sel is not None:
+            # The brackets mark the selected partition's edges even in a cell another item owns.
+            ext = self.content.items[sel].extent
+            if lo <= ext.start <= hi and ext.end > hi:
                 glyph = g.sel_start
-            elif lo <= ext.end <= hi:
+            elif lo <= ext.end <= hi and ext.start < lo:
                 glyph = g.sel_end
+            if cell.item == sel:
+                selected = "sectormap--selected"
         problem = ""
         if cell.problem:
             glyph = g.problem
