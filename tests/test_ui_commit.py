@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from conftest import need_tool, run
 
+from conftest import need_tool, run
 from diskplan.backend.commit import Host, Verdict
 from diskplan.backend.reader import read
 from diskplan.model import demos

@@ -420,8 +420,13 @@ class PlannerApp(PlanActions, App[int]):
         self.action_view("explain" if current == "facts" else "facts")
 
     def action_redraw(self) -> None:
-        """Ctrl+L: paint the whole screen again (after line noise on a serial console)."""
-        self.refresh(layout=True)
+        """Ctrl+L: paint every cell of the screen again (after line noise on a serial console). Textual
+        itself only repaints what it knows changed, so the full update is composed here."""
+        try:
+            update = self.screen._compositor.render_update(full=True, screen_stack=self._background_screens)
+            self._display(self.screen, update)
+        except (AttributeError, TypeError):  # a Textual without these internals: its own repaint
+            self.refresh(layout=True)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.glyphs))
