@@ -295,7 +295,10 @@ class PartitionScreen(ModalScreen[Outcome | None]):
         except labels.LabelError:
             return "a name (Up/Down: " + ", ".join(type_names(self.label)[:4]) + ", ...), " + \
                 ("a type GUID" if self.label == "gpt" else "or an MBR id like 0x83")
-        return f"= {code}" if ptypes.describe(code) != code else f"= {code} (no name known for it)"
+        name = ptypes.describe(code)
+        if name == code:
+            return f"= {code} (no name known for it)"
+        return f"= {code}" + (f" ({name})" if name.lower() != text.strip().lower() else "")
 
     def _compute(self) -> tuple[Outcome | None, str]:
         """The step as typed, and the words about the size (its unit family, what it came to)."""

@@ -53,6 +53,7 @@ def help_text(g: Glyphs) -> Content:
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
         ("d  o", "open a demo disk / pick a device"),
         ("Ctrl+P", "command palette: every command by name"),
+        ("Ctrl+L", "redraw the whole screen (after line noise on a serial console)"),
         ("?  q", "this help / quit"),
         ("Mouse", ""),
         ("click", "put the cursor on a cell; wheel scrolls"),

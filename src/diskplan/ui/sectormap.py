@@ -286,6 +286,12 @@ class SectorMap(ScrollView, can_focus=True):
         if marks != self.marks:
             old = self.marks
             self.marks = marks
+            if len(old) == len(marks) == 1 and old[0].overlaps(marks[0]):
+                # A drag's requested extent moved: only the cells between the old and new edges change.
+                a, b = old[0], marks[0]
+                for x, y in ((a.start, b.start), (a.end, b.end)):
+                    self._refresh_extent(Extent(min(x, y), max(x, y)))
+                return
             for ext in (*old, *marks):
                 self._refresh_extent(ext)
 
