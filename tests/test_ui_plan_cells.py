@@ -60,7 +60,7 @@ def drags(draw):  # type: ignore[no-untyped-def]
     return plan, steps
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(drags())
 def test_a_patched_drag_preview_equals_a_fresh_build(case) -> None:  # type: ignore[no-untyped-def]
     plan, steps = case

@@ -31,10 +31,11 @@ VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $succe
                  Verdict.FAILED: "bold $error"}
 
 
-def proposal_text(p: Proposal) -> Content:
-    """What will be written, as ``diskplan apply`` prints it: operations, then the resulting table."""
+def proposal_text(p: Proposal, model_hint: str = "") -> Content:
+    """What will be written, as ``diskplan apply`` prints it: operations, then the resulting table.
+    ``model_hint``: the model the planner knows when the target cannot say (an image file, a demo)."""
     parts: list[str | tuple[str, str]] = []
-    model = f" ({p.model})" if p.model else ""
+    model = f" ({p.model or model_hint})" if p.model or model_hint else ""
     parts.append((f"{p.target}{model}\n", "bold"))
     parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n")
     was = p.current.table.label or "no table"
@@ -116,8 +117,10 @@ class CommitScreen(ModalScreen[Outcome | None]):
     CommitScreen #commit-answer-row .label { width: auto; padding-right: 1; }
     """
 
-    def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int) -> None:
+    def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int,
+                 model: str = "") -> None:
         super().__init__()
+        self.model = model
         self.path = path
         self.desired = desired
         self.host = host
@@ -164,7 +167,7 @@ class CommitScreen(ModalScreen[Outcome | None]):
 
     def _show_proposal(self, p: Proposal) -> None:
         self.proposal = p
-        self.query_one("#commit-proposal", Static).update(proposal_text(p))
+        self.query_one("#commit-proposal", Static).update(proposal_text(p, self.model))
         keys = self.query_one("#commit-keys", Static)
         if p.refusals:
             keys.update("Nothing can be written (see refused:). Esc: back to the planner")

@@ -467,7 +467,7 @@ class PlanActions(_Base):
             return
         geom = s.plan.geometry
         screen = CommitScreen(self.target.path, s.plan.table, self.host or default_host(),
-                              sector_size=geom.logical, sectors=geom.sectors)
+                              sector_size=geom.logical, sectors=geom.sectors, model=geom.model)
         self.push_screen(screen, self._written)
 
     def _written(self, outcome: CommitOutcome | None) -> None:
