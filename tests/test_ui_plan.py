@@ -196,6 +196,21 @@ async def test_mouse_drags_move_the_body_and_resize_either_edge() -> None:
 
 
 @run
+async def test_a_click_on_an_edge_moves_nothing() -> None:
+    app = PlannerApp(start=blank_gpt())
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        n = propose(app, 3 * MiB + 2 * MiB, 200 * MiB)  # its start lies inside a whole-disk cell
+        await pilot.pause()
+        before = plan_of(app)
+        p = part(app, n)
+        assert smap.hit_at(*cell_at(smap, p.start)).lba < p.start  # type: ignore[union-attr]
+        for lba in (p.start, p.end, p.start + p.size // 2):
+            await pilot.click(SectorMap, offset=cell_at(smap, lba))
+            assert plan_of(app) is before and app.session.drag is None  # type: ignore[union-attr]
+
+
+@run
 async def test_a_mouse_drag_between_grains_snaps_and_says_so() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:

@@ -150,6 +150,7 @@ class PlannerApp(PlanActions, App[int]):
         self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
         self.session: Session | None = None
         self._mouse_on_existing: int | None = None
+        self._mouse_moved = False
         self._said = ""  # what the last step did, shown until the cursor moves
         self._said_at = -1
         self.source = source

@@ -46,6 +46,7 @@ def default_host() -> Host:
 class PlanActions(_Base):
     session: Session | None
     _mouse_on_existing: int | None
+    _mouse_moved: bool
     _said: str
     _said_at: int
 
@@ -370,9 +371,11 @@ class PlanActions(_Base):
         has_start, has_end = hit.lba <= p.start <= hit.last, hit.lba <= p.end <= hit.last
         kind = DragKind.START if has_start and not has_end else DragKind.END if has_end and not has_start \
             else DragKind.MOVE
-        if s.begin(p.number, kind, grab=max(0, hit.lba - p.start)):
+        edge = p.end if kind is DragKind.END else p.start
+        if s.begin(p.number, kind, grab=hit.lba - edge):
             return
         self._mouse_on_existing = None
+        self._mouse_moved = False
         self.sector_map.select(p.number)
         self._drag_status()
 
@@ -385,7 +388,8 @@ class PlanActions(_Base):
                             "(x marks it for deletion; then plan in its space)", title="Refused",
                             severity="warning", timeout=6)
             return
-        self._mouse_to(event.hit.last if s.drag.kind is DragKind.END else event.hit.lba)
+        self._mouse_moved = True
+        self._mouse_to(event.hit.lba)
 
     def _mouse_to(self, lba: int) -> None:
         s = self.session
@@ -399,7 +403,11 @@ class PlanActions(_Base):
         s = self.session
         if s is None or s.drag is None or s.drag.keyboard:
             return
-        self._mouse_to(event.hit.last if s.drag.kind is DragKind.END else event.hit.lba)
+        if not self._mouse_moved:  # a click: nothing moves
+            s.cancel()
+            self._after_drag(None)
+            return
+        self._mouse_to(event.hit.lba)
         outcome = s.finish()
         self._after_drag(outcome)
 

@@ -66,7 +66,7 @@ class Drag:
         self.base = session.history.present
         self.number = number
         self.kind = kind
-        self.grab = grab  # mouse moves: sectors between the grabbed cell and the partition's start
+        self.grab = grab  # mouse: sectors from the dragged edge (the start, for a move) to the grabbed cell
         self.keyboard = keyboard
         self.shown = self.base  # the plan on the screen
         self.last: Outcome | None = None  # the last step that was not refused
@@ -190,14 +190,15 @@ class Session:
         return ""
 
     def drag_to(self, lba: int) -> Preview:
-        """The mouse is over ``lba`` (the cell's first sector; for the end edge, pass the cell's last)."""
+        """The mouse is over the cell starting at ``lba``: the dragged edge (the start, for a move) goes as
+        far as the mouse went since the button went down (``grab`` keeps the offset inside the cell)."""
         d = self.drag
         assert d is not None
         if d.kind is DragKind.MOVE:
             outcome = d.base.move_to(d.number, lba - d.grab)
         else:
             assert d.kind.edge is not None
-            outcome = d.base.resize_to(d.number, d.kind.edge, lba)
+            outcome = d.base.resize_to(d.number, d.kind.edge, lba - d.grab)
         return d.show(outcome)
 
     def nudge(self, steps: int) -> Preview:
