@@ -107,6 +107,7 @@ class PlannerApp(PlanActions, App[int]):
         Binding("u,ctrl+z", "undo", "undo", key_display="u"),
         Binding("ctrl+y,U", "redo", "redo", show=False),
         Binding("w", "write", "write"),
+        Binding("R", "repair", "repair GPT"),  # shown only while the disk offers a repair
         Binding("q", "quit", "quit"),
         Binding("t", "edit_partition", "type, name, flags", show=False),
         Binding("L", "new_label", "new label", show=False),
@@ -134,7 +135,7 @@ class PlannerApp(PlanActions, App[int]):
 
     DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
     PLAN_ACTIONS = frozenset({"new_partition", "move", "resize", "delete", "undo", "redo", "write", "edit_partition",
-                              "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan"})
+                              "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan", "repair"})
 
     def __init__(
         self,
@@ -163,6 +164,7 @@ class PlannerApp(PlanActions, App[int]):
         self.grain: Grain | None = None
         self._item_index: tuple[int, int] | None = None
         self._lesson_open = False
+        self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
         if console:
@@ -264,7 +266,7 @@ class PlannerApp(PlanActions, App[int]):
         self.target = target
         disk = target.disk
         self.session = Session(disk.geometry, disk.table,
-                               reader=tuple(f for f in disk.findings if f.partition is not None))
+                               reader=tuple(f for f in disk.findings if f.partition is not None), offer=disk.repair)
         plan = self.session.plan
         self.grain = judging_grain(plan)
         self._item_index = None
@@ -285,7 +287,9 @@ class PlannerApp(PlanActions, App[int]):
         if os.environ.get("DISKPLAN_BENCH") == "first-frame":  # scripts/bench.py: time to the first full frame
             self.call_after_refresh(self.exit)
         serious = [f for f in report.table_findings if f.severity != "notice"]
-        if serious:
+        if self.repair_hint():
+            self.notify(self.repair_hint(), title="This table can be repaired", severity="warning", timeout=12)
+        elif serious:
             more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
             self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
 
@@ -393,6 +397,8 @@ class PlannerApp(PlanActions, App[int]):
             if action == "other_edge":
                 return drag is not None and drag.kind is not DragKind.MOVE
             return True
+        if action == "repair":  # offered only while the disk has a repair that is not planned yet
+            return on_main and not keys_drag and self._repair_offered
         if action in self.PLAN_ACTIONS:
             return on_main and not keys_drag
         if action in ("goto", "toggle_facts", "view"):
@@ -504,6 +510,9 @@ class PlannerApp(PlanActions, App[int]):
                             self.action_fix_layout)
         yield SystemCommand("Show pending changes", "What writing the plan would change (c)",
                             lambda: self.action_view("changes"))
+        if self._repair_offered:
+            yield SystemCommand("Repair the GPT", "Plan the repair this disk offers; w writes it (R)",
+                                self.action_repair)
         yield SystemCommand("Clear all changes", "Back to the table on the disk; undo takes it back (C)",
                             self.action_clear_plan)
         yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)

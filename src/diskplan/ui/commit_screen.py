@@ -21,12 +21,13 @@ from textual.widgets import Input, Static
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
+from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.ui.dialogs import FORM_CSS
 
-OP_STYLE = {"label": "bold $error", "delete": "$error", "create": "$success", "change": "$warning",
-            "rewrite": "$accent", "keep": "$text-muted"}
+OP_STYLE = {"repair": "bold $accent", "label": "bold $error", "delete": "$error", "create": "$success",
+            "change": "$warning", "rewrite": "$accent", "keep": "$text-muted"}
 VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $success", Verdict.REFUSED: "bold $warning",
                  Verdict.FAILED: "bold $error"}
 
@@ -118,8 +119,10 @@ class CommitScreen(ModalScreen[Outcome | None]):
     """
 
     def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int,
-                 model: str = "") -> None:
+                 model: str = "", repair: GptRepair | None = None) -> None:
+        """``repair``: the plan's pending repair (``Plan.pending_repair``), written instead of a table."""
         super().__init__()
+        self.repair = repair
         self.model = model
         self.path = path
         self.desired = desired
@@ -152,7 +155,7 @@ class CommitScreen(ModalScreen[Outcome | None]):
     def _prepare(self) -> None:
         try:
             proposal = prepare(self.path, self.desired, self.host, sector_size=self.sector_size,
-                               sectors=self.sectors)
+                               sectors=self.sectors, repair=self.repair)
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return

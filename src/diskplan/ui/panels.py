@@ -216,7 +216,7 @@ class PartitionList(DataTable[str]):
         self.post_message(self.Chosen(number, start, focus_map=True))
 
 
-CHANGE_MARK = {"label": "*", "delete": "-", "create": "+"}
+CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
 
 
 class ChangesPanel(VerticalScroll, can_focus=True):

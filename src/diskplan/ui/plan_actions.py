@@ -49,6 +49,7 @@ class PlanActions(_Base):
     _mouse_moved: bool
     _said: str
     _said_at: int
+    _repair_offered: bool
 
     # --- showing the plan ------------------------------------------------------------------------------
 
@@ -78,6 +79,10 @@ class PlanActions(_Base):
         self.query_one(ChangesPanel).show(plan, s.history, self._why_not_writable())
         self._show_tabs(self.query_one("#views").current or "explain")  # type: ignore[attr-defined]
         self._update_title()
+        offered = bool(self.repair_hint())
+        if offered != self._repair_offered:  # only then: each refresh recomposes the footer
+            self._repair_offered = offered
+            self.refresh_bindings()
 
     def _why_not_writable(self) -> str:
         if self.target is None or not self.target.path:
@@ -206,6 +211,31 @@ class PlanActions(_Base):
             return
         self._on_plan_changed()
         self._say(f"redone: {what}")
+
+    def action_repair(self) -> None:
+        """Plan the repair the disk offers (a damaged GPT copy or a lost protective MBR): a pending change
+        on its own, written by the commit like any other."""
+        s = self._plan_session()
+        if s is None:
+            return
+        plan = s.plan
+        if plan.offer is None:
+            self.notify("This disk has no repair to offer: its table passed diskplan's checks, or no good copy "
+                        "is left to repair it from (press i for its findings).", title="Repair", timeout=6)
+            return
+        if plan.repairing:
+            self.notify(f"The repair is already planned: {plan.offer.summary}. w writes it.", title="Repair",
+                        timeout=6)
+            return
+        if self._step(s.plan.repair()):
+            self.action_view("changes")
+
+    def repair_hint(self) -> str:
+        """One line about the repair the disk offers, while it is not planned ("" when none)."""
+        plan = self.session.plan if self.session is not None else None
+        if plan is None or plan.offer is None or plan.repairing:
+            return ""
+        return f"{plan.offer.reason}. R plans the repair: {plan.offer.summary}"
 
     def action_clear_plan(self) -> None:
         s = self._plan_session()
@@ -475,7 +505,8 @@ class PlanActions(_Base):
             return
         geom = s.plan.geometry
         screen = CommitScreen(self.target.path, s.plan.table, self.host or default_host(),
-                              sector_size=geom.logical, sectors=geom.sectors, model=geom.model)
+                              sector_size=geom.logical, sectors=geom.sectors, model=geom.model,
+                              repair=s.plan.pending_repair)
         self.push_screen(screen, self._written)
 
     def _written(self, outcome: CommitOutcome | None) -> None:
@@ -510,7 +541,7 @@ class PlanActions(_Base):
                        filesystem=read_back.filesystem)
         self.target = replace(self.target, disk=disk, note="")
         self.session = Session(old.geometry, disk.table, old.target,
-                               tuple(f for f in disk.findings if f.partition is not None))
+                               tuple(f for f in disk.findings if f.partition is not None), offer=disk.repair)
         self._facts()
         self._on_plan_changed()
         self._say(f"read back: {self.target.path} holds the new table")

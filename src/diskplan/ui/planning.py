@@ -17,6 +17,7 @@ from diskplan.model.findings import SEVERITY_RANK, SHARED_BLOCK, Finding, analyz
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
+from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 
@@ -128,9 +129,10 @@ class Session:
     """The plan for the open disk: history (undo/redo), findings per plan, and the drag in progress."""
 
     def __init__(self, geometry: Geometry, table: Table, target: SnapTarget = SnapTarget.OPTIMAL,
-                 reader: tuple[Finding, ...] = ()) -> None:
-        """``reader``: what the reader found about partitions (kept while they stay on the disk as they are)."""
-        self.history = History(Plan.open(geometry, table, target))
+                 reader: tuple[Finding, ...] = (), offer: GptRepair | None = None) -> None:
+        """``reader``: what the reader found about partitions (kept while they stay on the disk as they are);
+        ``offer``: the repair the disk offers (``Disk.repair``), which the plan can make a pending change."""
+        self.history = History(Plan.open(geometry, table, target, offer=offer))
         self._reader = reader
         self.drag: Drag | None = None
         self._judged: tuple[Plan, list[Finding]] | None = None

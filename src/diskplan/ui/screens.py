@@ -45,6 +45,7 @@ def help_text(g: Glyphs) -> Content:
         ("u  ctrl+y", "undo / redo every step (also ctrl+z and U)"),
         ("s  a", "snapping target: optimal, physical block, custom grains, none / re-snap every proposal"),
         ("c  C", "the pending changes / clear them all (undo brings them back)"),
+        ("R", "repair a damaged GPT copy or a lost protective MBR (offered when the disk needs it; w writes it)"),
         ("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump"),
         ("w", "write the plan: every operation listed, confirm, back up, write, verify"),
         ("Panels", ""),
