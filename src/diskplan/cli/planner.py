@@ -8,6 +8,7 @@ directory that is removed, with any loop device, when the planner exits.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -148,12 +149,19 @@ def main(argv: list[str]) -> int:
         print("diskplan: the planner needs a terminal; for a report use `diskplan check TARGET`", file=sys.stderr)
         return 2
 
+    # Start-up allocates many objects that live as long as the program (modules, classes, styles, widgets):
+    # the default collector would scan them again and again before the first frame. Collect rarely until
+    # the first disk is drawn, then as usual.
+    threshold = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
     source = CliSource(args)
     if start is not None and start[0] == "demo":
         source.prefetch_demo(start[1])
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
+    gc.freeze()  # what is imported stays: never scanned again
     app = PlannerApp(source, start, console=console_wanted(os.environ, args.console))
+    app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))
     try:

@@ -5,8 +5,9 @@ disks and follows the cursor."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -14,9 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
-from diskplan.backend.commit import Host
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
@@ -29,6 +29,7 @@ from diskplan.ui.panels import (
     ChangesPanel,
     ExplainPanel,
     FactsPanel,
+    KeysFooter,
     Legend,
     PartitionList,
     StatusLine,
@@ -37,9 +38,11 @@ from diskplan.ui.panels import (
 )
 from diskplan.ui.plan_actions import PlanActions
 from diskplan.ui.planning import DragKind, Session, judging_grain
-from diskplan.ui.screens import DemoPicker, DevicePicker, GotoScreen, HelpScreen
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Source, Target
+
+if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
+    from diskplan.backend.commit import Host
 
 # How the planner starts: ("demo", NAME), ("path", PATH), a ready Target, or None for the device picker.
 Start = tuple[str, str] | Target | None
@@ -167,6 +170,7 @@ class PlannerApp(PlanActions, App[int]):
         self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
+        self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
 
@@ -201,7 +205,7 @@ class PlannerApp(PlanActions, App[int]):
                     yield ExplainPanel(id="explain")
                     yield FactsPanel(id="facts")
                     yield ChangesPanel(id="changes")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def sector_map(self) -> SectorMap:
@@ -255,6 +259,9 @@ class PlannerApp(PlanActions, App[int]):
             self.call_from_thread(self.show_target, target)
 
     def _load_failed(self, reason: str) -> None:
+        if self.after_first_disk is not None:  # no disk to wait for
+            self.after_first_disk()
+            self.after_first_disk = None
         self.notify(reason, title="Could not open", severity="error", timeout=10)
         if self.target is None:
             self.query_one(StatusLine).update(" Nothing open. d: a demo disk   o: choose a device   q: quit")
@@ -284,6 +291,9 @@ class PlannerApp(PlanActions, App[int]):
         self.action_view("facts" if target.demo else "explain")
         if target.note:
             self.notify(target.note, title=target.title, severity="warning", timeout=8)
+        if self.after_first_disk is not None:
+            self.call_after_refresh(self.after_first_disk)
+            self.after_first_disk = None
         if os.environ.get("DISKPLAN_BENCH") == "first-frame":  # scripts/bench.py: time to the first full frame
             self.call_after_refresh(self.exit)
         serious = [f for f in report.table_findings if f.severity != "notice"]
@@ -402,7 +412,9 @@ class PlannerApp(PlanActions, App[int]):
         if action in self.PLAN_ACTIONS:
             return on_main and not keys_drag
         if action in ("goto", "toggle_facts", "view"):
-            return not isinstance(self.screen, DevicePicker) and not keys_drag
+            screens = sys.modules.get("diskplan.ui.screens")  # no picker can be open before it is imported
+            on_picker = screens is not None and isinstance(self.screen, screens.DevicePicker)
+            return not on_picker and not keys_drag
         return not (action in ("help", "demos", "devices", "quit") and keys_drag)
 
     def get_key_display(self, binding: Binding) -> str:
@@ -436,11 +448,15 @@ class PlannerApp(PlanActions, App[int]):
             self.refresh(layout=True)
 
     def action_help(self) -> None:
+        from diskplan.ui.screens import HelpScreen
+
         self.push_screen(HelpScreen(self.glyphs))
 
     def action_goto(self) -> None:
         if self.target is None:
             return
+        from diskplan.ui.screens import GotoScreen
+
         disk = self.target.disk
 
         def go(lba: int | None) -> None:
@@ -454,10 +470,13 @@ class PlannerApp(PlanActions, App[int]):
             if name:
                 self.open_demo(name)
 
+        from diskplan.ui.screens import DemoPicker
+
         self.push_screen(DemoPicker(self.target.demo if self.target else None), chosen)
 
     def action_devices(self) -> None:
         from diskplan.discovery.udev import list_disks
+        from diskplan.ui.screens import DevicePicker
 
         def chosen(value: str | None) -> None:
             if value is None:

@@ -10,8 +10,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.screen import Screen
 from textual.visual import VisualType
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Footer, Static
 
 from diskplan.model import demos
 from diskplan.model.extent import State
@@ -51,6 +52,26 @@ class OneLine(Static):
 
     def update(self, content: VisualType = "", *, layout: bool = False) -> None:
         super().update(content, layout=layout)
+
+
+class KeysFooter(Footer):
+    """Textual's footer, recomposed only when the keys it shows change. Textual's own recomposes (every key
+    widget again, then a layout) on each focus change, and at start-up once more when the map takes the
+    focus, though the map's keys are not shown."""
+
+    _shown: tuple[tuple[str, str, str, bool, str], ...] | None = None
+
+    def _keys(self, screen: Screen[object]) -> tuple[tuple[str, str, str, bool, str], ...]:
+        return tuple((b.key, b.description, self.app.get_key_display(b), enabled, tooltip)
+                     for (_, b, enabled, tooltip) in screen.active_bindings.values() if b.show)
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        if self.app.app_focus:  # else Textual's footer only notes that the bindings are ready
+            keys = self._keys(screen)
+            if self._bindings_ready and keys == self._shown:
+                return
+            self._shown = keys
+        super().bindings_changed(screen)
 
 
 class TitleBar(OneLine):

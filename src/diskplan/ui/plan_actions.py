@@ -15,21 +15,20 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from diskplan.backend.commit import Host, Verdict
-from diskplan.backend.commit import Outcome as CommitOutcome
-from diskplan.model.disk import Disk
 from diskplan.model.extent import State
 from diskplan.model.grain import SnapTarget
 from diskplan.model.plan import Outcome
-from diskplan.model.planfile import PlanFileError, load_into, save_plan
 from diskplan.ui.cells import Item
-from diskplan.ui.commit_screen import CommitScreen
-from diskplan.ui.dialogs import LabelScreen, PartitionScreen, PathScreen, SnapChoice, SnapScreen, default_gap
 from diskplan.ui.panels import ChangesPanel, Legend, PartitionList, StatusLine
 from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, requested_extent
 
+# Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
 if TYPE_CHECKING:
+    from diskplan.backend.commit import Host
+    from diskplan.backend.commit import Outcome as CommitOutcome
+    from diskplan.model.disk import Disk
     from diskplan.ui.app import PlannerApp
+    from diskplan.ui.dialogs import SnapChoice
     from diskplan.ui.sectormap import SectorMap
 
     _Base = PlannerApp
@@ -38,6 +37,7 @@ else:
 
 
 def default_host() -> Host:
+    from diskplan.backend.commit import Host
     from diskplan.discovery import inuse
 
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
@@ -130,6 +130,8 @@ class PlanActions(_Base):
     # --- proposing and editing ----------------------------------------------------------------------
 
     def action_new_partition(self) -> None:
+        from diskplan.ui.dialogs import PartitionScreen, default_gap
+
         s = self._plan_session()
         if s is None:
             return
@@ -153,6 +155,8 @@ class PlanActions(_Base):
         self.push_screen(PartitionScreen(plan, gap=gap, start=cursor), done)
 
     def action_edit_partition(self) -> None:
+        from diskplan.ui.dialogs import PartitionScreen
+
         s = self._plan_session()
         if s is None:
             return
@@ -166,6 +170,8 @@ class PlanActions(_Base):
         self.push_screen(PartitionScreen(s.plan, number=n), self._step)
 
     def action_new_label(self, then_propose: bool = False) -> None:
+        from diskplan.ui.dialogs import LabelScreen
+
         s = self._plan_session()
         if s is None:
             return
@@ -245,6 +251,8 @@ class PlanActions(_Base):
     # --- snapping ---------------------------------------------------------------------------------------
 
     def action_snap(self) -> None:
+        from diskplan.ui.dialogs import SnapScreen
+
         s = self._plan_session()
         if s is None:
             return
@@ -449,6 +457,9 @@ class PlanActions(_Base):
         return os.path.join(os.getcwd(), f"diskplan-{slug}.json")
 
     def action_save_plan(self) -> None:
+        from diskplan.model.planfile import PlanFileError, save_plan
+        from diskplan.ui.dialogs import PathScreen
+
         s = self._plan_session()
         if s is None:
             return
@@ -470,6 +481,9 @@ class PlanActions(_Base):
                                     "diskplan export read it).", self._default_plan_path(), save))
 
     def action_load_plan(self) -> None:
+        from diskplan.model.planfile import load_into
+        from diskplan.ui.dialogs import PathScreen
+
         s = self._plan_session()
         if s is None:
             return
@@ -492,6 +506,8 @@ class PlanActions(_Base):
     # --- writing ----------------------------------------------------------------------------------------
 
     def action_write(self) -> None:
+        from diskplan.ui.commit_screen import CommitScreen
+
         s = self._plan_session()
         if s is None or self.target is None:
             return
@@ -510,6 +526,8 @@ class PlanActions(_Base):
         self.push_screen(screen, self._written)
 
     def _written(self, outcome: CommitOutcome | None) -> None:
+        from diskplan.backend.commit import Verdict
+
         if outcome is None or self.target is None:
             return
         if outcome.verdict is Verdict.WRITTEN:
