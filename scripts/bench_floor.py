@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, Static
+from textual.widgets._footer import FooterKey
 
 
 class Floor(App[None]):
@@ -20,7 +21,15 @@ class Floor(App[None]):
 
     def on_mount(self) -> None:
         if os.environ.get("DISKPLAN_BENCH") == "first-frame":
+            self.call_after_refresh(self._exit_when_complete)
+
+    def _exit_when_complete(self) -> None:
+        # A frame is complete once the Footer shows its keys (it fills them in after focus settles),
+        # as diskplan's is when it exits: otherwise the floor would be measured on a half-drawn screen.
+        if self.query(FooterKey):
             self.call_after_refresh(self.exit)
+        else:
+            self.call_after_refresh(self._exit_when_complete)
 
 
 if __name__ == "__main__":
