@@ -118,8 +118,8 @@ def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Findi
             f"The disk is {last_lba - backup_lba} sectors ({human_bytes(grown)}) larger than when the table "
             "was written (a grown image, a cloned disk): that space cannot be partitioned until the backup "
             "moves to the end.",
-            "Repair (planned; nothing is written until commit): move the backup header and entries to the end "
-            "(what `sgdisk -e` and parted's 'Fix' do).",
+            "Writing any planned change through diskplan moves the backup header and entries to the end (libparted "
+            "writes both copies); so do `sgdisk -e` and parted's 'Fix'. diskplan offers no separate repair for it.",
         ),
     )
 
