@@ -118,8 +118,8 @@ def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Findi
             f"The disk is {last_lba - backup_lba} sectors ({human_bytes(grown)}) larger than when the table "
             "was written (a grown image, a cloned disk): that space cannot be partitioned until the backup "
             "moves to the end.",
-            "Writing any planned change through diskplan moves the backup header and entries to the end (libparted "
-            "writes both copies); so do `sgdisk -e` and parted's 'Fix'. diskplan offers no separate repair for it.",
+            "diskplan does not move it yet (a write keeps the backup where it is): `sgdisk -e DISK`, or parted's "
+            "'Fix' when it asks, moves the backup header and entries to the end.",
         ),
     )
 
