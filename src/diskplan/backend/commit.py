@@ -47,6 +47,7 @@ from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.reader import ReadError, read
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation, differences, plan_changes, problems
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
@@ -293,6 +294,38 @@ def usage(target: str, host: Host) -> tuple[list[str], list[str]]:
     return blocking, [str(u) for u in uses if not u.blocking]
 
 
+def unsafe(target: str, host: Host) -> tuple[list[str], list[str]]:
+    """What forbids writing ``target`` now (read-only, in use), and the idle users to mention."""
+    ro = read_only_reason(target)
+    blocking, idle = usage(target, host)
+    return [*([ro] if ro else []), *blocking], idle
+
+
+def read_target(target: str, current: Disk | None) -> tuple[Identity, Disk]:
+    """The target's identity and its disk (``current`` when the caller just read this target).
+    Raises CommitError when it cannot be read, or changed size while being read."""
+    if not os.path.exists(target):
+        raise CommitError(f"{target}: no such file or device")
+    try:
+        ident = identity(target)
+        current = current if current is not None and current.source == target else read(target)
+    except (OSError, ReadError) as exc:
+        raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
+    if ident.size // current.geometry.logical != current.geometry.sectors:
+        raise CommitError(f"{target} changed size while it was being read; try again")
+    return ident, current
+
+
+def other_disk(target: str, geom: Geometry, sector_size: int | None, sectors: int | None) -> list[str]:
+    """Refusals when the plan was made for a disk of another sector size or length."""
+    out = []
+    if sector_size and sector_size != geom.logical:
+        out.append(f"the plan is for {sector_size} B sectors; {target} has {geom.logical} B sectors")
+    if sectors and sectors != geom.sectors:
+        out.append(f"the plan is for a disk of {sectors} sectors; {target} has {geom.sectors}")
+    return out
+
+
 def prepare(
     target: str,
     desired: Table,
@@ -315,15 +348,7 @@ def prepare(
 
         return prepare_repair(target, host, current=current, expect=repair, desired=desired,
                               sector_size=sector_size, sectors=sectors)
-    if not os.path.exists(target):
-        raise CommitError(f"{target}: no such file or device")
-    try:
-        ident = identity(target)
-        current = current if current is not None and current.source == target else read(target)
-    except (OSError, ReadError) as exc:
-        raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
-    if ident.size // current.geometry.logical != current.geometry.sectors:
-        raise CommitError(f"{target} changed size while it was being read; try again")
+    ident, current = read_target(target, current)
     geom = current.geometry
     kind = "block" if ident.kind == "block" else "file"
     refusals: list[str] = []
@@ -332,10 +357,7 @@ def prepare(
     if not label:
         refusals.append(f"diskplan writes gpt and msdos tables, not {desired.label or 'no table'}")
         label = "gpt"
-    if sector_size and sector_size != geom.logical:
-        refusals.append(f"the plan is for {sector_size} B sectors; {target} has {geom.logical} B sectors")
-    if sectors and sectors != geom.sectors:
-        refusals.append(f"the plan is for a disk of {sectors} sectors; {target} has {geom.sectors}")
+    refusals += other_disk(target, geom, sector_size, sectors)
     cur_label = current.table.label
     live = sorted(desired.live, key=lambda p: (p.role is Role.LOGICAL, p.number))
     keeps_any = cur_label == label and any(
@@ -352,10 +374,7 @@ def prepare(
         notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
     base = new_table(label, geom) if fresh else current.table
     refusals += problems(label, live, base.usable, geom.sectors, base.max_partitions)
-    ro = read_only_reason(target)
-    if ro:
-        refusals.append(ro)
-    blocking, idle = usage(target, host)
+    blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle
     ops = plan_changes(label, current.table, live, fresh)
@@ -487,18 +506,13 @@ def state_after_failure(b: bk.TableBackup, target: str) -> tuple[DiskState, str]
 
 def recheck(p: Proposal, host: Host) -> list[str]:
     """What makes writing unsafe now (run again right before the write: time has passed since prepare)."""
-    out = []
     try:
         now = identity(p.target)
     except OSError as exc:
         return [f"{p.target} is gone: {exc.strerror}"]
     if now != p.identity:
         return [f"{p.target} is no longer the disk that was read (it vanished, was replaced or changed size)"]
-    ro = read_only_reason(p.target)
-    if ro:
-        out.append(ro)
-    out += usage(p.target, host)[0]
-    return out
+    return unsafe(p.target, host)[0]
 
 
 def execute(
@@ -515,37 +529,88 @@ def execute(
         from diskplan.backend.gptrepair import execute_repair
 
         return execute_repair(p, answer, host, backup_path=backup_path, progress=progress, fault=fault)
-    steps = 5
-
-    def step(n: int, what: str) -> None:
-        if progress:
-            progress(n, steps, what)
-
+    step = stepper(progress, 5)
     base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=p.target, operations=p.operations)
-    if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if not p.changes:
-        return replace(base, verdict=Verdict.NOTHING, message="nothing to do: the disk already holds the plan",
-                       state=DiskState.PLANNED)
-    if not p.accepts(answer):
-        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
+    stop = stop_before_writing(p, answer, base, "" if p.changes else "nothing to do: the disk already holds the plan")
+    if stop is not None:
+        return stop
     step(1, "checking that nothing uses the disk")
     now = recheck(p, host)
     if now:
         return replace(base, message="refused: " + now[0], details=tuple(now))
 
     step(2, "saving the backup of the old table")
+    got = save_backup(p, backup_path, base)
+    if isinstance(got, Outcome):
+        return got
+    saved, base = got
+    with uninterruptible():  # from the first written sector to the verdict
+        return _write_and_verify(p, host, saved, base, step, fault)
+
+
+def stepper(progress: Progress | None, steps: int) -> Callable[[int, str], None]:
+    """``step(n, what)``: report step n of ``steps`` to ``progress``, if any."""
+
+    def step(n: int, what: str) -> None:
+        if progress:
+            progress(n, steps, what)
+
+    return step
+
+
+class Asked(Protocol):
+    """A proposal shown to the user: a commit's, a repair's or a restore's."""
+
+    @property
+    def refusals(self) -> tuple[str, ...]: ...
+
+    @property
+    def prompt(self) -> str: ...
+
+    def accepts(self, answer: str) -> bool: ...
+
+
+def stop_before_writing(
+    p: Asked, answer: str, base: Outcome, nothing: str, done: DiskState = DiskState.PLANNED
+) -> Outcome | None:
+    """The outcome when a write must not start: prepare's refusals, nothing to do (``nothing``: the
+    message, "" when there is something to write; the disk is then ``done``), or an answer that does
+    not confirm; else None."""
+    if p.refusals:
+        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
+    if nothing:
+        return replace(base, verdict=Verdict.NOTHING, state=done, message=nothing)
+    if not p.accepts(answer):
+        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
+    return None
+
+
+def save_backup(p: Proposal, backup_path: str | None, base: Outcome) -> tuple[bk.TableBackup, Outcome] | Outcome:
+    """Save the backup of every sector the write may touch: the backup and ``base`` naming its file, or
+    the failed outcome (nothing is written without a backup)."""
     try:
-        extents = bk.backup_extents(
-            p.target, p.sector_size, p.sectors, also=p.table_sectors, protect=p.protect
-        )
+        extents = bk.backup_extents(p.target, p.sector_size, p.sectors, also=p.table_sectors, protect=p.protect)
         saved = bk.capture(p.target, p.sector_size, p.sectors, extents, model=p.model)
         path = bk.save(saved, backup_path or bk.default_path(p.target))
     except (OSError, bk.BackupError) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
         return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
-    with uninterruptible():  # from the first written sector to the verdict
-        return _write_and_verify(p, host, saved, replace(base, backup_path=path), step, fault)
+    return saved, replace(base, backup_path=path)
+
+
+def write_failed(base: Outcome, saved: bk.TableBackup, target: str, reason: str) -> Outcome:
+    """The write raised: say what state the disk is left in."""
+    state, how = state_after_failure(saved, target)
+    return replace(base, verdict=Verdict.FAILED, state=state, message=f"the write failed: {reason}", details=(how,))
+
+
+def not_as_planned(
+    base: Outcome, saved: bk.TableBackup, target: str, message: str, diffs: Sequence[str], then: Sequence[str] = ()
+) -> Outcome:
+    """The write finished but the disk reads back otherwise: ``diffs`` say how, then its state, then ``then``."""
+    state, how = state_after_failure(saved, target)
+    state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
+    return replace(base, verdict=Verdict.FAILED, state=state, message=message, details=(*diffs, how, *then))
 
 
 def _write_and_verify(
@@ -559,16 +624,12 @@ def _write_and_verify(
         w: _Written = run_isolated(_commit_child, p, fault, timeout=WRITE_TIMEOUT)
     except Exception as exc:  # any failure here, even a test's injected one, needs the state report
         reason = exc.reason if isinstance(exc, IsolatedFailure) else " ".join(str(exc).split()) or type(exc).__name__
-        state, how = state_after_failure(saved, p.target)
-        return replace(base, verdict=Verdict.FAILED, state=state, message=f"the write failed: {reason}", details=(how,))
+        return write_failed(base, saved, p.target, reason)
 
     step(4, "comparing the table read back with the plan")
     diffs = [*w.problems, *(differences(p.result, w.found) if w.found is not None else ())]
     if diffs:
-        state, how = state_after_failure(saved, p.target)
-        state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
-        return replace(base, verdict=Verdict.FAILED, state=state, message="the disk does not hold the plan",
-                       details=(*diffs, how, *w.messages))
+        return not_as_planned(base, saved, p.target, "the disk does not hold the plan", diffs, w.messages)
     step(5, "checking the kernel's partition list")
     kernel = ""
     if p.kind == "block":

@@ -17,13 +17,11 @@ no damage left of the kind repaired. ``diskplan restore`` puts the old bytes bac
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend.commit import (
-    CommitError,
     DiskState,
     Fault,
     Host,
@@ -31,13 +29,17 @@ from diskplan.backend.commit import (
     Progress,
     Proposal,
     Verdict,
-    identity,
     kernel_differences,
-    read_only_reason,
+    not_as_planned,
+    other_disk,
+    read_target,
     recheck,
-    state_after_failure,
+    save_backup,
+    stepper,
+    stop_before_writing,
     uninterruptible,
-    usage,
+    unsafe,
+    write_failed,
 )
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -88,16 +90,8 @@ def prepare_repair(
     on its own). Without an offered repair the proposal has no changes ("nothing to do"), or a refusal
     when the disk is damaged beyond what diskplan repairs. Raises CommitError when the target cannot be
     read at all."""
-    if not os.path.exists(target):
-        raise CommitError(f"{target}: no such file or device")
-    try:
-        ident = identity(target)
-        current = current if current is not None and current.source == target else read(target)
-    except (OSError, ReadError) as exc:
-        raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
+    ident, current = read_target(target, current)
     geom = current.geometry
-    if ident.size // geom.logical != geom.sectors:
-        raise CommitError(f"{target} changed size while it was being read; try again")
     kind = "block" if ident.kind == "block" else "file"
     r = current.repair
     refusals: list[str] = []
@@ -108,10 +102,7 @@ def prepare_repair(
         refusals.append(f"{target} changed since the repair was planned: read it again and plan the repair again")
     elif r is None and _no_repair(current):
         refusals.append(_no_repair(current))
-    if sector_size and sector_size != geom.logical:
-        refusals.append(f"the plan is for {sector_size} B sectors; {target} has {geom.logical} B sectors")
-    if sectors and sectors != geom.sectors:
-        refusals.append(f"the plan is for a disk of {sectors} sectors; {target} has {geom.sectors}")
+    refusals += other_disk(target, geom, sector_size, sectors)
     if desired is not None and differences(replace(desired, partitions=desired.live), current.table):
         refusals.append("a repair is written on its own: the plan also changes partitions (commit the repair, "
                         "then plan the changes on the repaired table)")
@@ -125,10 +116,7 @@ def prepare_repair(
     if r is None and any(f.code == tf.GPT_BACKUP_NOT_AT_END for f in current.findings):
         notes.append("the backup GPT is not at the end of the disk (it grew): writing any change to the table "
                      "moves it there; diskplan repair does not")
-    ro = read_only_reason(target)
-    if ro:
-        refusals.append(ro)
-    blocking, idle = usage(target, host)
+    blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle
     ops = repair_operations(r, current.table, geom.logical)
@@ -229,20 +217,12 @@ def execute_repair(
     """Check, back up, write the repair, verify, tell the kernel. ``answer``: what the user typed
     (``p.accepts``). ``fault`` (tests): called at "backup", "write" (after the first run is written) and
     "verify"."""
-    steps = 5
-
-    def step(n: int, what: str) -> None:
-        if progress:
-            progress(n, steps, what)
-
+    step = stepper(progress, 5)
     base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=p.target, operations=p.operations)
-    if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if p.repair is None or not p.changes:
-        return replace(base, verdict=Verdict.NOTHING, state=DiskState.PLANNED,
-                       message=f"nothing to do: the table on {p.target} needs no repair")
-    if not p.accepts(answer):
-        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
+    nothing = "" if p.repair is not None and p.changes else f"nothing to do: the table on {p.target} needs no repair"
+    stop = stop_before_writing(p, answer, base, nothing)
+    if stop is not None:
+        return stop
     step(1, "checking that nothing uses the disk and that it still needs this repair")
     now = recheck(p, host) or _problems_now(p)
     if now:
@@ -250,19 +230,16 @@ def execute_repair(
     before = check_gpt(p.target, p.sector_size, p.sectors)
 
     step(2, "saving the backup of both ends of the disk")
-    try:
-        extents = bk.backup_extents(p.target, p.sector_size, p.sectors, also=p.table_sectors, protect=p.protect)
-        saved = bk.capture(p.target, p.sector_size, p.sectors, extents, model=p.model)
-        path = bk.save(saved, backup_path or bk.default_path(p.target))
-    except (OSError, bk.BackupError) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
-        return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
+    got = save_backup(p, backup_path, base)
+    if isinstance(got, Outcome):
+        return got
+    saved, base = got
     missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
     if missing:  # never write a sector whose old bytes are not in the backup
-        return replace(base, verdict=Verdict.FAILED, backup_path=path,
+        return replace(base, verdict=Verdict.FAILED,
                        message=f"the backup lacks sectors {missing[0].start}..{missing[0].end}; nothing was written")
     with uninterruptible():  # from the first written sector to the verdict
-        return _write_and_verify(p, host, saved, before, replace(base, backup_path=path), step, fault)
+        return _write_and_verify(p, host, saved, before, base, step, fault)
 
 
 def _write_and_verify(
@@ -280,16 +257,12 @@ def _write_and_verify(
             fault("verify")
     except Exception as exc:  # any failure here, even a test's injected one, needs the state report
         reason = " ".join(str(getattr(exc, "strerror", None) or exc).split()) or type(exc).__name__
-        state, how = state_after_failure(saved, p.target)
-        return replace(base, verdict=Verdict.FAILED, state=state, message=f"the write failed: {reason}", details=(how,))
+        return write_failed(base, saved, p.target, reason)
 
     step(4, "reading the disk back: the bytes written, both GPT copies, the partitions")
     diffs, disk = verify_repair(p, before)
     if diffs:
-        state, how = state_after_failure(saved, p.target)
-        state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
-        return replace(base, verdict=Verdict.FAILED, state=state, message="the disk is not repaired as planned",
-                       details=(*diffs, how))
+        return not_as_planned(base, saved, p.target, "the disk is not repaired as planned", diffs)
     details = [
         "both GPT copies pass every check (signatures, header and entry-array CRCs) and are equal"
         if r.rewrite != PROTECTIVE_MBR else "sector 0 holds a protective MBR; the GPT was not touched",

@@ -21,9 +21,10 @@ from diskplan.backend.commit import (
     confirm_word,
     identity,
     kernel_differences,
-    read_only_reason,
     state_after_failure,
+    stop_before_writing,
     uninterruptible,
+    unsafe,
     usage,
 )
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -84,10 +85,7 @@ def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposa
             raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
     if os.path.realpath(b.target) != os.path.realpath(target):
         notes.append(f"the backup was taken from {b.target}")
-    ro = read_only_reason(target)
-    if ro:
-        refusals.append(ro)
-    blocking, idle = usage(target, host)
+    blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle
     kind = "block" if ident.kind == "block" else "file"
@@ -109,13 +107,10 @@ def _inform_child(target: str) -> tuple[bool, str]:
 
 def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
     base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target)
-    if r.refusals:
-        return replace(base, message="refused: " + r.refusals[0], details=r.refusals)
-    if not r.changed:
-        return replace(base, verdict=Verdict.NOTHING, state=DiskState.RESTORED,
-                       message=f"nothing to do: {r.target} already holds the backup")
-    if not r.accepts(answer):
-        return replace(base, message=f"not confirmed ({r.prompt.lower()}); nothing written")
+    nothing = "" if r.changed else f"nothing to do: {r.target} already holds the backup"
+    stop = stop_before_writing(r, answer, base, nothing, done=DiskState.RESTORED)
+    if stop is not None:
+        return stop
     try:
         now = identity(r.target)
     except OSError as exc:

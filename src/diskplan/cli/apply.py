@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Protocol
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
 from diskplan.discovery import inuse
@@ -104,29 +104,6 @@ def _read_plan(path: str) -> str:
         return f.read()
 
 
-class Confirmable(Protocol):
-    kind: str
-
-    @property
-    def confirm_word(self) -> str: ...
-
-    @property
-    def prompt(self) -> str: ...
-
-
-def confirm(p: Confirmable, yes: bool) -> str:
-    """The answer to give ``execute``: with --yes, the confirm word, except that a person at a terminal
-    must type a block device's name."""
-    if not yes:
-        return ""
-    if p.kind == "block" and sys.stdin.isatty():
-        try:
-            return input(p.prompt + ": ")
-        except EOFError:
-            return ""
-    return p.confirm_word
-
-
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
@@ -156,22 +133,11 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     render_proposal(proposal, console)
-    if proposal.refusals:
-        for r in proposal.refusals:
-            err.print(f"refused: {r}", style="yellow")
-        err.print("Nothing was written.")
-        return 1
-    if not proposal.changes:
-        console.print("nothing to do: the disk already holds the plan", style="green")
-        return 0
-    if not args.yes:
-        console.print("Nothing written: run again with --yes to write (a backup of the old table is saved first).")
-        return 1
-    answer = confirm(proposal, args.yes)
-
-    def progress(step: int, steps: int, what: str) -> None:
-        err.print(f"[{step}/{steps}] {what}", style="dim")
-
-    outcome = execute(proposal, answer, h, backup_path=args.backup, progress=progress)
+    nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
+    code = before_writing(proposal.refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
+                          console, err)
+    if code is not None:
+        return code
+    outcome = execute(proposal, confirm(proposal, args.yes), h, backup_path=args.backup, progress=progress_lines(err))
     render_outcome(outcome, console, err)
     return outcome.exit_code

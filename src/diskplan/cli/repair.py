@@ -19,7 +19,8 @@ import argparse
 from diskplan.backend.commit import CommitError, Proposal, Verdict, preload
 from diskplan.backend.gptrepair import NEEDS_REPAIR, execute_repair, prepare_repair
 from diskplan.backend.reader import ReadError, read
-from diskplan.cli.apply import confirm, consoles, host, render_outcome
+from diskplan.cli.apply import consoles, host, render_outcome
+from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
 from diskplan.model import ptypes
@@ -86,24 +87,14 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan repair: {exc}")
         return 2
     render(proposal, console)
-    if proposal.refusals:
-        for r in proposal.refusals:
-            err.print(f"refused: {r}", style="yellow")
-        err.print("Nothing was written.")
-        return 1
-    if proposal.repair is None:
-        console.print(f"nothing to repair: {args.target} has no damaged GPT copy and no missing protective MBR",
-                      style="green")
-        return 0
-    if not args.yes:
-        console.print("Nothing written: run again with --yes to repair (a backup of both ends of the disk is "
-                      "saved first).")
-        return 1
-
-    def progress(step: int, steps: int, what: str) -> None:
-        err.print(f"[{step}/{steps}] {what}", style="dim")
-
-    outcome = execute_repair(proposal, confirm(proposal, args.yes), h, backup_path=args.backup, progress=progress)
+    nothing = "" if proposal.repair is not None else (
+        f"nothing to repair: {args.target} has no damaged GPT copy and no missing protective MBR")
+    code = before_writing(proposal.refusals, nothing, args.yes,
+                          "repair (a backup of both ends of the disk is saved first)", console, err)
+    if code is not None:
+        return code
+    outcome = execute_repair(proposal, confirm(proposal, args.yes), h, backup_path=args.backup,
+                             progress=progress_lines(err))
     render_outcome(outcome, console, err)
     if outcome.verdict is Verdict.WRITTEN:
         _next_repair(args.target, console)

@@ -13,7 +13,8 @@ import argparse
 
 from diskplan.backend.commit import CommitError
 from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
-from diskplan.cli.apply import confirm, consoles, host, render_outcome
+from diskplan.cli.apply import consoles, host, render_outcome
+from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.textout import Out
 
 
@@ -55,21 +56,10 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan restore: {exc}")
         return 2
     render(proposal, console)
-    if proposal.refusals:
-        for r in proposal.refusals:
-            err.print(f"refused: {r}", style="yellow")
-        err.print("Nothing was written.")
-        return 1
-    if not proposal.changed:
-        console.print(f"nothing to do: {args.target} already holds the backed-up sectors", style="green")
-        return 0
-    if not args.yes:
-        console.print("Nothing written: run again with --yes to put these sectors back.")
-        return 1
-
-    def progress(step: int, steps: int, what: str) -> None:
-        err.print(f"[{step}/{steps}] {what}", style="dim")
-
-    outcome = execute_restore(proposal, confirm(proposal, args.yes), h, progress=progress)
+    nothing = "" if proposal.changed else f"nothing to do: {args.target} already holds the backed-up sectors"
+    code = before_writing(proposal.refusals, nothing, args.yes, "put these sectors back", console, err)
+    if code is not None:
+        return code
+    outcome = execute_restore(proposal, confirm(proposal, args.yes), h, progress=progress_lines(err))
     render_outcome(outcome, console, err)
     return outcome.exit_code
