@@ -237,24 +237,34 @@ class PartitionList(DataTable[str]):
         self.post_message(self.Chosen(number, start, focus_map=True))
 
 
-CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
-
-
-class ChangesPanel(VerticalScroll, can_focus=True):
-    """The pending changes against the table on disk, the snapping target, and what undo/redo would do."""
+class TextPanel(VerticalScroll, can_focus=True):
+    """A scrolling panel of text under the map: one Static, scrolled with the arrows when focused."""
 
     DEFAULT_CSS = """
-    ChangesPanel { height: 1fr; padding: 0 1; }
-    ChangesPanel > Static { width: 1fr; }
+    TextPanel { height: 1fr; padding: 0 1; }
+    TextPanel > Static { width: 1fr; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "scroll_up", "scroll up", show=False),
         Binding("down", "scroll_down", "scroll down", show=False),
     ]
+    TEXT_ID = "panel-text"
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="changes-text")
+        yield Static(id=self.TEXT_ID)
+
+    def set_text(self, content: Content) -> None:
+        self.query_one(f"#{self.TEXT_ID}", Static).update(content)
+
+
+CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
+
+
+class ChangesPanel(TextPanel):
+    """The pending changes against the table on disk, the snapping target, and what undo/redo would do."""
+
+    TEXT_ID = "changes-text"
 
     def show(self, plan: Plan, history: History, writable: str = "") -> None:
         """``writable``: why the plan cannot be written from here ("" when it can)."""
@@ -282,45 +292,23 @@ class ChangesPanel(VerticalScroll, can_focus=True):
         parts.append((history.undo_message or "-") + "\n")
         parts.append(("Redo ", "bold"))
         parts.append((history.redo_message or "-") + "\n")
-        self.query_one("#changes-text", Static).update(Content.assemble(*parts))
+        self.set_text(Content.assemble(*parts))
 
 
-class ExplainPanel(VerticalScroll, can_focus=True):
+class ExplainPanel(TextPanel):
     """Why what lies under the cursor matters: the arithmetic of its findings, in plain words."""
 
-    DEFAULT_CSS = """
-    ExplainPanel { height: 1fr; padding: 0 1; }
-    ExplainPanel > Static { width: 1fr; }
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "scroll_up", "scroll up", show=False),
-        Binding("down", "scroll_down", "scroll down", show=False),
-    ]
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="explain-text")
+    TEXT_ID = "explain-text"
 
     def show(self, lines: list[Line]) -> None:
-        self.query_one("#explain-text", Static).update(lines_content(lines))
+        self.set_text(lines_content(lines))
         self.scroll_home(animate=False)
 
 
-class FactsPanel(VerticalScroll, can_focus=True):
+class FactsPanel(TextPanel):
     """The device facts (and a demo's lesson)."""
 
-    DEFAULT_CSS = """
-    FactsPanel { height: 1fr; padding: 0 1; }
-    FactsPanel > Static { width: 1fr; }
-    """
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "scroll_up", "scroll up", show=False),
-        Binding("down", "scroll_down", "scroll down", show=False),
-    ]
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="facts-text")
+    TEXT_ID = "facts-text"
 
     def show(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = ()) -> None:
         parts: list[str | tuple[str, str]] = []
@@ -344,7 +332,7 @@ class FactsPanel(VerticalScroll, can_focus=True):
         for label, value in rows:
             parts.append((label.ljust(width), "$text-muted"))
             parts.append(value + "\n")
-        self.query_one("#facts-text", Static).update(Content.assemble(*parts))
+        self.set_text(Content.assemble(*parts))
 
 
 def item_number(item: Item | None) -> int | None:
