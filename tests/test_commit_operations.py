@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.operations import differences, plan_changes, problems
+from diskplan.model.operations import differences, plan_changes, problems, unwritable_flags
 from diskplan.model.table import Table
 
 L, E = Role.LOGICAL, Role.EXTENDED
@@ -120,3 +120,16 @@ def test_kept_partitions_are_never_touched_and_the_result_is_the_plan(
     assert sorted((p.number, p.start, p.end) for p in result.live) == sorted((p.number, p.start, p.end) for p in live)
     assert ch.any == (sorted(current.partitions, key=lambda p: p.number) != sorted(live, key=lambda p: p.number))
     assert differences(result, result) == []
+
+
+def test_flags_libparted_cannot_write_are_refused_not_dropped() -> None:
+    disk = Table("gpt", 34, 100000, (part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191)))
+    kept_as_is = [part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191)]
+    assert unwritable_flags("gpt", disk, kept_as_is) == []  # already on disk and unchanged: nothing to write
+    turned_on = [part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191, flags=("no_automount",))]
+    assert [m.split(":")[0] for m in unwritable_flags("gpt", disk, turned_on)] == ["partition 2"]
+    turned_off = [part(1, 2048, 4095), part(2, 4096, 8191, flags=("legacy_boot",))]
+    assert [m.split(":")[0] for m in unwritable_flags("gpt", disk, turned_off)] == ["partition 1"]
+    new = [*kept_as_is, part(3, 8192, 9999, state=State.PROPOSED, flags=("no_block_io", "hidden"))]
+    (msg,) = unwritable_flags("gpt", disk, new)
+    assert "partition 3" in msg and "no_block_io" in msg

@@ -48,7 +48,7 @@ from diskplan.backend.reader import ReadError, read
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import Operation, differences, plan_changes, problems
+from diskplan.model.operations import Operation, differences, plan_changes, problems, unwritable_flags
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
@@ -374,6 +374,7 @@ def prepare(
         notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
     base = new_table(label, geom) if fresh else current.table
     refusals += problems(label, live, base.usable, geom.sectors, base.max_partitions)
+    refusals += unwritable_flags(label, current.table if not fresh else base, live)
     blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle

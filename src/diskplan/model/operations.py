@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
-from diskplan.model import ptypes
+from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
@@ -148,6 +148,22 @@ def problems(label: str, live: list[Partition], usable: Extent, sectors: int, ma
         for a, b in itertools.pairwise(ordered):
             if a.extent.overlaps(b.extent):
                 out.append(f"partitions {a.number} and {b.number} overlap")
+    return out
+
+
+def unwritable_flags(label: str, base: Table, live: list[Partition]) -> list[str]:
+    """Attribute flags the plan sets or clears that libparted 3.5 cannot write (it writes only
+    ATTRIBUTE_FLAGS): refused up front, so a confirmed change is never silently dropped."""
+    attributes = set(labels.GPT_ATTRIBUTES if label == "gpt" else labels.MSDOS_FLAGS)
+    on_disk = {(q.number, q.start, q.end): q for q in base.partitions if q.state is not State.PROPOSED}
+    out = []
+    for p in live:
+        old = on_disk.get((p.number, p.start, p.end))
+        have = set(old.flags) & attributes if old else set()
+        changed = (set(p.flags) & attributes) ^ have
+        for flag in sorted(changed - set(ATTRIBUTE_FLAGS.get(label, ()))):
+            out.append(f"partition {p.number}: libparted 3.5 cannot set the {flag} flag "
+                       f"(it writes {', '.join(ATTRIBUTE_FLAGS.get(label, ())) or 'none'})")
     return out
 
 
