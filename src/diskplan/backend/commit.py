@@ -254,15 +254,6 @@ def read_only_reason(path: str) -> str:
 # --- comparing tables -------------------------------------------------------------------------------
 
 
-def verify(target: str, expected: Table) -> list[str]:
-    """Re-read ``target`` (libparted in a child, our own raw checks) and compare it with ``expected``."""
-    try:
-        disk = read(target)
-    except ReadError as exc:
-        return [f"the disk cannot be read back: {exc}"]
-    return differences(expected, disk.table)
-
-
 def kernel_differences(target: str, table: Table, sector_size: int, host: Host) -> list[str]:
     """Partitions whose kernel view (sysfs, 512-byte units) differs from ``table``; [] for image files."""
     seen = host.kernel_partitions(target)

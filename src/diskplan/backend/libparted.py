@@ -23,7 +23,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.operations import ATTRIBUTE_FLAGS
-from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
+from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 WRITABLE_LABELS = ("gpt", "msdos")
 
@@ -480,7 +480,7 @@ def table_sectors(disk: parted.Disk) -> tuple[Extent, ...]:
     and for msdos every EBR (libparted puts each one at the start of the gap before its partition)."""
     n, ss = disk.device.length, disk.device.sectorSize
     if disk.type == "gpt":
-        entries = -(-128 * 128 // ss)
+        entries = -(-GPT_ENTRY_BYTES // ss)
         return (Extent(0, 1 + entries), Extent(n - 1 - entries, n - 1))
     out = [Extent(0, 0)]
     ext = disk.getExtendedPartition()

@@ -1,18 +1,12 @@
 """Parse MBR, EBR and GPT structures from raw bytes: type ids libparted 3.5 does not expose, and the
 CRCs and header fields needed to judge a damaged GPT. Pure Python over ``bytes``; reads files only
-through ``read_sectors``."""
+through ``read_bytes``."""
 
 from __future__ import annotations
 
 import uuid
 import zlib
 from dataclasses import dataclass
-
-
-def read_sectors(path: str, lba: int, count: int, sector: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(lba * sector)
-        return f.read(count * sector)
 
 
 @dataclass(frozen=True)
@@ -40,36 +34,6 @@ def mbr_entries(sector0: bytes) -> list[MbrEntry]:
             )
         )
     return out
-
-
-def msdos_types(path: str, sector: int, max_logical: int = 256) -> dict[int, int]:
-    """Partition number -> MBR type id, following the EBR chain for logical partitions (5, 6, ...)."""
-    types: dict[int, int] = {}
-    entries = mbr_entries(read_sectors(path, 0, 1, sector))
-    ext_start = None
-    for e in entries:
-        if e.type_id and e.size:
-            types[e.index + 1] = e.type_id
-            if e.type_id in (0x05, 0x0F, 0x85):
-                ext_start = e.start
-    if ext_start is None:
-        return types
-    ebr, number, seen = ext_start, 5, set()
-    while ebr not in seen and len(seen) < max_logical:
-        seen.add(ebr)
-        try:
-            links = mbr_entries(read_sectors(path, ebr, 1, sector))
-        except OSError:
-            break
-        if not links:
-            break
-        if links[0].type_id:
-            types[number] = links[0].type_id
-            number += 1
-        if not links[1].type_id or not links[1].start:
-            break
-        ebr = ext_start + links[1].start
-    return types
 
 
 @dataclass(frozen=True)
@@ -141,19 +105,6 @@ def parse_gpt_entries(raw: bytes, count: int, size: int) -> list[GptEntry]:
             )
         )
     return out
-
-
-def gpt_types(path: str, sector: int) -> dict[int, str]:
-    """Partition number -> type GUID from the primary GPT (empty when it cannot be read)."""
-    try:
-        header = parse_gpt_header(read_sectors(path, 1, 1, sector), 1)
-        if not header.valid or not 0 < header.entry_count <= 4096 or header.entry_size < 128:
-            return {}
-        nbytes = header.entry_count * header.entry_size
-        raw = read_sectors(path, header.entries_lba, -(-nbytes // sector), sector)
-    except OSError:
-        return {}
-    return {e.number: e.type_guid for e in parse_gpt_entries(raw, header.entry_count, header.entry_size)}
 
 
 def read_bytes(path: str, offset: int, count: int) -> bytes:

@@ -20,7 +20,7 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 
-DEFAULT_TYPE = {"gpt": "0FC63DAF-8483-4772-8E79-3D69D8477DE4", "msdos": "0x83"}  # what libparted gives
+DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.LABELS}  # what libparted gives
 ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flags libparted 3.5 can set
 
 

@@ -61,6 +61,12 @@ def _table_findings(disk: Disk) -> list[Finding]:
     return out
 
 
+def table_findings(disk: Disk) -> tuple[Finding, ...]:
+    """The table-level findings alone, errors first (what the planner's facts panel shows): no need to
+    analyse every partition for them."""
+    return tuple(sorted(_table_findings(disk), key=lambda f: SEVERITY_RANK[f.severity]))
+
+
 def build_report(disk: Disk, grain: Grain | None = None) -> Report:
     geom = disk.geometry
     grain = grain or optimal_grain(geom)

@@ -20,7 +20,7 @@ from textual.widgets import ContentSwitcher, Static
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
-from diskplan.model.report import build_report
+from diskplan.model.report import table_findings as findings_of_table
 from diskplan.ui.cells import Item
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
@@ -278,11 +278,11 @@ class PlannerApp(PlanActions, App[int]):
         self.grain = judging_grain(plan)
         self._item_index = None
         self._lesson_open = False
-        report = build_report(disk, self.grain)
+        found = findings_of_table(disk)
         smap = self.sector_map
         smap.select(None)
         smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan))
-        self._facts(report.table_findings)
+        self._facts(found)
         self._plan_panels()
         self._opened_at = smap.cursor_lba
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
@@ -296,7 +296,7 @@ class PlannerApp(PlanActions, App[int]):
             self.after_first_disk = None
         if os.environ.get("DISKPLAN_BENCH") == "first-frame":  # scripts/bench.py: time to the first full frame
             self.call_after_refresh(self.exit)
-        serious = [f for f in report.table_findings if f.severity != "notice"]
+        serious = [f for f in found if f.severity != "notice"]
         if self.repair_hint():
             self.notify(self.repair_hint(), title="This table can be repaired", severity="warning", timeout=12)
         elif serious:
@@ -307,7 +307,7 @@ class PlannerApp(PlanActions, App[int]):
         if self.target is None or self.grain is None:
             return
         if table_findings is None:
-            table_findings = build_report(self.target.disk, self.grain).table_findings
+            table_findings = findings_of_table(self.target.disk)
         self.query_one(FactsPanel).show(self.target, self.grain, table_findings)
 
     # --- reacting to the map --------------------------------------------------------------------------

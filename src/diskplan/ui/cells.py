@@ -86,7 +86,7 @@ def _rank(item: Item) -> int:
     """Which item a cell shows when several share it: problems first, then partitions, metadata, free."""
     rank = int(item.kind) * 4
     if item.severity is not None:
-        rank += 3 - {ERROR: 0, WARNING: 1, NOTICE: 2}[item.severity]
+        rank += 3 - SEVERITY_RANK[item.severity]
     if item.state is State.DELETE:
         rank -= 1
     return rank
