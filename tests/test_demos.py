@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -174,6 +175,59 @@ def test_starting_the_planner_keeps_libparted_and_pyudev_out_of_the_parent() -> 
         "from diskplan.cli import planner\n"
         "from diskplan.ui import app\n"
         "print(sorted(m for m in ('parted', '_ped', 'pyudev') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_demo_built_ahead_in_a_child_is_shown_and_cleaned_up_by_the_parent() -> None:
+    from diskplan.cli.planner import CliSource, parser
+
+    names = ["ssd-gpt-34", *(["4kn"] if IS_ROOT else [])]
+    source = CliSource(parser().parse_args([]))
+    try:
+        for name in names:
+            source.prefetch_demo(name)
+        for name in names:
+            deadline = time.monotonic() + 60
+            while (target := source.demo_ready(name)) is None:  # never blocks: None until the child answers
+                assert time.monotonic() < deadline, f"the {name} child gave no answer"
+                time.sleep(0.01)
+            s = demos.find(name)
+            assert target.demo == name and target.path and not target.note
+            assert [p.start for p in target.disk.table.partitions] == [p.start for p in s.partitions]
+            assert target.disk.geometry.logical == s.logical
+            built = source.workspace.built(name)  # the parent owns what the child made
+            assert built is not None and built.device == target.path and os.path.exists(built.image)
+        assert source.demo_ready("modern") is None  # not built ahead: opened in a worker instead
+        loop = source.workspace.built("4kn").loop if IS_ROOT else None  # type: ignore[union-attr]
+        directory = source.workspace.directory
+    finally:
+        source.close()
+    assert not os.path.exists(directory)
+    if loop:
+        listed = subprocess.run(["losetup", "--list", "--noheadings", "-O", "NAME"], capture_output=True,
+                                text=True).stdout.split()
+        assert loop not in listed
+
+
+def test_quitting_while_a_demo_is_built_ahead_still_cleans_up() -> None:
+    from diskplan.cli.planner import CliSource, parser
+
+    source = CliSource(parser().parse_args([]))
+    source.prefetch_demo("stripe")
+    directory = source.workspace.directory
+    source.close()  # at once: the child's image must not outlive the planner
+    assert not os.path.exists(directory)
+
+
+def test_the_planner_process_starts_without_the_backend() -> None:
+    # A demo is built and read in a forked child; the parent imports the backend when it first needs it.
+    code = (
+        "import sys\n"
+        "from diskplan.cli import planner\n"
+        "from diskplan.ui import app\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('diskplan.backend.', 'diskplan.discovery.'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -101,6 +101,14 @@ class Workspace:
                 self._built[scenario.name] = build(scenario, self.directory)
             return self._built[scenario.name]
 
+    def built(self, name: str) -> DemoImage | None:
+        return self._built.get(name)
+
+    def adopt(self, image: DemoImage) -> None:
+        """An image a forked child built in this workspace's directory: cleaned up with the others."""
+        with self._lock:
+            self._built.setdefault(image.scenario, image)
+
     def close(self) -> None:
         with self._lock:
             self._close()

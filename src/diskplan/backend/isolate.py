@@ -48,7 +48,56 @@ def _limit_memory() -> None:
         pass  # no /proc or no limits: run unbounded, as before
 
 
-def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
+class Child:
+    """A forked child at work on one call; ``result`` waits for its answer (once)."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self._fd = fd
+
+    def answering(self) -> bool:
+        """The child has begun its answer (it writes it whole once done), or died: ``result`` won't wait long."""
+        ready, _, _ = select.select([self._fd], [], [], 0)
+        return bool(ready)
+
+    def result(self, timeout: float = 30.0) -> Any:
+        """The call's return value; IsolatedFailure when it raised, crashed or gave no answer in ``timeout``."""
+        r, pid = self._fd, self.pid
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    raise IsolatedFailure(f"gave no answer within {timeout:g} s", timed_out=True)
+                ready, _, _ = select.select([r], [], [], left)
+                if not ready:
+                    continue
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            raise IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
+        try:
+            result = pickle.loads(b"".join(chunks))
+        except Exception as exc:
+            raise IsolatedFailure("the reader ended without an answer") from exc
+        if result[0] == "err":
+            raise IsolatedFailure(result[2], error_type=result[1])
+        return result[1]
+
+
+def start_isolated(fn: Callable[..., Any], *args: Any) -> Child:
+    """Fork a child that runs ``fn(*args)`` with its output going nowhere; collect it with ``Child.result``.
+    Fork before starting threads where you can: a child forked while another thread imports a module
+    may find that module's import lock held for ever."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -72,34 +121,9 @@ def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
         except BaseException:
             status = 1
         os._exit(status)
-
     os.close(w)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                raise IsolatedFailure(f"gave no answer within {timeout:g} s", timed_out=True)
-            ready, _, _ = select.select([r], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(r)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        raise IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
-    try:
-        result = pickle.loads(b"".join(chunks))
-    except Exception as exc:
-        raise IsolatedFailure("the reader ended without an answer") from exc
-    if result[0] == "err":
-        raise IsolatedFailure(result[2], error_type=result[1])
-    return result[1]  # type: ignore[no-any-return]
+    return Child(pid, r)
+
+
+def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
+    return start_isolated(fn, *args).result(timeout)  # type: ignore[no-any-return]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from diskplan.backend.reader import ReadError, read
-from diskplan.discovery.topology import topology
-from diskplan.model.disk import Disk
 from diskplan.model.units import parse_bytes
+
+if TYPE_CHECKING:
+    from diskplan.model.disk import Disk
 
 
 class TargetError(Exception):
@@ -54,6 +55,10 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
+    # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend.reader import ReadError, read
+    from diskplan.discovery.topology import topology
+
     if not os.path.exists(path):
         raise TargetError(f"{path}: no such file or device")
     if os.path.isdir(path):

@@ -12,13 +12,16 @@ import gc
 import os
 import signal
 import sys
-import threading
+from typing import TYPE_CHECKING
 
-from diskplan.backend.demo_image import DemoUnavailable, Workspace
-from diskplan.cli.options import add_overrides, apply_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model import demos
 from diskplan.ui.glyphs import console_wanted
 from diskplan.ui.target import Target
+
+if TYPE_CHECKING:  # the backend is imported when a disk is opened (a demo's in a forked child)
+    from diskplan.backend.demo_image import DemoImage
+    from diskplan.backend.isolate import Child
 
 
 def parser() -> argparse.ArgumentParser:
@@ -55,40 +58,63 @@ class CliSource:
     """Opens what the planner asks for: real reads, real demo images, the command line's overrides."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        from diskplan.backend.demo_image import Workspace
+
         self.args = args
         self.workspace = Workspace()
-        self._early: dict[str, tuple[threading.Thread, list[Target | Exception]]] = {}
+        self._early: dict[str, Child] = {}
 
     def prefetch_demo(self, name: str) -> None:
-        """Start building and reading a demo now, in a thread: the forked libparted children work on
-        another core while Textual is imported, so the first frame does not wait for them."""
+        """Build and read a demo now, in a forked child: it works on another core while this process imports
+        Textual, and the backend's modules stay out of this process. Fork before any thread is started."""
+        from diskplan.backend.isolate import start_isolated
 
-        def run(box: list[Target | Exception]) -> None:
-            try:
-                box.append(self._open_demo(name))
-            except Exception as exc:
-                box.append(exc)
+        self.workspace.directory  # noqa: B018 -- made here, so this process removes it whatever the child does
+        self._early[name] = start_isolated(self._demo_in_child, name)
 
-        box: list[Target | Exception] = []
-        thread = threading.Thread(target=run, args=(box,), name=f"demo-{name}", daemon=True)
-        self._early[name] = (thread, box)
-        thread.start()
+    def _demo_in_child(self, name: str) -> tuple[Target | str, DemoImage | None]:
+        """(the target, or why not; the image built, which the parent must clean up either way)."""
+        try:
+            target: Target | str = self._open_demo(name)
+        except Exception as exc:
+            target = " ".join(str(exc).split()) or type(exc).__name__
+        return target, self.workspace.built(name)
+
+    def _collect(self, name: str, timeout: float) -> Target | str:
+        from diskplan.backend.isolate import IsolatedFailure
+
+        child = self._early.pop(name)
+        try:
+            target, image = child.result(timeout)
+        except IsolatedFailure as exc:
+            return f"the {name} demo could not be built: {exc.reason}"
+        if image is not None:
+            self.workspace.adopt(image)
+        return target  # type: ignore[no-any-return]
 
     def open_path(self, path: str) -> Target:
         disk = open_target(path, self.args)
         return Target(disk, path, path=path)
 
     def open_demo(self, name: str) -> Target:
-        early = self._early.pop(demos.find(name).name, None)
-        if early is not None:
-            thread, box = early
-            thread.join()
-            if isinstance(box[0], Exception):
-                raise box[0]
-            return box[0]
+        name = demos.find(name).name
+        if name in self._early:
+            target = self._collect(name, timeout=300)
+            if isinstance(target, str):
+                raise TargetError(target)
+            return target
         return self._open_demo(name)
 
+    def demo_ready(self, name: str) -> Target | None:
+        name = demos.find(name).name
+        child = self._early.get(name)
+        if child is None or not child.answering():
+            return None
+        return self.open_demo(name)
+
     def _open_demo(self, name: str) -> Target:
+        from diskplan.backend.demo_image import DemoUnavailable
+
         s = demos.find(name)
         title = f"demo {s.name}"
         try:
@@ -101,6 +127,8 @@ class CliSource:
         return Target(disk, title, s.lesson, "", s.name, path=image.device)
 
     def close(self) -> None:
+        for name in list(self._early):  # a child still building: let it finish, so its image is removed too
+            self._collect(name, timeout=60)
         self.workspace.close()
 
 

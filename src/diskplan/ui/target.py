@@ -30,12 +30,20 @@ class Source(Protocol):
 
     def open_demo(self, name: str) -> Target: ...
 
+    def demo_ready(self, name: str) -> Target | None:
+        """The demo if it can be had without waiting (built ahead, or cheap), else None: then the planner
+        calls ``open_demo`` in a worker."""
+        ...
+
 
 class ModelSource:
     """Demos straight from the model, without images or root: for tests and when nothing else works."""
 
     def open_path(self, path: str) -> Target:
         raise OSError(f"{path}: this planner was started without disk access")
+
+    def demo_ready(self, name: str) -> Target | None:
+        return self.open_demo(name)  # built from the model: no wait
 
     def open_demo(self, name: str) -> Target:
         from diskplan.model.demos import find
