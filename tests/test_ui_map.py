@@ -15,7 +15,7 @@ from costs import calls
 from diskplan.model import demos
 from diskplan.model.extent import Partition, State
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.panels import FactsPanel, PartitionList, StatusLine
+from diskplan.ui.panels import PartitionList, StatusLine, ViewsPanel
 from diskplan.ui.screens import GotoScreen, HelpScreen
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import ModelSource, Target
@@ -228,7 +228,7 @@ async def test_views_help_and_facts() -> None:
     async with app.run_test(size=(80, 25)) as pilot:
         await started(app, pilot)
         await pilot.press("i")
-        facts = str(app.query_one(FactsPanel).query_one("#facts-text").render())
+        facts = app.query_one(ViewsPanel).text("facts")
         assert "196,608 B" in facts and "6,144s = 3 MiB" in facts and "Demo stripe" in facts
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -241,7 +241,7 @@ async def test_empty_disk_explains_what_a_new_table_would_take() -> None:
     app = PlannerApp(start=target("empty"))
     async with app.run_test(size=(80, 25)) as pilot:
         await started(app, pilot)
-        text = str(app.query_one("#explain-text").render())
+        text = app.query_one(ViewsPanel).text("explain")
         assert "No partition table" in text and "LBA 2,048" in text
 
 
@@ -283,7 +283,7 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
         assert len(cell_styles()) == smap.cols
         segments = list(smap.render_line(row_y))
         assert len(segments) < smap.cols  # runs of equal cells are one segment: fewer bytes on the terminal
-        assert "Partition 1 (proposed)" in str(app.query_one("#explain-text").render())
+        assert "Partition 1 (proposed)" in app.query_one(ViewsPanel).text("explain")
         smap.set_table(replace(plan, partitions=()))
         await pilot.pause()
         assert smap.cursor_item is not None and smap.cursor_item.partition is None

@@ -22,7 +22,7 @@ from diskplan.model.planfile import load_plan
 from diskplan.model.table import new_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import PartitionScreen, PathScreen, SnapScreen
-from diskplan.ui.panels import ChangesPanel, PartitionList, StatusLine
+from diskplan.ui.panels import PartitionList, StatusLine, ViewsPanel
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
 
@@ -326,7 +326,7 @@ async def test_delete_undelete_clear_and_the_pending_changes() -> None:
         smap.move_to(target.start + 10)
         await pilot.press("x", "c")
         assert plan_of(app).table.by_number(target.number).state is State.DELETE  # type: ignore[union-attr]
-        changes = str(app.query_one(ChangesPanel).query_one("#changes-text").render())
+        changes = app.query_one(ViewsPanel).text("changes")
         assert f"delete partition {target.number} at {target.start}s..{target.end}s" in changes
         assert "Changes (c): 1" in str(app.query_one("#view-tabs").render())
         listing = app.query_one(PartitionList)
@@ -341,7 +341,7 @@ async def test_delete_undelete_clear_and_the_pending_changes() -> None:
         assert len(plan_of(app).changes()) == 2
         await pilot.press("C")
         assert not plan_of(app).dirty
-        assert "No pending changes" in str(app.query_one(ChangesPanel).query_one("#changes-text").render())
+        assert "No pending changes" in app.query_one(ViewsPanel).text("changes")
         await pilot.press("u")  # clear all is a step too
         assert len(plan_of(app).changes()) == 2
 

@@ -1,4 +1,4 @@
-"""Start-up stays light: what the first frame does not need is not imported, and the footer is composed
+"""Start-up stays light: what the first frame does not need is not imported, and the footer is drawn
 again only when the keys it shows change (scripts/bench.py measures the time itself)."""
 
 from __future__ import annotations
@@ -7,10 +7,8 @@ import asyncio
 import subprocess
 import sys
 
-from textual.widget import Widget
-from textual.widgets._footer import FooterKey
-
 from diskplan.ui.app import PlannerApp
+from diskplan.ui.panels import KeysFooter
 from test_ui_commit import image_target, wait_for
 from test_ui_repair import damaged_gpt
 
@@ -26,34 +24,79 @@ def test_the_planner_module_leaves_dialogs_plan_files_and_the_commit_for_later()
 
 def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     img = damaged_gpt(tmp_path)
-    composed: list[str] = []
-    recompose = Widget.recompose
+    repaints: list[str] = []
+    refresh = KeysFooter.refresh
 
-    async def counting(self: Widget) -> None:
-        if type(self).__name__ == "KeysFooter":
-            composed.append("footer")
-        await recompose(self)
+    def counting(self: KeysFooter, *a, **kw):  # type: ignore[no-untyped-def]
+        repaints.append("footer")
+        return refresh(self, *a, **kw)
 
-    monkeypatch.setattr(Widget, "recompose", counting)
+    monkeypatch.setattr(KeysFooter, "refresh", counting)
 
     async def go() -> None:
         app = PlannerApp(start=image_target(img))
         async with app.run_test(size=(110, 30)) as pilot:
             await wait_for(pilot, lambda: app.session is not None)
             await pilot.pause(0.1)
+            footer = app.query_one(KeysFooter)
 
             def keys() -> list[str]:
-                return [k.key for k in app.screen.query(FooterKey)]
+                return [e.key for e in footer.shown]
 
             assert "R" in keys() and "w" in keys()
-            before = len(composed)
-            app.set_focus(None)  # the same keys are shown: nothing composed again
+            assert "repair GPT" in str(footer.render())  # the first frame already showed them
+            before = len(repaints)
+            app.set_focus(None)  # the same keys are shown: nothing drawn again
             await pilot.pause(0.1)
             app.sector_map.focus()
             await pilot.pause(0.1)
-            assert len(composed) == before
+            assert len(repaints) == before
             await pilot.press("R")  # planned: R leaves the footer
             await pilot.pause(0.1)
-            assert "R" not in keys() and "w" in keys() and len(composed) == before + 1
+            assert "R" not in keys() and "w" in keys() and len(repaints) > before
 
     asyncio.run(go())
+
+
+def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.ui.screens import HelpScreen
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(damaged_gpt(tmp_path)))
+        async with app.run_test(size=(110, 30)) as pilot:
+            await wait_for(pilot, lambda: app.session is not None)
+            footer = app.query_one(KeysFooter)
+            x = str(footer.render()).index("? help")
+            await pilot.click(KeysFooter, offset=(x + 1, 0))
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            await pilot.pause(0.1)
+            x = str(footer.render()).index("^p palette")
+            await pilot.click(KeysFooter, offset=(x + 1, 0))
+            await pilot.pause(0.1)
+            assert type(app.screen).__name__.endswith("CommandPalette")
+
+    asyncio.run(go())
+
+
+def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.ui.target import ModelSource
+
+    seen: list[tuple[bool, bool]] = []
+
+    class Watched(PlannerApp):
+        def _display(self, screen, renderable) -> None:  # type: ignore[no-untyped-def]
+            if not seen:
+                footer = self.query_one(KeysFooter)
+                seen.append((self.sector_map.content is not None, bool(footer.render().plain.strip())))
+            super()._display(screen, renderable)
+
+    async def go(app: PlannerApp) -> None:
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+
+    for app in (Watched(start=image_target(damaged_gpt(tmp_path))), Watched(ModelSource(), ("demo", "dos-63"))):
+        seen.clear()
+        asyncio.run(go(app))
+        assert seen == [(True, True)]

@@ -15,25 +15,23 @@ from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Static
+from textual.widgets import Static
 
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
 from diskplan.model.report import table_findings as findings_of_table
-from diskplan.ui.cells import Item
+from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE
 from diskplan.ui.panels import (
-    ChangesPanel,
-    ExplainPanel,
-    FactsPanel,
     KeysFooter,
     Legend,
     PartitionList,
     StatusLine,
     TitleBar,
+    ViewsPanel,
     item_number,
 )
 from diskplan.ui.plan_actions import PlanActions
@@ -43,6 +41,10 @@ from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
     from diskplan.backend.commit import Host
+
+# What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
+# (an xterm title; scripts/bench_floor.py writes the same).
+BENCH_MARK = "\x1b]2;diskplan-first-frame\x07"
 
 # How the planner starts: ("demo", NAME), ("path", PATH), a ready Target, or None for the device picker.
 Start = tuple[str, str] | Target | None
@@ -88,8 +90,7 @@ App.-console {
 class PlannerApp(PlanActions, App[int]):
     TITLE = "diskplan"
 
-    CSS = (
-        """
+    CSS = """
     Screen { layout: vertical; }
     SectorMap { height: 1fr; min-height: 4; }
     #bottom { height: 40%; min-height: 7; max-height: 18; }
@@ -98,8 +99,6 @@ class PlannerApp(PlanActions, App[int]):
     #view-tabs { height: 1; padding: 0 1; color: $text-muted; }
     #views { height: 1fr; }
     """
-        + CONSOLE_CSS
-    )
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "help", key_display="?"),
@@ -166,6 +165,7 @@ class PlannerApp(PlanActions, App[int]):
         self.target: Target | None = None
         self.grain: Grain | None = None
         self._item_index: tuple[int, int] | None = None
+        self._listed: MapContent | None = None  # the content the partition list shows
         self._lesson_open = False
         self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
@@ -173,6 +173,7 @@ class PlannerApp(PlanActions, App[int]):
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
+            self.CSS = type(self).CSS + CONSOLE_CSS  # parsed and matched only where it applies
 
     def _handle_exception(self, error: Exception) -> None:
         """No traceback reaches the user: one line instead (Textual would print a full traceback with
@@ -201,10 +202,7 @@ class PlannerApp(PlanActions, App[int]):
             yield PartitionList(self.glyphs, id="partitions")
             with Vertical(id="right"):
                 yield Static(id="view-tabs")
-                with ContentSwitcher(initial="explain", id="views"):
-                    yield ExplainPanel(id="explain")
-                    yield FactsPanel(id="facts")
-                    yield ChangesPanel(id="changes")
+                yield ViewsPanel(id="views")
         yield KeysFooter()
 
     @property
@@ -219,11 +217,11 @@ class PlannerApp(PlanActions, App[int]):
         self.query_one(TitleBar).show("", "")
         start = self.start
         if isinstance(start, Target):
-            self.call_after_refresh(self.show_target, start)
+            self.show_target(start)  # before the first frame: the first frame shows the disk
         elif start is None:
             self.action_devices()
         elif start[0] == "demo":
-            self.open_demo(start[1])
+            self.open_demo(start[1], now=True)
         else:
             self.open_path(start[1])
 
@@ -232,10 +230,20 @@ class PlannerApp(PlanActions, App[int]):
 
     # --- opening disks --------------------------------------------------------------------------------
 
-    def open_demo(self, name: str) -> None:
+    def open_demo(self, name: str, *, now: bool = False) -> None:
+        """``now``: show it at once if the source has it ready (the first frame then shows the disk)."""
         if self.source is None:
             return
         source = self.source
+        if now:
+            try:
+                ready = source.demo_ready(name)
+            except Exception as exc:
+                self._load_failed(" ".join(str(exc).split()) or type(exc).__name__)
+                return
+            if ready is not None:
+                self.show_target(ready)
+                return
         self._load(lambda: source.open_demo(name), f"Building the demo disk {name}...")
 
     def open_path(self, path: str) -> None:
@@ -285,7 +293,7 @@ class PlannerApp(PlanActions, App[int]):
         self._facts(found)
         self._plan_panels()
         self._opened_at = smap.cursor_lba
-        self._on_cursor(smap.cursor_lba, smap.cursor_item)
+        self._follow_table()
         # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
         self._lesson_open = bool(target.demo)
         self.action_view("facts" if target.demo else "explain")
@@ -294,8 +302,8 @@ class PlannerApp(PlanActions, App[int]):
         if self.after_first_disk is not None:
             self.call_after_refresh(self.after_first_disk)
             self.after_first_disk = None
-        if os.environ.get("DISKPLAN_BENCH") == "first-frame":  # scripts/bench.py: time to the first full frame
-            self.call_after_refresh(self.exit)
+        if os.environ.get("DISKPLAN_BENCH") == "first-frame":
+            self.call_after_refresh(self._first_frame_drawn)
         serious = [f for f in found if f.severity != "notice"]
         if self.repair_hint():
             self.notify(self.repair_hint(), title="This table can be repaired", severity="warning", timeout=12)
@@ -303,12 +311,24 @@ class PlannerApp(PlanActions, App[int]):
             more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
             self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
 
+    def _first_frame_drawn(self) -> None:
+        """scripts/bench.py times start-up to BENCH_MARK on the terminal: written once the frame shows the
+        disk and the footer its keys (as scripts/bench_floor.py does), behind the frame in the same output
+        queue. Then exit."""
+        if not self.query_one(KeysFooter).shown:
+            self.call_after_refresh(self._first_frame_drawn)
+            return
+        if self._driver is not None:
+            self._driver.write(BENCH_MARK)
+            self._driver.flush()
+        self.exit()
+
     def _facts(self, table_findings: tuple | None = None) -> None:  # type: ignore[type-arg]
         if self.target is None or self.grain is None:
             return
         if table_findings is None:
             table_findings = findings_of_table(self.target.disk)
-        self.query_one(FactsPanel).show(self.target, self.grain, table_findings)
+        self.query_one(ViewsPanel).show_facts(self.target, self.grain, table_findings)
 
     # --- reacting to the map --------------------------------------------------------------------------
 
@@ -318,10 +338,21 @@ class PlannerApp(PlanActions, App[int]):
 
     @on(SectorMap.TableChanged)
     def _table_changed(self, event: SectorMap.TableChanged) -> None:
-        self.query_one(PartitionList).show(event.content)
-        self._item_index = None  # what is under the cursor must be explained again
+        self._follow_table()
+
+    def _follow_table(self) -> None:
+        """The list and the explanation follow the map's table, once per table: show_target does it before
+        the first frame, and the TableChanged that follows (or an older one still queued) finds it done."""
         smap = self.sector_map
+        if smap.content is None or smap.content is self._listed:
+            return
+        self._list(smap.content)
         self._on_cursor(smap.cursor_lba, smap.cursor_item)
+
+    def _list(self, content: MapContent) -> None:
+        self._listed = content
+        self.query_one(PartitionList).show(content)
+        self._item_index = None  # what is under the cursor must be explained again
 
     @on(SectorMap.ZoomChanged)
     def _zoom_changed(self, event: SectorMap.ZoomChanged) -> None:
@@ -353,7 +384,7 @@ class PlannerApp(PlanActions, App[int]):
         table = smap.table or self.target.disk.table
         blocked = self.session.plan.blocked() if self.session else ""
         lines = explain(item, geom, self.grain, table, self.target.disk.filesystem)
-        self.query_one(ExplainPanel).show(lines + plan_hints(item, blocked))
+        self.query_one(ViewsPanel).show_explanation(lines + plan_hints(item, blocked))
         self.query_one(PartitionList).follow(item_number(item), item is not None and item.state is State.DELETE)
         if item is not None and item.partition is not None:
             ext, _, _ = blocks_touched(geom, item.partition.start)
@@ -426,16 +457,16 @@ class PlannerApp(PlanActions, App[int]):
         return text
 
     def action_view(self, name: str) -> None:
-        switcher = self.query_one(ContentSwitcher)
-        if switcher.current == name:
+        views = self.query_one(ViewsPanel)
+        if views.current == name:
             return
-        switcher.current = name
+        views.switch(name)
         self._show_tabs(name)
 
     def action_toggle_facts(self) -> None:
         if self.target is None:
             return
-        current = self.query_one(ContentSwitcher).current
+        current = self.query_one(ViewsPanel).current
         self.action_view("explain" if current == "facts" else "facts")
 
     def action_redraw(self) -> None:

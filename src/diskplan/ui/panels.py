@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.visual import VisualType
-from textual.widgets import DataTable, Footer, Static
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
 
 from diskplan.model import demos
 from diskplan.model.extent import State
@@ -38,6 +40,13 @@ LINE_STYLE = {
 }
 
 
+class FooterEntry(NamedTuple):
+    key: str
+    display: str
+    description: str
+    enabled: bool
+
+
 def lines_content(lines: list[Line]) -> Content:
     parts: list[str | tuple[str, str]] = []
     for n, line in enumerate(lines):
@@ -54,24 +63,93 @@ class OneLine(Static):
         super().update(content, layout=layout)
 
 
-class KeysFooter(Footer):
-    """Textual's footer, recomposed only when the keys it shows change. Textual's own recomposes (every key
-    widget again, then a layout) on each focus change, and at start-up once more when the map takes the
-    focus, though the map's keys are not shown."""
+class KeysFooter(Widget, can_focus=False):
+    """The keys of the moment on one line, as Textual's Footer shows them (the command palette's key on the
+    right), but one widget: it is drawn with the first frame and repaints one line when the keys change,
+    where Textual's composes a widget per key once focus settles, then lays the screen out again.
+    A click on a key presses it."""
 
-    _shown: tuple[tuple[str, str, str, bool, str], ...] | None = None
+    DEFAULT_CSS = """
+    KeysFooter { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    KeysFooter > .keys-footer--key {
+        color: $footer-key-foreground; background: $footer-key-background; text-style: bold;
+    }
+    KeysFooter > .keys-footer--description {
+        color: $footer-description-foreground; background: $footer-description-background;
+    }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"keys-footer--key", "keys-footer--description"}
 
-    def _keys(self, screen: Screen[object]) -> tuple[tuple[str, str, str, bool, str], ...]:
-        return tuple((b.key, b.description, self.app.get_key_display(b), enabled, tooltip)
-                     for (_, b, enabled, tooltip) in screen.active_bindings.values() if b.show)
+    def __init__(self, **kw: str) -> None:
+        super().__init__(**kw)
+        self._shown: tuple[FooterEntry, ...] = ()
+        self._spans: list[tuple[int, int, FooterEntry]] = []  # x0, x1 (exclusive), the key drawn there
 
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        if self.app.app_focus:  # else Textual's footer only notes that the bindings are ready
-            keys = self._keys(screen)
-            if self._bindings_ready and keys == self._shown:
+    @property
+    def shown(self) -> tuple[FooterEntry, ...]:
+        """What the last frame shows: (key, display, description, enabled) each, the palette's last."""
+        return self._shown
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _entries(self) -> tuple[FooterEntry, ...]:
+        app = self.app
+        active = self.screen.active_bindings
+        by_action: dict[str, FooterEntry] = {}  # a binding of several keys ("x,delete") shows its first
+        for _, b, enabled, _ in active.values():
+            if b.show and b.action not in by_action:
+                by_action[b.action] = FooterEntry(b.key, app.get_key_display(b), b.description, enabled)
+        keys = list(by_action.values())
+        palette = active.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
+        if palette is not None:
+            _, b, enabled, _ = palette
+            keys.append(FooterEntry(b.key, app.get_key_display(b), b.description, enabled))
+        return tuple(keys)
+
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        if self._entries() != self._shown:
+            self.refresh()
+
+    def render(self) -> Text:
+        entries = self._shown = self._entries()
+        key_style = self.get_component_rich_style("keys-footer--key")
+        desc_style = self.get_component_rich_style("keys-footer--description")
+        palette = entries[-1:] if self.app.ENABLE_COMMAND_PALETTE and entries else ()
+        keys = entries[: len(entries) - len(palette)]
+        width = self.size.width
+        text = Text(no_wrap=True, overflow="crop")
+        self._spans = []
+        right = Text()
+        for e in palette:
+            right.append(f" {e.display} ", key_style)
+            right.append(f"{e.description} ", desc_style)
+        for e in keys:
+            chunk = Text.assemble((f" {e.display} ", key_style), (f"{e.description} ", desc_style))
+            if not e.enabled:
+                chunk.stylize("dim")
+            if text.cell_len + chunk.cell_len > width - right.cell_len and text.cell_len:
+                break  # what does not fit goes (Textual's footer would scroll it out of sight)
+            self._spans.append((text.cell_len, text.cell_len + chunk.cell_len, e))
+            text.append_text(chunk)
+        if palette:
+            gap = max(1, width - text.cell_len - right.cell_len)
+            text.append(" " * gap)
+            self._spans.append((text.cell_len, text.cell_len + right.cell_len, palette[0]))
+            text.append_text(right)
+        return text
+
+    def on_click(self, event: events.Click) -> None:
+        for x0, x1, entry in self._spans:
+            if x0 <= event.x < x1:
+                if entry.enabled:
+                    self.app.simulate_key(entry.key)
+                else:
+                    self.app.bell()
                 return
-            self._shown = keys
-        super().bindings_changed(screen)
 
 
 class TitleBar(OneLine):
@@ -237,37 +315,64 @@ class PartitionList(DataTable[str]):
         self.post_message(self.Chosen(number, start, focus_map=True))
 
 
-class TextPanel(VerticalScroll, can_focus=True):
-    """A scrolling panel of text under the map: one Static, scrolled with the arrows when focused."""
+VIEWS = ("explain", "facts", "changes")
+CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
+
+
+class ViewsPanel(VerticalScroll, can_focus=True):
+    """The text under the map, one view at a time: the explanation of what is under the cursor, the disk's
+    facts (and a demo's lesson), the pending changes. One scrolling Static whose text is swapped: three
+    panels in a switcher would be composed, styled and laid out at start-up though two are hidden. The
+    scrollbar's gutter is kept, so a long text does not wrap again (and lay the screen out again) when its
+    scrollbar appears."""
 
     DEFAULT_CSS = """
-    TextPanel { height: 1fr; padding: 0 1; }
-    TextPanel > Static { width: 1fr; }
+    ViewsPanel { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
+    ViewsPanel > Static { width: 1fr; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "scroll_up", "scroll up", show=False),
         Binding("down", "scroll_down", "scroll down", show=False),
     ]
-    TEXT_ID = "panel-text"
+
+    def __init__(self, **kw: str) -> None:
+        super().__init__(**kw)
+        self.current = "explain"
+        self._texts: dict[str, Content] = dict.fromkeys(VIEWS, Content(""))
+        self._scrolled: dict[str, float] = dict.fromkeys(VIEWS, 0.0)  # each view keeps its place
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id=self.TEXT_ID)
+        yield Static(id="views-text")
 
-    def set_text(self, content: Content) -> None:
-        self.query_one(f"#{self.TEXT_ID}", Static).update(content)
+    def text(self, view: str) -> str:
+        """A view's text, shown or not."""
+        return self._texts[view].plain
 
+    def switch(self, view: str) -> None:
+        if view == self.current:
+            return
+        self._scrolled[self.current] = self.scroll_y
+        self.current = view
+        self.query_one("#views-text", Static).update(self._texts[view])
+        self.call_after_refresh(self.scroll_to, y=self._scrolled[view], animate=False)
 
-CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
+    def _set(self, view: str, content: Content, *, home: bool = False) -> None:
+        self._texts[view] = content
+        if home:
+            self._scrolled[view] = 0.0
+        if view == self.current:
+            self.query_one("#views-text", Static).update(content)
+            if home:
+                self.scroll_home(animate=False)
 
+    def show_explanation(self, lines: list[Line]) -> None:
+        """Why what lies under the cursor matters: the arithmetic of its findings, in plain words."""
+        self._set("explain", lines_content(lines), home=True)
 
-class ChangesPanel(TextPanel):
-    """The pending changes against the table on disk, the snapping target, and what undo/redo would do."""
-
-    TEXT_ID = "changes-text"
-
-    def show(self, plan: Plan, history: History, writable: str = "") -> None:
-        """``writable``: why the plan cannot be written from here ("" when it can)."""
+    def show_changes(self, plan: Plan, history: History, writable: str = "") -> None:
+        """The pending changes against the table on disk, the snapping target, and what undo/redo would do.
+        ``writable``: why the plan cannot be written from here ("" when it can)."""
         changes = plan.changes()
         parts: list[str | tuple[str, str]] = []
         if changes:
@@ -292,25 +397,10 @@ class ChangesPanel(TextPanel):
         parts.append((history.undo_message or "-") + "\n")
         parts.append(("Redo ", "bold"))
         parts.append((history.redo_message or "-") + "\n")
-        self.set_text(Content.assemble(*parts))
+        self._set("changes", Content.assemble(*parts))
 
-
-class ExplainPanel(TextPanel):
-    """Why what lies under the cursor matters: the arithmetic of its findings, in plain words."""
-
-    TEXT_ID = "explain-text"
-
-    def show(self, lines: list[Line]) -> None:
-        self.set_text(lines_content(lines))
-        self.scroll_home(animate=False)
-
-
-class FactsPanel(TextPanel):
-    """The device facts (and a demo's lesson)."""
-
-    TEXT_ID = "facts-text"
-
-    def show(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = ()) -> None:
+    def show_facts(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = ()) -> None:
+        """The device facts (and a demo's lesson)."""
         parts: list[str | tuple[str, str]] = []
         for f in table_findings:
             parts.append((f"{f.severity.upper()}: {f.message} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
@@ -332,7 +422,7 @@ class FactsPanel(TextPanel):
         for label, value in rows:
             parts.append((label.ljust(width), "$text-muted"))
             parts.append(value + "\n")
-        self.set_text(Content.assemble(*parts))
+        self._set("facts", Content.assemble(*parts), home=True)
 
 
 def item_number(item: Item | None) -> int | None:

@@ -19,7 +19,7 @@ from diskplan.model.extent import State
 from diskplan.model.grain import SnapTarget
 from diskplan.model.plan import Outcome
 from diskplan.ui.cells import Item
-from diskplan.ui.panels import ChangesPanel, Legend, PartitionList, StatusLine
+from diskplan.ui.panels import Legend, StatusLine, ViewsPanel
 from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, requested_extent
 
 # Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
@@ -76,8 +76,9 @@ class PlanActions(_Base):
         states = {p.state for p in plan.table.partitions}
         self.query_one(Legend).show(self.sector_map, plan.geometry, self.grain,
                                     proposed=State.PROPOSED in states, deleting=State.DELETE in states)
-        self.query_one(ChangesPanel).show(plan, s.history, self._why_not_writable())
-        self._show_tabs(self.query_one("#views").current or "explain")  # type: ignore[attr-defined]
+        views = self.query_one(ViewsPanel)
+        views.show_changes(plan, s.history, self._why_not_writable())
+        self._show_tabs(views.current)
         self._update_title()
         offered = bool(self.repair_hint())
         if offered != self._repair_offered:  # only then: each refresh recomposes the footer
@@ -377,8 +378,7 @@ class PlanActions(_Base):
         smap = self.sector_map
         smap.set_marks(())
         if outcome is not None and smap.content is not None:
-            self.query_one(PartitionList).show(smap.content)
-            self._item_index = None
+            self._list(smap.content)
             self._plan_panels()
             self._on_cursor(smap.cursor_lba, smap.cursor_item)
             self._say(outcome.message)
