@@ -15,7 +15,8 @@ from costs import calls
 from diskplan.model import demos
 from diskplan.model.extent import Partition, State
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.panels import PartitionList, StatusLine, ViewsPanel
+from diskplan.ui.panels import StatusLine, ViewsPanel
+from diskplan.ui.partlist import PartitionList
 from diskplan.ui.screens import GotoScreen, HelpScreen
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import ModelSource, Target
@@ -391,3 +392,43 @@ async def test_a_20_tb_disk_with_128_partitions_draws_as_cheaply_as_1_gb() -> No
     big = await cost(_big_target(20 * 10**12 // 512, 128))
     # Counting calls, not seconds: a scan over the partitions or the disk would multiply the work.
     assert big < small * 1.5, (small, big)
+
+
+@run
+async def test_the_partition_list_scrolls_with_its_cursor_and_answers_clicks() -> None:
+    app = PlannerApp(start=_big_target(20 * 10**12 // 512, 128))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        plist = app.query_one(PartitionList)
+        assert plist.row_count == 128 and plist.get_row_at(127)[0].endswith(" 128")
+        visible = plist.scrollable_content_region.height - 1  # below the header
+
+        def row_on_screen(row: int) -> int:
+            return row - round(plist.scroll_offset.y) + 1
+
+        plist.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        last = app.session.plan.table.by_number(128)  # type: ignore[union-attr]
+        assert plist.cursor_row == 127 and smap.cursor_lba == last.start  # type: ignore[union-attr]
+        assert 1 <= row_on_screen(127) <= visible and plist.render_line(row_on_screen(127)).text.split()[1] == "128"
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert plist.cursor_row == 127 - visible and 1 <= row_on_screen(plist.cursor_row) <= visible
+        # A click on a row highlights it and moves the map; a second click on it gives the map the focus.
+        y = row_on_screen(plist.cursor_row) + 2
+        await pilot.click(PartitionList, offset=(3, y))
+        await pilot.pause()
+        chosen = plist.cursor_row
+        assert chosen == 127 - visible + 2 and plist.has_focus
+        assert smap.cursor_lba == app.session.plan.table.by_number(chosen + 1).start  # type: ignore[union-attr]
+        await pilot.click(PartitionList, offset=(3, y))
+        await pilot.pause()
+        assert smap.has_focus and plist.cursor_row == chosen
+        await pilot.click(PartitionList, offset=(3, 0))  # the header: nothing happens
+        await pilot.pause()
+        assert plist.cursor_row == chosen
+        # The map moves the list: its cursor row is scrolled into view.
+        smap.move_to(app.session.plan.table.by_number(3).start)  # type: ignore[union-attr]
+        await pilot.pause()
+        assert plist.cursor_row == 2 and 1 <= row_on_screen(2) <= visible

@@ -22,7 +22,8 @@ from diskplan.model.planfile import load_plan
 from diskplan.model.table import new_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import PartitionScreen, PathScreen, SnapScreen
-from diskplan.ui.panels import PartitionList, StatusLine, ViewsPanel
+from diskplan.ui.panels import StatusLine, ViewsPanel
+from diskplan.ui.partlist import PartitionList
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
 

@@ -28,12 +28,12 @@ from diskplan.ui.glyphs import CONSOLE, UNICODE
 from diskplan.ui.panels import (
     KeysFooter,
     Legend,
-    PartitionList,
     StatusLine,
     TitleBar,
     ViewsPanel,
     item_number,
 )
+from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
 from diskplan.ui.planning import DragKind, Session, judging_grain
 from diskplan.ui.sectormap import SectorMap
@@ -80,6 +80,8 @@ App.-console {
     .form Input.field { background: ansi_black; color: ansi_bright_white; }
     .form Input.field:focus { background: ansi_blue; }
     OptionList > .option-list--option-highlighted { text-style: reverse bold; }
+    PartitionList > .partition-list--cursor { text-style: reverse; }
+    PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
     TitleBar { background: ansi_blue; color: ansi_bright_white; }
     StatusLine { background: ansi_white; color: ansi_black; }
     #view-tabs { background: ansi_black; }

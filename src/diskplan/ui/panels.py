@@ -10,21 +10,19 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.visual import VisualType
 from textual.widget import Widget
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from diskplan.model import demos
-from diskplan.model.extent import State
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
 from diskplan.model.plan import History, Plan
 from diskplan.model.units import human_bytes
-from diskplan.ui.cells import Item, MapContent
-from diskplan.ui.explain import Line, facts, num
+from diskplan.ui.cells import Item
+from diskplan.ui.explain import Line, facts
 from diskplan.ui.glyphs import Glyphs
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
@@ -223,96 +221,6 @@ class StatusLine(OneLine):
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
     """
-
-
-def row_key(number: int, deleted: bool) -> str:
-    return f"{number}-deleted" if deleted else str(number)
-
-
-class PartitionList(DataTable[str]):
-    """The partitions with their worst finding; highlighting one moves the map's cursor to it."""
-
-    DEFAULT_CSS = """
-    PartitionList { height: 1fr; }
-    """
-
-    class Chosen(Message):
-        def __init__(self, number: int, start: int, focus_map: bool) -> None:
-            super().__init__()
-            self.number = number
-            self.start = start
-            self.focus_map = focus_map
-
-    def __init__(self, glyphs: Glyphs, **kw: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
-        self.glyphs = glyphs
-        self._starts: dict[str, tuple[int, int]] = {}  # row key -> (number, start)
-        self._syncing = False
-        self._follow: str | None = None
-
-    LABELS = (" #", "start", "size", "name")
-
-    def show(self, content: MapContent) -> None:
-        geom = content.geometry
-        rows: list[tuple[Text, str, str, str]] = []
-        self._starts.clear()
-        for item in content.partition_items():
-            p = item.partition
-            assert p is not None
-            if item.severity is None:
-                flag = Text(self.glyphs.ok, "green")
-            else:
-                flag = Text(self.glyphs.problem, "bold red" if item.severity != "notice" else "bold yellow")
-            name = p.name or (p.role.value if p.role.value != "primary" else "")
-            if p.state is State.PROPOSED:
-                name = f"{name} (new)".strip()
-            elif p.state is State.DELETE:
-                name = f"{name} (del)".strip()
-            flag.append(f" {p.number}")
-            rows.append((flag, f"{num(p.start)}s", human_bytes(p.size * geom.logical), name))
-            # A number freed by a deletion may be reused by a proposal: both rows are listed.
-            self._starts[row_key(p.number, p.state is State.DELETE)] = (p.number, p.start)
-        # Columns sized here, not by the table's own measuring (done on idle, after the first render,
-        # which can leave the first frame with label-wide columns).
-        self.clear(columns=True)
-        for i, label in enumerate(self.LABELS):
-            width = max([len(label), *(len(r[i]) for r in rows)])
-            self.add_column(label, width=width)
-        for row, key in zip(rows, self._starts, strict=True):
-            self.add_row(*row, key=key)  # type: ignore[arg-type]
-
-    def follow(self, number: int | None, deleted: bool = False) -> None:
-        """Highlight the row of ``number`` without moving the map (the map moved first)."""
-        self._follow = None if number is None else row_key(number, deleted)
-        # After the table has laid out its new rows (it measures them when idle).
-        self.call_after_refresh(self._apply_follow)
-
-    def _apply_follow(self) -> None:
-        key = self._follow
-        if key is None or key not in self.rows:
-            return
-        row = self.get_row_index(key)
-        if row != self.cursor_row:
-            self._syncing = True
-            self.move_cursor(row=row, animate=False)
-            self.call_after_refresh(self._done_syncing)
-
-    def _done_syncing(self) -> None:
-        self._syncing = False
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        if self._syncing or not self.has_focus or event.row_key.value is None:
-            return
-        number, start = self._starts[event.row_key.value]
-        self.post_message(self.Chosen(number, start, focus_map=False))
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        if event.row_key.value is None:
-            return
-        number, start = self._starts[event.row_key.value]
-        self.post_message(self.Chosen(number, start, focus_map=True))
 
 
 VIEWS = ("explain", "facts", "changes")
