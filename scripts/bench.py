@@ -154,6 +154,7 @@ def bench_startup(runs: int) -> list[Row]:
     run_to_exit(ours_cmd, env)  # warm the page cache and the bytecode for both
     run_to_exit(floor_cmd, env)
     ours, floor = [], []
+    runs *= 3  # a few hundred ms each, and this machine's noise is of the order of the difference
     for _ in range(runs):  # interleaved, so a busy moment hits both
         ours.append(run_to_exit(ours_cmd, env))
         floor.append(run_to_exit(floor_cmd, env))
