@@ -39,6 +39,42 @@ from diskplan.ui.glyphs import UNICODE, Glyphs
 MIN_COLS = 8
 
 
+# Partition fills and the overlays drawn on them. Not CSS component classes: Textual styles every component
+# class of a widget again at each restyle (mount, screen resume, focus), and with these 17 among them that
+# was a quarter of all the work the planner did before its first frame. The console's are the 16 ANSI colours.
+PALETTE: Mapping[str, Style] = {
+    "sectormap--part-0": Style(bgcolor="#2f6db5", color="#dfe9f5"),
+    "sectormap--part-1": Style(bgcolor="#3d8a3d", color="#e2f0e2"),
+    "sectormap--part-2": Style(bgcolor="#8a4fa8", color="#eee2f5"),
+    "sectormap--part-3": Style(bgcolor="#2c8c8c", color="#dff2f2"),
+    "sectormap--part-4": Style(bgcolor="#a0662a", color="#f5e9dc"),
+    "sectormap--part-5": Style(bgcolor="#5a62b8", color="#e3e5f7"),
+    "sectormap--part-6": Style(bgcolor="#7f8a2a", color="#f0f2dc"),
+    "sectormap--part-7": Style(bgcolor="#a8466b", color="#f7e0e9"),
+    "sectormap--flagged": Style(color="#151515"),
+    "sectormap--proposed": Style(color="#ffffff"),
+    "sectormap--deleting": Style(color="#ff8080"),
+    "sectormap--problem-notice": Style(bgcolor="#d7af00", color="#000000", bold=True),
+    "sectormap--problem-warning": Style(bgcolor="#d70000", color="#ffffff", bold=True),
+    "sectormap--grid-physical": Style(color="#b8b8b8"),
+    "sectormap--grid-mib": Style(color="#ffffff"),
+    "sectormap--grid-grain": Style(color="#ffd75f"),
+}
+_CONSOLE_PARTS = (("blue", "bright_white"), ("green", "black"), ("magenta", "bright_white"), ("cyan", "black"))
+CONSOLE_PALETTE: Mapping[str, Style] = {
+    **{f"sectormap--part-{i}": Style(bgcolor=bg, color=fg)
+       for i, (bg, fg) in enumerate(_CONSOLE_PARTS * (MapContent.SLOTS // len(_CONSOLE_PARTS)))},
+    "sectormap--flagged": Style(color="black"),
+    "sectormap--proposed": Style(color="bright_white"),
+    "sectormap--deleting": Style(color="bright_red"),
+    "sectormap--problem-notice": Style(bgcolor="yellow", color="black", bold=True),
+    "sectormap--problem-warning": Style(bgcolor="red", color="bright_white", bold=True),
+    "sectormap--grid-physical": Style(color="white"),
+    "sectormap--grid-mib": Style(color="bright_white"),
+    "sectormap--grid-grain": Style(color="bright_yellow"),
+}
+
+
 @dataclass(frozen=True)
 class Hit:
     """Where the mouse is on the map: the cell's first and last LBA (the LBA is the cell's first)."""
@@ -61,15 +97,6 @@ class SectorMap(ScrollView, can_focus=True):
         "sectormap--free",
         "sectormap--metadata",
         "sectormap--container",
-        *(f"sectormap--part-{i}" for i in range(MapContent.SLOTS)),
-        "sectormap--flagged",
-        "sectormap--proposed",
-        "sectormap--deleting",
-        "sectormap--problem-notice",
-        "sectormap--problem-warning",
-        "sectormap--grid-physical",
-        "sectormap--grid-mib",
-        "sectormap--grid-grain",
         "sectormap--mark",
         "sectormap--selected",
         "sectormap--cursor",
@@ -86,22 +113,6 @@ class SectorMap(ScrollView, can_focus=True):
         & > .sectormap--free { color: $text-disabled; }
         & > .sectormap--metadata { color: $warning-darken-1; }
         & > .sectormap--container { color: $text-muted; }
-        & > .sectormap--part-0 { background: #2f6db5; color: #dfe9f5; }
-        & > .sectormap--part-1 { background: #3d8a3d; color: #e2f0e2; }
-        & > .sectormap--part-2 { background: #8a4fa8; color: #eee2f5; }
-        & > .sectormap--part-3 { background: #2c8c8c; color: #dff2f2; }
-        & > .sectormap--part-4 { background: #a0662a; color: #f5e9dc; }
-        & > .sectormap--part-5 { background: #5a62b8; color: #e3e5f7; }
-        & > .sectormap--part-6 { background: #7f8a2a; color: #f0f2dc; }
-        & > .sectormap--part-7 { background: #a8466b; color: #f7e0e9; }
-        & > .sectormap--flagged { color: #151515; }
-        & > .sectormap--proposed { color: #ffffff; }
-        & > .sectormap--deleting { color: #ff8080; }
-        & > .sectormap--problem-notice { background: #d7af00; color: #000000; text-style: bold; }
-        & > .sectormap--problem-warning { background: #d70000; color: #ffffff; text-style: bold; }
-        & > .sectormap--grid-physical { color: #b8b8b8; }
-        & > .sectormap--grid-mib { color: #ffffff; }
-        & > .sectormap--grid-grain { color: #ffd75f; }
         & > .sectormap--mark { background: #d7875f; }
         & > .sectormap--selected { text-style: bold; }
         & > .sectormap--cursor { background: #ffffff; color: #000000; text-style: bold; }
@@ -195,10 +206,11 @@ class SectorMap(ScrollView, can_focus=True):
 
     # --- state ----------------------------------------------------------------------------------------
 
-    def __init__(self, glyphs: Glyphs = UNICODE, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(self, glyphs: Glyphs = UNICODE, palette: Mapping[str, Style] = PALETTE, *, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.glyphs = glyphs
+        self.palette = palette
         self.content: MapContent | None = None
         self.cursor_lba = 0
         self.spc = 1  # sectors per cell
@@ -405,7 +417,14 @@ class SectorMap(ScrollView, can_focus=True):
         self._cache.clear()
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.label_width + self.cols, self.rows)
+        size = Size(self.label_width + self.cols, self.rows)
+        if size == self.virtual_size:
+            return
+        # Textual lays the whole screen out again when a virtual size changes, because scrollbars may come
+        # or go; the map's vertical one is always shown (overflow-y: scroll), so only the map is redrawn.
+        self.set_reactive(SectorMap.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()
@@ -556,12 +575,16 @@ class SectorMap(ScrollView, can_focus=True):
 
     def _compose_style(self, *key: object) -> Style:
         base, *overlays = key
-        get = self.get_component_rich_style
-        style = get(str(base))
+        style = self.style_of(str(base))
         for name in overlays:
             if name:
-                style += get(str(name), partial=True)
+                style += self.style_of(str(name), partial=True)
         return style
+
+    def style_of(self, name: str, *, partial: bool = False) -> Style:
+        """A named style of the map's: a fill or overlay from its palette, else one of its component classes."""
+        fixed = self.palette.get(name)
+        return fixed if fixed is not None else self.get_component_rich_style(name, partial=partial)
 
     def _row_extras(self, row: int) -> tuple[object, ...]:
         """What besides the row index changes this row's drawing."""
