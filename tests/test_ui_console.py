@@ -181,8 +181,9 @@ def test_everything_fits_at_80x25_in_16_colours() -> None:
             smap = app.query_one(SectorMap)
             assert smap.scrollable_content_region.height >= 8 and smap.cols >= 48
             # The map's colours are the terminal's own 16 ANSI colours, not approximations of RGB.
-            for name in SectorMap.COMPONENT_CLASSES:
-                style = smap.get_component_rich_style(name, partial=True)
+            assert len(smap.palette) >= 16  # the partition fills and their overlays
+            for name in [*SectorMap.COMPONENT_CLASSES, *smap.palette]:
+                style = smap.style_of(name, partial=True)
                 for color in (style.color, style.bgcolor):
                     assert color is None or color.type in (ColorType.STANDARD, ColorType.DEFAULT), (name, color)
 

@@ -13,9 +13,8 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Static
 
 from diskplan.model import demos
 from diskplan.model.extent import State
@@ -36,7 +35,7 @@ from diskplan.ui.panels import (
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
 from diskplan.ui.planning import DragKind, Session, judging_grain
-from diskplan.ui.sectormap import SectorMap
+from diskplan.ui.sectormap import CONSOLE_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
@@ -45,6 +44,8 @@ if TYPE_CHECKING:  # the commit, the pickers and the help are imported when firs
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
 # (an xterm title; scripts/bench_floor.py writes the same).
 BENCH_MARK = "\x1b]2;diskplan-first-frame\x07"
+
+VIEW_TABS = (("e", "Explain", "explain"), ("i", "Facts", "facts"), ("c", "Changes", "changes"))
 
 # How the planner starts: ("demo", NAME), ("path", PATH), a ready Target, or None for the device picker.
 Start = tuple[str, str] | Target | None
@@ -56,22 +57,6 @@ App.-console {
     SectorMap > .sectormap--free { color: ansi_bright_black; }
     SectorMap > .sectormap--metadata { color: ansi_yellow; }
     SectorMap > .sectormap--container { color: ansi_white; }
-    SectorMap > .sectormap--part-0 { background: ansi_blue; color: ansi_bright_white; }
-    SectorMap > .sectormap--part-1 { background: ansi_green; color: ansi_black; }
-    SectorMap > .sectormap--part-2 { background: ansi_magenta; color: ansi_bright_white; }
-    SectorMap > .sectormap--part-3 { background: ansi_cyan; color: ansi_black; }
-    SectorMap > .sectormap--part-4 { background: ansi_blue; color: ansi_bright_white; }
-    SectorMap > .sectormap--part-5 { background: ansi_green; color: ansi_black; }
-    SectorMap > .sectormap--part-6 { background: ansi_magenta; color: ansi_bright_white; }
-    SectorMap > .sectormap--part-7 { background: ansi_cyan; color: ansi_black; }
-    SectorMap > .sectormap--flagged { color: ansi_black; }
-    SectorMap > .sectormap--proposed { color: ansi_bright_white; }
-    SectorMap > .sectormap--deleting { color: ansi_bright_red; }
-    SectorMap > .sectormap--problem-notice { background: ansi_yellow; color: ansi_black; text-style: bold; }
-    SectorMap > .sectormap--problem-warning { background: ansi_red; color: ansi_bright_white; text-style: bold; }
-    SectorMap > .sectormap--grid-physical { color: ansi_white; }
-    SectorMap > .sectormap--grid-mib { color: ansi_bright_white; }
-    SectorMap > .sectormap--grid-grain { color: ansi_bright_yellow; }
     SectorMap > .sectormap--mark { background: ansi_yellow; }
     SectorMap > .sectormap--cursor { background: ansi_white; color: ansi_black; text-style: bold; }
     SectorMap > .sectormap--beyond { color: ansi_black; }
@@ -84,7 +69,6 @@ App.-console {
     PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
     TitleBar { background: ansi_blue; color: ansi_bright_white; }
     StatusLine { background: ansi_white; color: ansi_black; }
-    #view-tabs { background: ansi_black; }
 }
 """
 
@@ -97,9 +81,7 @@ class PlannerApp(PlanActions, App[int]):
     SectorMap { height: 1fr; min-height: 4; }
     #bottom { height: 40%; min-height: 7; max-height: 18; }
     PartitionList { width: 45%; min-width: 34; max-width: 64; }
-    #right { width: 1fr; border-left: solid $primary; }
-    #view-tabs { height: 1; padding: 0 1; color: $text-muted; }
-    #views { height: 1fr; }
+    #views { width: 1fr; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -197,14 +179,12 @@ class PlannerApp(PlanActions, App[int]):
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="titlebar")
-        yield SectorMap(self.glyphs, id="map")
+        yield SectorMap(self.glyphs, CONSOLE_PALETTE if self.console_profile else PALETTE, id="map")
         yield Legend(id="legend")
         yield StatusLine(id="status")
         with Horizontal(id="bottom"):
             yield PartitionList(self.glyphs, id="partitions")
-            with Vertical(id="right"):
-                yield Static(id="view-tabs")
-                yield ViewsPanel(id="views")
+            yield ViewsPanel(id="views")
         yield KeysFooter()
 
     @property
@@ -362,6 +342,7 @@ class PlannerApp(PlanActions, App[int]):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._update_title)
+        self.call_after_refresh(self._show_tabs)
 
     def _on_cursor(self, lba: int, item: Item | None) -> None:
         if self.target is None or self.grain is None:
@@ -419,13 +400,23 @@ class PlannerApp(PlanActions, App[int]):
 
     # --- actions --------------------------------------------------------------------------------------
 
-    def _show_tabs(self, current: str) -> None:
-        parts = []
+    def _show_tabs(self, current: str | None = None) -> None:
+        """The views' names in the panel's border, the current one highlighted, narrower forms when the panel
+        is narrow (a title that does not fit would end in an ellipsis the console font does not have)."""
+        views = self.query_one(ViewsPanel)
+        current = current or views.current
         pending = len(self.session.plan.changes()) if self.session else 0
-        for key, name, ident in (("e", "Explain", "explain"), ("i", "Facts", "facts"), ("c", "Changes", "changes")):
-            text = f" {name} ({key}) " if ident != "changes" or not pending else f" {name} ({key}): {pending} "
-            parts.append(f"[b reverse]{text}[/]" if ident == current else f"[dim]{text}[/]")
-        self.query_one("#view-tabs", Static).update(" ".join(parts))
+        room = views.size.width - 4 if views.size.width else 1000  # corners and the spaces around the title
+        for pad, form in ((" ", "{name} ({key})"), ("", "{name} ({key})"), ("", "{name} {key}"), ("", "{key}")):
+            parts, width = [], 0
+            for key, name, ident in VIEW_TABS:
+                count = f": {pending}" if ident == "changes" and pending else ""
+                text = pad + form.format(name=name, key=key) + count + pad
+                width += len(text) + 1
+                parts.append(f"[b reverse]{text}[/]" if ident == current else f"[dim]{text}[/]")
+            if width - 1 <= room:
+                break
+        views.border_title = " ".join(parts)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Planner actions only where the planner is, not on the device picker (before a disk is open

@@ -182,7 +182,7 @@ class Legend(OneLine):
              proposed: bool = False, deleting: bool = False) -> None:
         """``proposed``/``deleting``: the plan has such partitions, so their glyphs are explained too."""
         g: Glyphs = sector_map.glyphs
-        style = sector_map.get_component_rich_style
+        style = sector_map.style_of
         # (glyph, style, word, priority): what does not fit the width goes, lowest priority first.
         keys: list[tuple[str, Style, str, int]] = [
             (" ", style("sectormap--part-0"), "partition", 1 if proposed or deleting else 5),
@@ -229,13 +229,17 @@ CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
 
 class ViewsPanel(VerticalScroll, can_focus=True):
     """The text under the map, one view at a time: the explanation of what is under the cursor, the disk's
-    facts (and a demo's lesson), the pending changes. One scrolling Static whose text is swapped: three
-    panels in a switcher would be composed, styled and laid out at start-up though two are hidden. The
-    scrollbar's gutter is kept, so a long text does not wrap again (and lay the screen out again) when its
-    scrollbar appears."""
+    facts (and a demo's lesson), the pending changes; the views' names are its border's title. One scrolling
+    Static whose text is swapped: three panels in a switcher would be composed, styled and laid out at
+    start-up though two are hidden. The scrollbar's gutter is kept, so a long text does not wrap again (and
+    lay the screen out again) when its scrollbar appears."""
 
     DEFAULT_CSS = """
-    ViewsPanel { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
+    ViewsPanel {
+        height: 1fr; padding: 0 1; scrollbar-gutter: stable;
+        border-left: solid $primary; border-top: solid $primary;
+        border-title-align: left; border-title-color: $text-muted; border-title-style: none;
+    }
     ViewsPanel > Static { width: 1fr; }
     """
 
