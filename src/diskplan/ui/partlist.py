@@ -39,7 +39,7 @@ class PartitionList(ScrollView, can_focus=True):
     """The partitions with their worst finding; highlighting one moves the map's cursor to it."""
 
     DEFAULT_CSS = """
-    PartitionList { height: 1fr; background: $surface; }
+    PartitionList { height: 1fr; background: $surface; overflow-x: hidden; }
     PartitionList > .partition-list--header { text-style: bold; background: $panel; color: $foreground; }
     PartitionList > .partition-list--cursor { background: $block-cursor-blurred-background; }
     PartitionList:focus > .partition-list--cursor {
@@ -184,7 +184,8 @@ class PartitionList(ScrollView, can_focus=True):
         return self._strip(cells, base, width)
 
     def _strip(self, cells: list, fill: Style, width: int) -> Strip:  # type: ignore[type-arg]
-        """Cells padded to their column's width with a space either side, as a table draws them."""
+        """Cells padded to their column's width with a space either side, as a table draws them; what is wider
+        than the list is cut (the name, last; the explanation has it whole), no scrollbar takes a row."""
         segments: list[Segment] = []
         for i, cell in enumerate(cells):
             parts = cell if isinstance(cell, list) else [cell]
@@ -192,4 +193,4 @@ class PartitionList(ScrollView, can_focus=True):
             segments.append(Segment(" ", fill))
             segments.extend(Segment(text, st) for text, st in parts)
             segments.append(Segment(" " * (self._widths[i] - used + 1), fill))
-        return Strip(segments).crop(round(self.scroll_offset.x)).adjust_cell_length(width, fill)
+        return Strip(segments).adjust_cell_length(width, fill)
