@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from conftest import need_tool
 from diskplan.backend import demo_image
 from diskplan.backend.demo_image import DemoUnavailable, Workspace, build, detach_loop
 from diskplan.backend.reader import read
@@ -187,10 +188,10 @@ def test_a_demo_built_ahead_in_a_child_is_shown_and_cleaned_up_by_the_parent() -
     source = CliSource(parser().parse_args([]))
     try:
         for name in names:
-            source.prefetch_demo(name)
+            source.prefetch("demo", name)
         for name in names:
             deadline = time.monotonic() + 60
-            while (target := source.demo_ready(name)) is None:  # never blocks: None until the child answers
+            while (target := source.ready("demo", name)) is None:  # never blocks: None until the child answers
                 assert time.monotonic() < deadline, f"the {name} child gave no answer"
                 time.sleep(0.01)
             s = demos.find(name)
@@ -199,7 +200,7 @@ def test_a_demo_built_ahead_in_a_child_is_shown_and_cleaned_up_by_the_parent() -
             assert target.disk.geometry.logical == s.logical
             built = source.workspace.built(name)  # the parent owns what the child made
             assert built is not None and built.device == target.path and os.path.exists(built.image)
-        assert source.demo_ready("modern") is None  # not built ahead: opened in a worker instead
+        assert source.ready("demo", "modern") is None  # not built ahead: opened in a worker instead
         loop = source.workspace.built("4kn").loop if IS_ROOT else None  # type: ignore[union-attr]
         directory = source.workspace.directory
     finally:
@@ -215,7 +216,7 @@ def test_quitting_while_a_demo_is_built_ahead_still_cleans_up() -> None:
     from diskplan.cli.planner import CliSource, parser
 
     source = CliSource(parser().parse_args([]))
-    source.prefetch_demo("stripe")
+    source.prefetch("demo", "stripe")
     directory = source.workspace.directory
     source.close()  # at once: the child's image must not outlive the planner
     assert not os.path.exists(directory)
@@ -231,3 +232,30 @@ def test_the_planner_process_starts_without_the_backend() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_disk_named_on_the_command_line_is_read_ahead_in_a_child(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.cli.planner import CliSource, parser
+
+    sfdisk = need_tool("sfdisk")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run([sfdisk, "-q", str(img)], input="label: gpt\nstart=2048, size=4096\nstart=8192\n",
+                   text=True, check=True, capture_output=True)
+    source = CliSource(parser().parse_args([]))
+    try:
+        source.prefetch("path", str(img))
+        source.prefetch("path", str(tmp_path / "missing.img"))
+        deadline = time.monotonic() + 60
+        while (target := source.ready("path", str(img))) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        dump = json.loads(subprocess.run([sfdisk, "--json", str(img)], capture_output=True, text=True,
+                                         check=True).stdout)["partitiontable"]["partitions"]
+        assert [(p.start, p.size) for p in target.disk.table.partitions] == [(d["start"], d["size"]) for d in dump]
+        assert target.path == str(img) and target.title == str(img)
+        with pytest.raises(Exception, match="no such file"):  # the child's refusal, in the same words
+            source.open_path(str(tmp_path / "missing.img"))
+    finally:
+        source.close()

@@ -8,6 +8,7 @@ directory that is removed, with any loop device, when the planner exits.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import signal
@@ -55,62 +56,71 @@ def parser() -> argparse.ArgumentParser:
 
 
 class CliSource:
-    """Opens what the planner asks for: real reads, real demo images, the command line's overrides."""
+    """Opens what the planner asks for: real reads, real demo images, the command line's overrides.
+
+    What the command line names is opened ahead, in a child forked before Textual is imported: it works on
+    another core while this process imports, the backend's modules stay out of this process, and the first
+    frame can show the disk."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         from diskplan.backend.demo_image import Workspace
 
         self.args = args
         self.workspace = Workspace()
-        self._early: dict[str, Child] = {}
+        self._early: dict[tuple[str, str], Child] = {}  # ("demo", name) or ("path", path)
 
-    def prefetch_demo(self, name: str) -> None:
-        """Build and read a demo now, in a forked child: it works on another core while this process imports
-        Textual, and the backend's modules stay out of this process. Fork before any thread is started."""
+    def prefetch(self, kind: str, name: str) -> None:
+        """Open a demo (``kind`` "demo") or a disk ("path") in a forked child. Fork before any thread starts."""
         from diskplan.backend.isolate import start_isolated
 
-        self.workspace.directory  # noqa: B018 -- made here, so this process removes it whatever the child does
-        self._early[name] = start_isolated(self._demo_in_child, name)
+        if kind == "demo":
+            name = demos.find(name).name
+            self.workspace.directory  # noqa: B018 -- made here, so this process removes it whatever the child does
+        self._early[kind, name] = start_isolated(self._in_child, kind, name)
 
-    def _demo_in_child(self, name: str) -> tuple[Target | str, DemoImage | None]:
-        """(the target, or why not; the image built, which the parent must clean up either way)."""
+    def _in_child(self, kind: str, name: str) -> tuple[Target | str, DemoImage | None]:
+        """(the target, or why not; a demo's image, which the parent must clean up either way)."""
         try:
-            target: Target | str = self._open_demo(name)
+            target: Target | str = self._open_demo(name) if kind == "demo" else self._open_path(name)
         except Exception as exc:
             target = " ".join(str(exc).split()) or type(exc).__name__
-        return target, self.workspace.built(name)
+        return target, self.workspace.built(name) if kind == "demo" else None
 
-    def _collect(self, name: str, timeout: float) -> Target | str:
+    def _collect(self, key: tuple[str, str], timeout: float) -> Target:
         from diskplan.backend.isolate import IsolatedFailure
 
-        child = self._early.pop(name)
+        child = self._early.pop(key)
         try:
             target, image = child.result(timeout)
         except IsolatedFailure as exc:
-            return f"the {name} demo could not be built: {exc.reason}"
+            target, image = f"{key[1]} could not be opened: {exc.reason}", None
         if image is not None:
             self.workspace.adopt(image)
+        if isinstance(target, str):
+            raise TargetError(target)
         return target  # type: ignore[no-any-return]
 
+    def ready(self, kind: str, name: str) -> Target | None:
+        key = (kind, demos.find(name).name if kind == "demo" else name)
+        child = self._early.get(key)
+        if child is None or not child.answering():
+            return None
+        return self._collect(key, timeout=300)
+
     def open_path(self, path: str) -> Target:
-        disk = open_target(path, self.args)
-        return Target(disk, path, path=path)
+        if ("path", path) in self._early:
+            return self._collect(("path", path), timeout=300)
+        return self._open_path(path)
 
     def open_demo(self, name: str) -> Target:
         name = demos.find(name).name
-        if name in self._early:
-            target = self._collect(name, timeout=300)
-            if isinstance(target, str):
-                raise TargetError(target)
-            return target
+        if ("demo", name) in self._early:
+            return self._collect(("demo", name), timeout=300)
         return self._open_demo(name)
 
-    def demo_ready(self, name: str) -> Target | None:
-        name = demos.find(name).name
-        child = self._early.get(name)
-        if child is None or not child.answering():
-            return None
-        return self.open_demo(name)
+    def _open_path(self, path: str) -> Target:
+        disk = open_target(path, self.args)
+        return Target(disk, path, path=path)
 
     def _open_demo(self, name: str) -> Target:
         from diskplan.backend.demo_image import DemoUnavailable
@@ -127,8 +137,9 @@ class CliSource:
         return Target(disk, title, s.lesson, "", s.name, path=image.device)
 
     def close(self) -> None:
-        for name in list(self._early):  # a child still building: let it finish, so its image is removed too
-            self._collect(name, timeout=60)
+        for key in list(self._early):  # a child still at work: let it finish, so a demo's image is removed too
+            with contextlib.suppress(TargetError):
+                self._collect(key, timeout=60)
         self.workspace.close()
 
 
@@ -183,8 +194,8 @@ def main(argv: list[str]) -> int:
     threshold = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
     source = CliSource(args)
-    if start is not None and start[0] == "demo":
-        source.prefetch_demo(start[1])
+    if start is not None:
+        source.prefetch(*start)
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
     gc.freeze()  # what is imported stays: never scanned again

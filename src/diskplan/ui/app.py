@@ -202,30 +202,34 @@ class PlannerApp(PlanActions, App[int]):
             self.show_target(start)  # before the first frame: the first frame shows the disk
         elif start is None:
             self.action_devices()
-        elif start[0] == "demo":
-            self.open_demo(start[1], now=True)
         else:
-            self.open_path(start[1])
+            self._open_at_start(*start)
 
     def on_unmount(self) -> None:
         self._console_glyphs.restore()
 
     # --- opening disks --------------------------------------------------------------------------------
 
-    def open_demo(self, name: str, *, now: bool = False) -> None:
-        """``now``: show it at once if the source has it ready (the first frame then shows the disk)."""
+    def _open_at_start(self, kind: str, name: str) -> None:
+        """Before the first frame: what the source has ready is shown at once, so the first frame shows it."""
+        if self.source is None:
+            return
+        try:
+            ready = self.source.ready(kind, name)
+        except Exception as exc:
+            self._load_failed(" ".join(str(exc).split()) or type(exc).__name__)
+            return
+        if ready is not None:
+            self.show_target(ready)
+        elif kind == "demo":
+            self.open_demo(name)
+        else:
+            self.open_path(name)
+
+    def open_demo(self, name: str) -> None:
         if self.source is None:
             return
         source = self.source
-        if now:
-            try:
-                ready = source.demo_ready(name)
-            except Exception as exc:
-                self._load_failed(" ".join(str(exc).split()) or type(exc).__name__)
-                return
-            if ready is not None:
-                self.show_target(ready)
-                return
         self._load(lambda: source.open_demo(name), f"Building the demo disk {name}...")
 
     def open_path(self, path: str) -> None:

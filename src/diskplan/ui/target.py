@@ -30,9 +30,9 @@ class Source(Protocol):
 
     def open_demo(self, name: str) -> Target: ...
 
-    def demo_ready(self, name: str) -> Target | None:
-        """The demo if it can be had without waiting (built ahead, or cheap), else None: then the planner
-        calls ``open_demo`` in a worker."""
+    def ready(self, kind: str, name: str) -> Target | None:
+        """A demo (``kind`` "demo") or a disk ("path") if it can be had without waiting (opened ahead, or
+        cheap), else None: then the planner calls ``open_demo``/``open_path`` in a worker."""
         ...
 
 
@@ -42,8 +42,8 @@ class ModelSource:
     def open_path(self, path: str) -> Target:
         raise OSError(f"{path}: this planner was started without disk access")
 
-    def demo_ready(self, name: str) -> Target | None:
-        return self.open_demo(name)  # built from the model: no wait
+    def ready(self, kind: str, name: str) -> Target | None:
+        return self.open_demo(name) if kind == "demo" else None  # a demo is built from the model: no wait
 
     def open_demo(self, name: str) -> Target:
         from diskplan.model.demos import find
