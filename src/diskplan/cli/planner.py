@@ -1,7 +1,8 @@
 """``diskplan [TARGET] [--demo [NAME]]``: the interactive planner.
 
-With no target, a device picker opens. Disks are read in a worker after the first frame (through the
-forked libparted reader), so the screen appears at once; demo images are built in a temporary
+With no target, a device picker opens. The disk or demo the command line names is read (a demo built
+first) in a child forked before Textual is imported, so the first frame can show it; disks chosen later
+are read in a worker thread. Both go through the forked libparted reader. Demo images live in a temporary
 directory that is removed, with any loop device, when the planner exits.
 """
 
