@@ -83,13 +83,15 @@ def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:  # type: ignore[n
 def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from diskplan.ui.target import ModelSource
 
-    seen: list[tuple[bool, bool]] = []
+    seen: list[tuple[bool, bool, bool]] = []
 
     class Watched(PlannerApp):
         def _display(self, screen, renderable) -> None:  # type: ignore[no-untyped-def]
             if not seen:
-                footer = self.query_one(KeysFooter)
-                seen.append((self.sector_map.content is not None, bool(footer.render().plain.strip())))
+                footer, smap = self.query_one(KeysFooter), self.sector_map
+                # The whole disk, as the map shows a new disk: not the zoom it had before its first layout.
+                whole = smap.content is not None and smap.spc == smap.fit_spc > 1
+                seen.append((smap.content is not None, bool(footer.render().plain.strip()), whole))
             super()._display(screen, renderable)
 
     async def go(app: PlannerApp) -> None:
@@ -99,4 +101,4 @@ def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None: 
     for app in (Watched(start=image_target(damaged_gpt(tmp_path))), Watched(ModelSource(), ("demo", "dos-63"))):
         seen.clear()
         asyncio.run(go(app))
-        assert seen == [(True, True)]
+        assert seen == [(True, True, True)]

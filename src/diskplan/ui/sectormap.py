@@ -414,7 +414,15 @@ class SectorMap(ScrollView, can_focus=True):
         else:
             self.spc = min(self.spc, self.fit_spc)
         self._update_virtual_size()
-        self._cache.clear()
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """A new size, during the layout: the cells are laid out for it before the frame is drawn (on_resize
+        comes after that frame, which would show a disk shown before its first layout at the wrong zoom)."""
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if resized and self.content is not None:
+            self._relayout()
+            self._scroll_into_view(self._row_of(self.cursor_lba))
+        return resized
 
     def _update_virtual_size(self) -> None:
         size = Size(self.label_width + self.cols, self.rows)
