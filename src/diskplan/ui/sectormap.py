@@ -430,8 +430,12 @@ class SectorMap(ScrollView, can_focus=True):
             return
         # Textual lays the whole screen out again when a virtual size changes, because scrollbars may come
         # or go; the map's vertical one is always shown (overflow-y: scroll), so only the map is redrawn.
+        scroll_update = getattr(self, "_scroll_update", None)  # Textual's own, private: else its public way
+        if scroll_update is None:
+            self.virtual_size = size
+            return
         self.set_reactive(SectorMap.virtual_size, size)
-        self._scroll_update(size)
+        scroll_update(size)
         self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
