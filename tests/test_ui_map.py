@@ -432,3 +432,26 @@ async def test_the_partition_list_scrolls_with_its_cursor_and_answers_clicks() -
         smap.move_to(app.session.plan.table.by_number(3).start)  # type: ignore[union-attr]
         await pilot.pause()
         assert plist.cursor_row == 2 and 1 <= row_on_screen(2) <= visible
+
+
+@run
+async def test_rows_drawn_from_equal_cells_match_drawing_every_cell() -> None:
+    app = PlannerApp(start=target("advanced-format"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        smap = await started(app, pilot)
+        assert smap.content is not None
+        first_part = smap.content.partition_items()[0].partition
+        for spc in (smap.fit_spc, 4096, 8, 1):
+            smap.zoom_to(spc)
+            smap.move_to(first_part.start)  # type: ignore[union-attr]
+            await pilot.pause()
+            row = smap._row_of(smap.cursor_lba)
+            cursor, marks, sel = smap._row_extras(row)
+            assert sel is not None or spc == 1  # the selected partition's edges are drawn in this row
+            drawn = smap._render_row(row, 200, cursor, marks, sel)
+            first = row * smap.cols * smap.spc
+            row_cells = smap.content.row(first, smap.spc, smap.cols)
+            expected = [smap._cell(cell, first + c * smap.spc, first + (c + 1) * smap.spc - 1, c == cursor, marks,
+                                   sel, smap.glyphs) for c, cell in enumerate(row_cells)]
+            cells = [(ch, seg.style) for seg in list(drawn)[1:] for ch in seg.text][: len(expected)]
+            assert cells == expected, spc

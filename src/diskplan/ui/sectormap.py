@@ -634,11 +634,28 @@ class SectorMap(ScrollView, can_focus=True):
         label = f"{first:,}".rjust(self.label_width - 1) + " "
         segments = [Segment(label, self.get_component_rich_style("sectormap--gutter"))]
         cells = content.row(first, spc, self.cols)
+        # Only the cursor's, a mark's and the selection's edge columns depend on where a cell is: any other
+        # cell draws as every cell equal to it does (a whole-disk row is a few runs of equal cells).
+        last = first + len(cells) * spc - 1
+        special = {cursor}
+        for m in marks:
+            if m.start <= last and m.end >= first:
+                special.update(range((max(m.start, first) - first) // spc, (min(m.end, last) - first) // spc + 1))
+        if sel is not None:
+            ext = content.items[sel].extent
+            special.update((lba - first) // spc for lba in (ext.start, ext.end) if first <= lba <= last)
+        drawn: dict[Cell, tuple[str, Style]] = {}
         run: list[str] = []
         run_style: Style | None = None
         for col, cell in enumerate(cells):
             lo = first + col * spc
-            glyph, style = self._cell(cell, lo, lo + spc - 1, col == cursor, marks, sel, g)
+            if col in special:
+                glyph, style = self._cell(cell, lo, lo + spc - 1, col == cursor, marks, sel, g)
+            else:
+                hit = drawn.get(cell)
+                if hit is None:
+                    hit = drawn[cell] = self._cell(cell, lo, lo + spc - 1, False, marks, sel, g)
+                glyph, style = hit
             if style is not run_style and run:
                 segments.append(Segment("".join(run), run_style))
                 run = []
