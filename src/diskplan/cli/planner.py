@@ -81,6 +81,10 @@ class CliSource:
 
     def _in_child(self, kind: str, name: str) -> tuple[Target | str, DemoImage | None]:
         """(the target, or why not; a demo's image, which the parent must clean up either way)."""
+        # libparted runs in children of this child (a write, a read): imported here once, they inherit it
+        # instead of each importing it again.
+        with contextlib.suppress(ImportError):
+            import diskplan.backend.libparted  # noqa: F401
         try:
             target: Target | str = self._open_demo(name) if kind == "demo" else self._open_path(name)
         except Exception as exc:
