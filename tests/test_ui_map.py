@@ -455,3 +455,19 @@ async def test_rows_drawn_from_equal_cells_match_drawing_every_cell() -> None:
                                    sel, smap.glyphs) for c, cell in enumerate(row_cells)]
             cells = [(ch, seg.style) for seg in list(drawn)[1:] for ch in seg.text][: len(expected)]
             assert cells == expected, spc
+
+
+@run
+async def test_the_painted_status_line_follows_the_cursor_and_the_legend_stays() -> None:
+    from test_ui_console import screen_text
+
+    app = PlannerApp(start=target("advanced-format"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        before = screen_text(app)
+        assert "LBA 34 " in before and "findings" in before
+        await pilot.press("right_square_bracket")  # to partition 2 at 1 MiB
+        await pilot.pause()
+        assert smap.cursor_lba == 2048
+        after = screen_text(app)  # what the terminal shows: only the status line was repainted
+        assert "LBA 2,048 " in after and "LBA 34 " not in after and "findings" in after

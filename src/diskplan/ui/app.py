@@ -26,7 +26,6 @@ from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoo
 from diskplan.ui.glyphs import CONSOLE, UNICODE
 from diskplan.ui.panels import (
     KeysFooter,
-    Legend,
     StatusLine,
     TitleBar,
     ViewsPanel,
@@ -68,7 +67,7 @@ App.-console {
     PartitionList > .partition-list--cursor { text-style: reverse; }
     PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
     TitleBar { background: ansi_blue; color: ansi_bright_white; }
-    StatusLine { background: ansi_white; color: ansi_black; }
+    StatusLine > .status-line--status { background: ansi_white; color: ansi_black; }
 }
 """
 
@@ -180,7 +179,6 @@ class PlannerApp(PlanActions, App[int]):
     def compose(self) -> ComposeResult:
         yield TitleBar(id="titlebar")
         yield SectorMap(self.glyphs, CONSOLE_PALETTE if self.console_profile else PALETTE, id="map")
-        yield Legend(id="legend")
         yield StatusLine(id="status")
         with Horizontal(id="bottom"):
             yield PartitionList(self.glyphs, id="partitions")

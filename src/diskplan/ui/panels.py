@@ -10,6 +10,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.visual import VisualType
 from textual.widget import Widget
@@ -171,15 +172,40 @@ class TitleBar(OneLine):
         self.update(Content(f" {title}"))
 
 
-class Legend(OneLine):
-    """What each glyph on the map means, drawn with the map's own styles."""
+class StatusLine(Widget):
+    """Two lines under the map: what each glyph on it means (drawn with the map's own styles), and the status:
+    what lies under the cursor, or what the last step did. One widget: each was a widget of its own, and every
+    widget costs the first frame its styling and layout."""
 
     DEFAULT_CSS = """
-    Legend { height: 1; text-wrap: nowrap; text-overflow: clip; color: $text-muted; }
+    StatusLine { height: 2; }
+    StatusLine > .status-line--legend { color: $text-muted; }
+    StatusLine > .status-line--status { background: $panel; color: $text; }
     """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"status-line--legend", "status-line--status"}
 
-    def show(self, sector_map: SectorMap, geometry: Geometry | None, grain: Grain | None, *,
-             proposed: bool = False, deleting: bool = False) -> None:
+    def __init__(self, **kw: str) -> None:
+        super().__init__(**kw)
+        self._legend = Text()
+        self._status = ""
+
+    def update(self, status: str) -> None:
+        """The status line's text (plain: no markup)."""
+        if status != self._status:
+            self._status = status
+            self.refresh(Region(0, 1, self.size.width, 1))  # that line alone: a drag step sends no legend
+
+    def render(self) -> Text:
+        width = self.size.width
+        legend = Text(style=self.get_component_rich_style("status-line--legend"), no_wrap=True, end="")
+        legend.append_text(self._legend)
+        legend.truncate(width)
+        status = Text(self._status, style=self.get_component_rich_style("status-line--status"), no_wrap=True, end="")
+        status.truncate(width, pad=True)
+        return Text("\n", no_wrap=True).join((legend, status))
+
+    def show_legend(self, sector_map: SectorMap, geometry: Geometry | None, grain: Grain | None, *,
+                    proposed: bool = False, deleting: bool = False) -> None:
         """``proposed``/``deleting``: the plan has such partitions, so their glyphs are explained too."""
         g: Glyphs = sector_map.glyphs
         style = sector_map.style_of
@@ -214,13 +240,8 @@ class Legend(OneLine):
         for glyph, st, what, _ in keys:
             text.append(glyph, st)
             text.append(f" {what}  ")
-        self.update(text)
-
-
-class StatusLine(OneLine):
-    DEFAULT_CSS = """
-    StatusLine { height: 1; background: $panel; color: $text; text-wrap: nowrap; text-overflow: clip; }
-    """
+        self._legend = text
+        self.refresh(Region(0, 0, self.size.width, 1))
 
 
 VIEWS = ("explain", "facts", "changes")

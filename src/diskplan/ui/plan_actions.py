@@ -19,7 +19,7 @@ from diskplan.model.extent import State
 from diskplan.model.grain import SnapTarget
 from diskplan.model.plan import Outcome
 from diskplan.ui.cells import Item
-from diskplan.ui.panels import Legend, StatusLine, ViewsPanel
+from diskplan.ui.panels import StatusLine, ViewsPanel
 from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, requested_extent
 
 # Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
@@ -74,8 +74,8 @@ class PlanActions(_Base):
             return
         plan = s.plan
         states = {p.state for p in plan.table.partitions}
-        self.query_one(Legend).show(self.sector_map, plan.geometry, self.grain,
-                                    proposed=State.PROPOSED in states, deleting=State.DELETE in states)
+        self.query_one(StatusLine).show_legend(self.sector_map, plan.geometry, self.grain,
+                                               proposed=State.PROPOSED in states, deleting=State.DELETE in states)
         views = self.query_one(ViewsPanel)
         views.show_changes(plan, s.history, self._why_not_writable())
         self._show_tabs(views.current)
