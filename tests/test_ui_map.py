@@ -471,3 +471,21 @@ async def test_the_painted_status_line_follows_the_cursor_and_the_legend_stays()
         assert smap.cursor_lba == 2048
         after = screen_text(app)  # what the terminal shows: only the status line was repainted
         assert "LBA 2,048 " in after and "LBA 34 " not in after and "findings" in after
+
+
+@run
+async def test_each_view_keeps_its_place_when_another_is_shown() -> None:
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        await started(app, pilot)
+        views = app.query_one(ViewsPanel)
+        assert views.current == "facts" and views.max_scroll_y > 3  # a demo opens on its (long) lesson
+        views.scroll_to(y=3, animate=False)
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        assert views.current == "explain" and "Partition 1" in views.text("explain")
+        await pilot.press("i")
+        await pilot.pause()
+        await pilot.pause()
+        assert views.current == "facts" and views.scroll_y == 3
