@@ -485,6 +485,8 @@ async def test_each_view_keeps_its_place_when_another_is_shown() -> None:
         await pilot.press("e")
         await pilot.pause()
         assert views.current == "explain" and "Partition 1" in views.text("explain")
+        views.scroll_home(animate=False)  # the explanation read from its top
+        await pilot.pause()
         await pilot.press("i")
         await pilot.pause()
         await pilot.pause()
