@@ -491,3 +491,16 @@ async def test_each_view_keeps_its_place_when_another_is_shown() -> None:
         await pilot.pause()
         await pilot.pause()
         assert views.current == "facts" and views.scroll_y == 3
+
+
+@run
+async def test_a_resized_terminal_refits_the_whole_disk() -> None:
+    app = PlannerApp(start=target("ssd-gpt-34"))
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        before = (smap.cols, smap.spc)
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.pause()
+        assert smap.cols > before[0] and smap.spc < before[1] and smap.spc == smap.fit_spc
+        assert smap.virtual_size.height == smap.rows and 0 <= screen_row(smap) < smap.scrollable_content_region.height

@@ -107,7 +107,9 @@ class PartitionList(ScrollView, can_focus=True):
         self._rows = rows
         self._widths = [max([len(label), *(len(r.cells[i]) for r in rows)]) for i, label in enumerate(LABELS)]
         self.cursor_row = min(self.cursor_row, max(0, len(rows) - 1))
-        self.virtual_size = Size(sum(w + 2 for w in self._widths), len(rows) + 1)
+        # Only the height: a new width would lay the whole screen out again on each step of the plan, and
+        # what is wider than the list is cut anyway.
+        self.virtual_size = Size(0, len(rows) + 1)
         self.refresh()
 
     def follow(self, number: int | None, deleted: bool = False) -> None:

@@ -420,9 +420,15 @@ class SectorMap(ScrollView, can_focus=True):
         comes after that frame, which would show a disk shown before its first layout at the wrong zoom)."""
         resized = super()._size_updated(size, virtual_size, container_size, layout)
         if resized and self.content is not None:
-            self._relayout()
-            self._scroll_into_view(self._row_of(self.cursor_lba))
+            self._fit_to_size()
         return resized
+
+    def _fit_to_size(self) -> bool:
+        """Cells, zoom and scroll for the current size; True when any of them changed."""
+        before = (self.label_width, self.cols, self.spc, round(self.scroll_offset.y))
+        self._relayout()
+        moved = self._scroll_into_view(self._row_of(self.cursor_lba))
+        return moved or before != (self.label_width, self.cols, self.spc, round(self.scroll_offset.y))
 
     def _update_virtual_size(self) -> None:
         size = Size(self.label_width + self.cols, self.rows)
@@ -439,9 +445,8 @@ class SectorMap(ScrollView, can_focus=True):
         self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
-        self._relayout()
-        if self.content is not None:
-            self._scroll_into_view(self._row_of(self.cursor_lba))
+        # Usually done already, during the layout (_size_updated): then the layout has drawn the map.
+        if self.content is not None and self._fit_to_size():
             self.refresh()
 
     def _scroll_into_view(self, row: int) -> bool:
