@@ -16,133 +16,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
-import os
 import pathlib
-import pty
-import select
 import statistics
-import struct
 import subprocess
-import sys
 import tempfile
-import termios
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
+from bench_ui import bench_bytes, bench_drag
+from benchlib import DISKPLAN, PY, REPO, Row, fmt_s, run_to_exit, term_env
 from rich.console import Console
 from rich.table import Table
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
-PY = sys.executable
-DISKPLAN = [PY, "-m", "diskplan"]
-
-
-@dataclass
-class Row:
-    what: str
-    ours: str
-    floor: str
-    ratio: float | None
-    target: str
-    note: str = ""
-
-
-# --- running a program in a pseudo-terminal --------------------------------------------------------
-
-
-@dataclass
-class PtyRun:
-    wall: float  # seconds from spawn to exit
-    maxrss_kib: int
-    output: bytes
-    first_frame: float | None = None  # seconds from spawn until FIRST_FRAME appeared on the terminal
-
-
-# What diskplan (under DISKPLAN_BENCH=first-frame) and the floor write behind their first complete frame.
-FIRST_FRAME = b"\x1b]2;diskplan-first-frame\x07"
-
-
-def _spawn(cmd: Sequence[str], env: dict[str, str], cols: int, rows: int) -> tuple[subprocess.Popen[bytes], int]:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    proc = subprocess.Popen(
-        list(cmd), stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True
-    )
-    os.close(slave)
-    return proc, master
-
-
-def _drain(master: int, until: Callable[[], bool], quiet: float | None, limit: float,
-           mark: tuple[bytes, list[float]] | None = None) -> bytes:
-    """Read the terminal until ``until()`` or, with ``quiet``, until no byte came for that long. With
-    ``mark`` (bytes, seen): the perf_counter() when those bytes first arrived is appended to ``seen``."""
-    out = bytearray()
-    deadline = time.monotonic() + limit
-    last = time.monotonic()
-    while time.monotonic() < deadline and not until():
-        ready, _, _ = select.select([master], [], [], 0.02)
-        if ready:
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            last = time.monotonic()
-            if mark is not None and not mark[1] and mark[0] in out[-len(chunk) - len(mark[0]):]:
-                mark[1].append(time.perf_counter())
-        elif quiet is not None and out and time.monotonic() - last >= quiet:
-            break
-    return bytes(out)
-
-
-def term_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", COLUMNS="80", LINES="25")
-    env.pop("TEXTUAL", None)
-    # An installed diskplan runs from bytecode, as the floor's Textual does: don't make ours recompile every run.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.update(extra)
-    return env
-
-
-def run_to_exit(cmd: Sequence[str], env: dict[str, str], timeout: float = 60) -> PtyRun:
-    t0 = time.perf_counter()
-    proc, master = _spawn(cmd, env, 80, 25)
-    result: list[tuple[int, int, object]] = []
-
-    def exited() -> bool:
-        if not result:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                result.append((pid, status, usage))
-        return bool(result)
-
-    seen: list[float] = []
-    out = _drain(master, exited, None, timeout, (FIRST_FRAME, seen))
-    if not result:  # the terminal closed first (EIO): the child is exiting, or hung past the timeout
-        deadline = time.monotonic() + 5
-        while not exited() and time.monotonic() < deadline:
-            time.sleep(0.002)
-    wall = time.perf_counter() - t0
-    os.close(master)
-    if not result:
-        os.kill(proc.pid, 9)
-        os.wait4(proc.pid, 0)
-        raise RuntimeError(f"{' '.join(cmd)} did not exit within {timeout} s")
-    _, status, usage = result[0]
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {status}: {out[-400:]!r}")
-    first = seen[0] - t0 if seen else None
-    return PtyRun(wall, usage.ru_maxrss, out, first)  # type: ignore[attr-defined]
-
-
-def fmt_s(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
 
 # --- start-up -------------------------------------------------------------------------------------
 
@@ -227,13 +112,8 @@ def bench_write(runs: int) -> list[Row]:
 
 # --- the drag step and the bytes it costs ------------------------------------------------------------
 
-try:
-    from bench_ui import bench_bytes, bench_drag  # type: ignore[import-not-found]
-except ImportError:  # the UI part of the benchmark arrives with the planning UI
-    bench_drag = bench_bytes = None  # type: ignore[assignment]
 
-
-BENCHES: dict[str, Callable[[int], list[Row]] | None] = {
+BENCHES: dict[str, Callable[[int], list[Row]]] = {
     "startup": bench_startup,
     "drag": bench_drag,
     "bytes": bench_bytes,
@@ -258,9 +138,6 @@ def main() -> int:
     console = Console()
     for name, fn in BENCHES.items():
         if args.only and name not in args.only:
-            continue
-        if fn is None:
-            table.add_row(name, "-", "-", "-", "-", "not measured yet")
             continue
         console.print(f"[dim]measuring {name}...[/]")
         try:

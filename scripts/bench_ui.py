@@ -1,4 +1,4 @@
-"""The planner's part of `make bench` (imported by scripts/bench.py, which runs with scripts/ on sys.path).
+"""The planner's part of `make bench` (scripts/bench.py runs it; both share scripts/benchlib.py).
 
   drag   one one-grain keyboard drag step on a 20 TB disk with 128 GPT partitions (one of them proposed, the
          one moved) vs a 1 GB disk with that proposal alone: the real app, headless (Textual's run_test), each
@@ -19,23 +19,13 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import time
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bench import Row
+from benchlib import DISKPLAN, Row, drain, fmt_s, spawn, term_env
 
 MiB = 2048  # sectors of 512 B
 STEP_TARGET = "<= 1.2x"
 BYTES_TARGET = "<= 600 B"
-
-
-def _bench():  # type: ignore[no-untyped-def]
-    """scripts/bench.py, imported when needed (it imports this module itself)."""
-    import bench
-
-    return bench
 
 
 def _target(sectors: int, existing: int):  # type: ignore[no-untyped-def]
@@ -96,7 +86,6 @@ async def _drag_steps(sectors: int, existing: int, steps: int) -> list[float]:
 
 
 async def bench_drag(runs: int) -> list[Row]:
-    b = _bench()
     rounds, steps = 4, max(10, runs * 5)
     small_t: list[float] = []
     big_t: list[float] = []
@@ -104,10 +93,10 @@ async def bench_drag(runs: int) -> list[Row]:
         small_t += await _drag_steps(10**9 // 512, 0, steps)
         big_t += await _drag_steps(20 * 10**12 // 512, 127, steps)
     small, big = statistics.median(small_t), statistics.median(big_t)
-    print(f"drag step: 1 GB/1 partition {b.fmt_s(small)}, 20 TB/128 partitions {b.fmt_s(big)} "
+    print(f"drag step: 1 GB/1 partition {fmt_s(small)}, 20 TB/128 partitions {fmt_s(big)} "
           f"(median of {len(big_t)} steps)")
-    return [b.Row("drag step, 20 TB/128 parts vs 1 GB/1", b.fmt_s(big), b.fmt_s(small), big / small, STEP_TARGET,
-                  f"median of {len(big_t)} one-grain key steps, headless app")]
+    return [Row("drag step, 20 TB/128 parts vs 1 GB/1", fmt_s(big), fmt_s(small), big / small, STEP_TARGET,
+            f"median of {len(big_t)} one-grain key steps, headless app")]
 
 
 # --- bytes on the terminal ------------------------------------------------------------------------
@@ -121,11 +110,10 @@ class Terminal:
     """The planner in a pseudo-terminal: send keys, count what comes back until it has been quiet a while."""
 
     def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
-        self.b = _bench()
-        self.proc, self.master = self.b._spawn(cmd, env, 80, 25)
+        self.proc, self.master = spawn(cmd, env, 80, 25)
 
     def read(self, quiet: float = 0.4, limit: float = 60) -> bytes:
-        return self.b._drain(self.master, lambda: False, quiet, limit)
+        return drain(self.master, lambda: False, quiet, limit)
 
     def press(self, *keys: str, quiet: float = 0.4) -> bytes:
         out = b""
@@ -146,8 +134,7 @@ class Terminal:
 
 
 def bench_bytes(runs: int) -> list[Row]:
-    b = _bench()
-    term = Terminal([*b.DISKPLAN, "--demo", "empty"], b.term_env())
+    term = Terminal([*DISKPLAN, "--demo", "empty"], term_env())
     try:
         first = term.read(quiet=1.0)  # the first frame (the demo image is built while Textual starts)
         if b"demo empty" not in first:
@@ -164,7 +151,7 @@ def bench_bytes(runs: int) -> list[Row]:
         term.close()
     step, redraw = statistics.median(steps), statistics.median(redraws)
     print(f"bytes: one drag step {step:.0f} B (each: {steps}), full redraw {redraw:.0f} B, first frame {len(first)} B")
-    return [b.Row("bytes for one drag step (80x25)", f"{step:.0f} B", f"{redraw:.0f} B (full redraw)",
+    return [Row("bytes for one drag step (80x25)", f"{step:.0f} B", f"{redraw:.0f} B (full redraw)",
                   step / redraw, BYTES_TARGET, "median of one-grain Right presses in move mode; redraw = Ctrl+L")]
 
 
@@ -173,7 +160,6 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", choices=["drag", "bytes"])
     args = ap.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     rows = []
     if args.only in (None, "drag"):
         rows += asyncio.run(bench_drag(args.runs))
