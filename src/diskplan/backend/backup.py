@@ -337,8 +337,9 @@ def _dump_gpt(path: str, device: str, sector_size: int, sectors: int) -> str:
     for e in parse_gpt_entries(raw, h.entry_count, h.entry_size):
         fields = [_field("start", e.first), _field("size", e.last - e.first + 1), f"type={e.type_guid}",
                   f"uuid={e.part_guid}"]
-        if e.name:
-            fields.append(f'name="{e.name}"')
+        if e.name:  # escaped where not printable: a name from the disk must not break the backup's lines
+            name = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in e.name)
+            fields.append(f'name="{name}"')
         attrs = int.from_bytes(raw[(e.number - 1) * h.entry_size + 48 : (e.number - 1) * h.entry_size + 56], "little")
         if attrs:
             fields.append(f'attrs="{_gpt_attrs(attrs)}"')
@@ -404,7 +405,7 @@ def capture(path: str, sector_size: int, sectors: int, extents: Iterable[Extent]
     if sum(e.size for e in runs) * sector_size > MAX_SAVED_BYTES:
         raise BackupError(f"the sectors to save exceed {MAX_SAVED_BYTES >> 20} MiB; this is not a table")
     try:
-        label, dump = sfdisk_dump(path, sector_size, sectors)
+        label, dump = sfdisk_dump(path, sector_size, sectors, _one_line(path))
         fd = _open(path)
         try:
             chunks = tuple(Chunk(e.start, _pread(fd, e.start, e.size, sector_size)) for e in runs)
@@ -414,6 +415,19 @@ def capture(path: str, sector_size: int, sectors: int, extents: Iterable[Extent]
         raise BackupError(f"could not read {path} for the backup: {exc.strerror or exc}") from exc
     created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return TableBackup(path, sectors, sector_size, label, dump, chunks, model, created)
+
+
+def _one_line(text: str) -> str:
+    """A header value on one line: backslashes and what is not printable (a newline in an image's name)
+    escaped as Python does; ``_unescape`` gives it back."""
+    return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape").decode() for c in text)
+
+
+def _unescape(text: str) -> str:
+    try:
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise BackupError(f"not a diskplan backup: bad escape in {text[:40]!r}") from exc
 
 
 def _runs_text(extents: Iterable[Extent]) -> str:
@@ -426,12 +440,13 @@ def _seal_line(s: Seal) -> str:
 
 def render(b: TableBackup) -> str:
     out = [
-        f"# diskplan table backup, format {FORMAT}. Put it back with: diskplan restore THIS-FILE {b.target} --yes",
+        f"# diskplan table backup, format {FORMAT}. Put it back with: diskplan restore THIS-FILE "
+        f"{_one_line(b.target)} --yes",
         "# The [sfdisk] section is the old table for sfdisk; [sectors] are raw copies of the table sectors.",
         "[backup]",
         f"format: {FORMAT}",
-        f"target: {b.target}",
-        f"model: {b.model}",
+        f"target: {_one_line(b.target)}",
+        f"model: {_one_line(b.model)}",
         f"sectors: {b.sectors}",
         f"sector-size: {b.sector_size}",
         f"label: {b.label}",
@@ -687,13 +702,13 @@ def parse(text: str) -> TableBackup:
         if seal is not None and any(e.end >= sectors for e in seal.over):
             seal = None
         return TableBackup(
-            target=head["target"],
+            target=_unescape(head["target"]),
             sectors=sectors,
             sector_size=ss,
             label=head["label"],
             dump="\n".join(dump) + "\n" if dump else "",
             chunks=tuple(chunks),
-            model=head.get("model", ""),
+            model=_unescape(head.get("model", "")),
             created=head.get("created", ""),
             written=seal,
             format=fmt,
