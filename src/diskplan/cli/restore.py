@@ -41,6 +41,9 @@ def render(r: RestoreProposal, console: Out) -> None:
     console.print((r.backup_path, "bold"), f": taken from {b.target}{model} at {b.created or '?'}")
     console.print(f"{b.sectors} sectors × {b.sector_size} B; {b.saved_sectors} sectors saved in "
                   f"{len(b.chunks)} run(s); the old table was {b.label}")
+    left = (f"its write left {b.written.table}" if b.written
+            else "no record of what its write left (format 1, or an interrupted write)")
+    console.print(f"taken over the table {b.table_id}; {left}")
     if b.dump:
         console.print("Old table (sfdisk dump)", style="bold")
         console.lines(b.dump.rstrip("\n").split("\n"))
