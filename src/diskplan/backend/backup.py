@@ -33,8 +33,8 @@ from diskplan.model.extent import Extent
 
 FORMAT = 2  # 2 adds the table id and the seal; format 1 (no seal) is still read
 READS = (1, 2)
-MAX_FILE_BYTES = 128 << 20  # a real backup is KiB to a few MiB: never read more than this
-MAX_SAVED_BYTES = 64 << 20  # sectors in one backup (two 16 MiB GPT entry arrays at most, plus 2 MiB of ends)
+MAX_FILE_BYTES = 48 << 20  # a real backup is KiB to a few MiB; MAX_SAVED_BYTES in base64 fits
+MAX_SAVED_BYTES = 32 << 20  # sectors in one backup: 1 MiB at each end, two entry arrays (4 MiB at most), EBRs
 SECTOR_SIZES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 MARGIN_BYTES = 1 << 20  # saved at each end of the disk: covers every label's metadata and boot gaps
 EXTENDED_IDS = (0x05, 0x0F, 0x85)
