@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import need_tool, run
 from diskplan.backend import backup as bk
@@ -257,3 +259,28 @@ def test_a_directory_or_dev_zero_is_a_clear_error(
         assert proc.returncode == 2 and want in proc.stderr, (args, proc.stdout, proc.stderr)
         assert "9223372036854775807" not in proc.stdout + proc.stderr
 
+
+
+SMALL = bk.render(bk.TableBackup("small.img", 4096, 512, "none", "", (
+    bk.Chunk(0, bytes(510) + b"\x55\xaa" + os.urandom(1024)), bk.Chunk(4000, os.urandom(512 * 3)))))
+LINES = st.sampled_from([
+    "[end]", "[sectors 0+1 sha256=00]", "[sectors 4095+2 sha256=00]", "format: 1", "[backup]", "sectors: 0",
+    "sectors: 99999999999999999999999", "sector-size: 4097", "[written table=none sectors=0+1 sha256=0]",
+    "[sectors 1180591620717411303424+1 sha256=00]", "eJwDAAAAAAE=", "\udcff", "\x00", "target: \\N{x}",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(SMALL)), st.integers(0, 40), st.one_of(st.text(max_size=30), LINES)),
+                min_size=1, max_size=4))
+def test_a_mangled_backup_is_refused_in_one_line_or_checked_whole(edits: list[tuple[int, int, str]]) -> None:
+    text = SMALL
+    for at, cut, put in edits:
+        text = text[:at] + put + text[at + cut :]
+    try:
+        b = bk.parse(text)
+    except bk.BackupError as exc:
+        assert "\n" not in str(exc)
+        return
+    bk.check_chunks(b.chunks, b.sectors, b.sector_size)  # what parse returns is whole: it never raises here
+    assert all(len(c.data) == c.extent(b.sector_size).size * b.sector_size for c in b.chunks)
