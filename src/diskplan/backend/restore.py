@@ -97,7 +97,8 @@ def prepare_restore(backup_path: str, target: str, host: Host, *, force_foreign:
         if other and force_foreign:
             notes += [f"--force-foreign: {why}" for why in other]
         elif other:
-            refusals += [*other, "if you are sure it is the right disk, run restore again with --force-foreign"]
+            refusals += [f"{why} (if it is the right disk after all, run restore again with --force-foreign)"
+                         for why in other]
     if os.path.realpath(b.target) != os.path.realpath(target):
         notes.append(f"the backup was taken from {b.target}")
     if kept:
