@@ -152,6 +152,17 @@ def test_damaged_or_truncated_backup_is_refused(
         bk.save(take(img), str(path))
 
 
+def test_an_image_name_with_a_newline_reads_back(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB, "two\nlines\\.img")
+    sfdisk(img, GPT)
+    b = take(img)
+    path = bk.save(b, str(tmp_path / "b.dpbackup"))
+    assert bk.load(path) == b and bk.load(path).target == str(img)
+    assert "target: " + str(img).replace("\\", "\\\\").replace("\n", "\\n") in pathlib.Path(path).read_text()
+
+
 def test_restore_refuses_a_disk_of_another_size(
     sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
 ) -> None:

@@ -8,7 +8,9 @@ msdos table, and the old GPT's backup wherever its header says it is — never a
 the plan keeps, so restoring cannot roll back data written since.
 
 The file is text: a header, the ``[sfdisk]`` dump, then each run of sectors as zlib-compressed base64
-with its SHA-256. Pure Python over files and block devices; no libparted.
+with its SHA-256, then ``[end]``. After the write, a ``[written ...]`` line (the seal) records what the write
+left: the disk's table id and the SHA-256 of the sectors a restore would put back, so that restore can tell
+this disk from any other. Pure Python over files and block devices; no libparted.
 """
 
 from __future__ import annotations
@@ -17,17 +19,23 @@ import base64
 import contextlib
 import datetime
 import hashlib
+import itertools
 import os
+import pwd
 import stat
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from diskplan.backend.gptcheck import check_gpt
-from diskplan.backend.rawtable import mbr_entries, parse_gpt_entries, parse_gpt_header
+from diskplan.backend.rawtable import mbr_entries, mbr_layout, parse_gpt_entries, parse_gpt_header
 from diskplan.model.extent import Extent
 
-FORMAT = 1
+FORMAT = 2  # 2 adds the table id and the seal; format 1 (no seal) is still read
+READS = (1, 2)
+MAX_FILE_BYTES = 48 << 20  # a real backup is KiB to a few MiB; MAX_SAVED_BYTES in base64 fits
+MAX_SAVED_BYTES = 32 << 20  # sectors in one backup: 1 MiB at each end, two entry arrays (4 MiB at most), EBRs
+SECTOR_SIZES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 MARGIN_BYTES = 1 << 20  # saved at each end of the disk: covers every label's metadata and boot gaps
 EXTENDED_IDS = (0x05, 0x0F, 0x85)
 GPT_ATTRS = {0: "RequiredPartition", 1: "NoBlockIOProtocol", 2: "LegacyBIOSBootable"}
@@ -47,6 +55,16 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class Seal:
+    """What a write left on the disk, recorded right after it: the table's id and the SHA-256 of the
+    sectors a restore would write (``over``), read back from the disk."""
+
+    table: str
+    over: tuple[Extent, ...]
+    sha256: str
+
+
+@dataclass(frozen=True)
 class TableBackup:
     target: str
     sectors: int
@@ -56,6 +74,13 @@ class TableBackup:
     chunks: tuple[Chunk, ...]
     model: str = ""
     created: str = ""
+    written: Seal | None = None  # None: format 1, or the write was interrupted before the seal
+    format: int = FORMAT
+
+    @property
+    def table_id(self) -> str:
+        """The id of the table this backup was taken over, read from its own sectors."""
+        return table_id(chunk_reader(self), self.sector_size, self.sectors)
 
     @property
     def extents(self) -> tuple[Extent, ...]:
@@ -69,11 +94,39 @@ class TableBackup:
 # --- reading raw sectors ----------------------------------------------------------------------------
 
 
+Reader = Callable[[int, int], bytes]  # (first LBA, count) -> that many whole sectors
+
+
+def disk_kind(path: str) -> str:
+    """Raises BackupError unless ``path`` is a regular file or a block device (a FIFO would block, a
+    character device never ends, a directory has no sectors)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise BackupError(f"{path}: {exc.strerror}") from exc
+    return _kind(path, mode)
+
+
+def _kind(path: str, mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        raise BackupError(f"{path} is a directory, not a disk or an image file")
+    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
+        raise BackupError(f"{path} is not a regular file or a block device")
+    return "block" if stat.S_ISBLK(mode) else "file"
+
+
 def _open(path: str, write: bool = False) -> int:
-    flags = (os.O_RDWR if write else os.O_RDONLY) | os.O_CLOEXEC
+    """Non-blocking, so a FIFO cannot stall the open; anything but a file or a block device is refused."""
+    flags = (os.O_RDWR if write else os.O_RDONLY) | os.O_CLOEXEC | os.O_NONBLOCK
     if write and stat.S_ISBLK(os.stat(path).st_mode):
         flags |= os.O_EXCL  # the kernel refuses while the disk is mounted or held
-    return os.open(path, flags)
+    fd = os.open(path, flags)
+    try:
+        _kind(path, os.fstat(fd).st_mode)
+    except BackupError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _pread(fd: int, lba: int, count: int, sector_size: int) -> bytes:
@@ -95,16 +148,50 @@ def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
         os.close(fd)
 
 
+def chunk_reader(b: TableBackup) -> Reader:
+    """The backed-up disk as the backup saw it: its saved sectors, zeros elsewhere."""
+    ss = b.sector_size
+
+    def read(lba: int, count: int) -> bytes:
+        out = bytearray(count * ss)
+        for c in b.chunks:
+            e = c.extent(ss)
+            lo, hi = max(lba, e.start), min(lba + count - 1, e.end)
+            if lo <= hi:
+                out[(lo - lba) * ss : (hi - lba + 1) * ss] = c.data[(lo - e.start) * ss : (hi - e.start + 1) * ss]
+        return bytes(out)
+
+    return read
+
+
+def table_id(read: Reader, sector_size: int, sectors: int) -> str:
+    """``gpt:DISK-GUID`` (a valid header at either end), ``dos:0xSIGNATURE`` or ``none``."""
+    for lba in (1, sectors - 1):
+        if 0 < lba < sectors:
+            h = parse_gpt_header(read(lba, 1), lba)
+            if h.valid:
+                return f"gpt:{h.disk_guid}"
+    mbr = read(0, 1)
+    if mbr_entries(mbr):
+        return f"dos:0x{int.from_bytes(mbr[440:444], 'little'):08x}"
+    return "none"
+
+
+def _weak(table: str) -> bool:
+    """An id that many disks share: no table, or an MBR without a signature."""
+    return table in ("none", "dos:0x00000000")
+
+
 # --- which sectors hold the old table ---------------------------------------------------------------
 
 
-def _ebr_chain(fd: int, ext_start: int, sector_size: int, sectors: int) -> list[tuple[int, bytes]]:
+def _ebr_chain(read: Reader, ext_start: int, sectors: int) -> list[tuple[int, bytes]]:
     """(LBA, sector) of every EBR, following the links; stops on a loop, a bad link or 256 EBRs."""
     out: list[tuple[int, bytes]] = []
     ebr, seen = ext_start, set()
     while ebr not in seen and len(seen) < 256 and 0 < ebr < sectors:
         seen.add(ebr)
-        raw = _pread(fd, ebr, 1, sector_size)
+        raw = read(ebr, 1)
         out.append((ebr, raw))
         links = mbr_entries(raw)
         if not links or not links[1].type_id or not links[1].start:
@@ -113,17 +200,35 @@ def _ebr_chain(fd: int, ext_start: int, sector_size: int, sectors: int) -> list[
     return out
 
 
-def _gpt_header_extents(fd: int, lba: int, sector_size: int, sectors: int) -> list[Extent]:
-    """The header at ``lba`` and the entry array it points to (when its fields are sane)."""
+def _gpt_header_extents(read: Reader, lba: int, sector_size: int, sectors: int, found: bool) -> list[Extent]:
+    """The header at ``lba`` and the entry array it points to (when its fields are sane). ``found``:
+    only where a GPT signature is (else the sector is included anyway: one may be written there)."""
     if not 0 < lba < sectors:
         return []
-    out = [Extent(lba, lba)]
-    h = parse_gpt_header(_pread(fd, lba, 1, sector_size), lba)
+    h = parse_gpt_header(read(lba, 1), lba)
     if h.problem == "no GPT signature":
-        return out
+        return [] if found else [Extent(lba, lba)]
+    out = [Extent(lba, lba)]
     count = -(-(h.entry_count * h.entry_size) // sector_size)
     if 0 < count <= 4096 and h.entries_lba > 0 and h.entries_lba + count <= sectors:
         out.append(Extent(h.entries_lba, h.entries_lba + count - 1))
+    return out
+
+
+def table_extents(read: Reader, sector_size: int, sectors: int, *, found: bool = False) -> list[Extent]:
+    """Where a table lives: MBR, EBRs, both GPT headers and entry arrays. ``found``: only the structures
+    really there (else sector 0, LBA 1 and the last LBA are always included)."""
+    mbr = read(0, 1)
+    out = [Extent(0, 0)] if mbr_entries(mbr) or not found else []
+    for e in mbr_entries(mbr):
+        if e.type_id in EXTENDED_IDS and e.size:
+            out += [Extent(lba, lba) for lba, _ in _ebr_chain(read, e.start, sectors)]
+    if sectors > 2:
+        out += _gpt_header_extents(read, 1, sector_size, sectors, found)
+        h = parse_gpt_header(read(1, 1), 1)
+        if h.problem != "no GPT signature" and 0 < h.backup < sectors:
+            out += _gpt_header_extents(read, h.backup, sector_size, sectors, found)
+        out += _gpt_header_extents(read, sectors - 1, sector_size, sectors, found)
     return out
 
 
@@ -131,21 +236,26 @@ def old_table_extents(path: str, sector_size: int, sectors: int) -> list[Extent]
     """Where the table now on ``path`` lives: MBR, EBRs, both GPT headers and entry arrays."""
     fd = _open(path)
     try:
-        out = [Extent(0, 0)]
-        mbr = _pread(fd, 0, 1, sector_size)
-        for e in mbr_entries(mbr):
-            if e.type_id in EXTENDED_IDS and e.size:
-                out += [Extent(lba, lba) for lba, _ in _ebr_chain(fd, e.start, sector_size, sectors)]
-        if sectors > 2:
-            primary = _gpt_header_extents(fd, 1, sector_size, sectors)
-            out += primary
-            h = parse_gpt_header(_pread(fd, 1, 1, sector_size), 1)
-            if h.problem != "no GPT signature" and 0 < h.backup < sectors:
-                out += _gpt_header_extents(fd, h.backup, sector_size, sectors)
-            out += _gpt_header_extents(fd, sectors - 1, sector_size, sectors)
-        return out
+        return table_extents(lambda lba, n: _pread(fd, lba, n, sector_size), sector_size, sectors)
     finally:
         os.close(fd)
+
+
+def data_extents(path: str, sector_size: int, sectors: int) -> list[Extent]:
+    """Every partition of the table now on ``path`` — MBR primaries, logicals, the entries of either GPT
+    copy (even one failing its CRC): where data may live. Not the extended container or a 0xEE entry."""
+    out: list[Extent] = []
+    layout = mbr_layout(path, sector_size, sectors)
+    if layout is not None:
+        out += [Extent(p.start, p.end) for p in (*layout.primaries, *layout.logicals)
+                if p.size and p.type_id not in (*EXTENDED_IDS, 0xEE)]
+    state = check_gpt(path, sector_size, sectors)
+    for copy in (state.primary, state.backup) if state is not None else ():
+        h = copy.header
+        if h is not None and copy.raw_entries and h.entry_size >= 128:
+            out += [Extent(e.first, e.last) for e in parse_gpt_entries(copy.raw_entries, h.entry_count, h.entry_size)
+                    if e.first <= e.last]
+    return merge(Extent(max(0, e.start), min(sectors - 1, e.end)) for e in out if e.start < sectors)
 
 
 def merge(extents: Iterable[Extent]) -> list[Extent]:
@@ -227,8 +337,9 @@ def _dump_gpt(path: str, device: str, sector_size: int, sectors: int) -> str:
     for e in parse_gpt_entries(raw, h.entry_count, h.entry_size):
         fields = [_field("start", e.first), _field("size", e.last - e.first + 1), f"type={e.type_guid}",
                   f"uuid={e.part_guid}"]
-        if e.name:
-            fields.append(f'name="{e.name}"')
+        if e.name:  # escaped where not printable: a name from the disk must not break the backup's lines
+            name = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in e.name)
+            fields.append(f'name="{name}"')
         attrs = int.from_bytes(raw[(e.number - 1) * h.entry_size + 48 : (e.number - 1) * h.entry_size + 56], "little")
         if attrs:
             fields.append(f'attrs="{_gpt_attrs(attrs)}"')
@@ -259,7 +370,7 @@ def _dump_dos(fd: int, device: str, sector_size: int, sectors: int, mbr: bytes) 
         lines.append(line(e.index + 1, e.start, e.size, e.type_id, e.boot))
     for e in mbr_entries(mbr):
         if e.type_id in EXTENDED_IDS and e.size:
-            for lba, raw in _ebr_chain(fd, e.start, sector_size, sectors):
+            for lba, raw in _ebr_chain(lambda lba, n: _pread(fd, lba, n, sector_size), e.start, sectors):
                 first = mbr_entries(raw)[0] if mbr_entries(raw) else None
                 if first is not None and first.type_id and first.size:
                     lines.append(line(number, lba + first.start, first.size, first.type_id, first.boot))
@@ -290,11 +401,14 @@ def sfdisk_dump(path: str, sector_size: int, sectors: int, device: str | None = 
 
 def capture(path: str, sector_size: int, sectors: int, extents: Iterable[Extent], *, model: str = "") -> TableBackup:
     """Read the sectors in ``extents`` and the old table's dump from ``path``."""
+    runs = merge(extents)
+    if sum(e.size for e in runs) * sector_size > MAX_SAVED_BYTES:
+        raise BackupError(f"the sectors to save exceed {MAX_SAVED_BYTES >> 20} MiB; this is not a table")
     try:
-        label, dump = sfdisk_dump(path, sector_size, sectors)
+        label, dump = sfdisk_dump(path, sector_size, sectors, _one_line(path))
         fd = _open(path)
         try:
-            chunks = tuple(Chunk(e.start, _pread(fd, e.start, e.size, sector_size)) for e in merge(extents))
+            chunks = tuple(Chunk(e.start, _pread(fd, e.start, e.size, sector_size)) for e in runs)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -303,17 +417,40 @@ def capture(path: str, sector_size: int, sectors: int, extents: Iterable[Extent]
     return TableBackup(path, sectors, sector_size, label, dump, chunks, model, created)
 
 
+def _one_line(text: str) -> str:
+    """A header value on one line: backslashes and what is not printable (a newline in an image's name)
+    escaped as Python does; ``_unescape`` gives it back."""
+    return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape").decode() for c in text)
+
+
+def _unescape(text: str) -> str:
+    try:
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise BackupError(f"not a diskplan backup: bad escape in {text[:40]!r}") from exc
+
+
+def _runs_text(extents: Iterable[Extent]) -> str:
+    return ",".join(f"{e.start}+{e.size}" for e in extents)
+
+
+def _seal_line(s: Seal) -> str:
+    return f"[written table={s.table} sectors={_runs_text(s.over)} sha256={s.sha256}]"
+
+
 def render(b: TableBackup) -> str:
     out = [
-        f"# diskplan table backup, format {FORMAT}. Put it back with: diskplan restore THIS-FILE {b.target} --yes",
+        f"# diskplan table backup, format {FORMAT}. Put it back with: diskplan restore THIS-FILE "
+        f"{_one_line(b.target)} --yes",
         "# The [sfdisk] section is the old table for sfdisk; [sectors] are raw copies of the table sectors.",
         "[backup]",
         f"format: {FORMAT}",
-        f"target: {b.target}",
-        f"model: {b.model}",
+        f"target: {_one_line(b.target)}",
+        f"model: {_one_line(b.model)}",
         f"sectors: {b.sectors}",
         f"sector-size: {b.sector_size}",
         f"label: {b.label}",
+        f"table: {b.table_id}",
         f"created: {b.created}",
         "[sfdisk]",
         *b.dump.splitlines(),
@@ -324,69 +461,226 @@ def render(b: TableBackup) -> str:
         packed = base64.b64encode(zlib.compress(c.data, 1)).decode()  # fastest: a few KiB either way
         out += [packed[i : i + 76] for i in range(0, len(packed), 76)]
     out.append("[end]")
+    if b.written is not None:
+        out.append(_seal_line(b.written))
     return "\n".join(out) + "\n"
 
 
+def state_dir() -> str:
+    """$XDG_STATE_HOME, or ~/.local/state (a relative XDG_STATE_HOME is ignored, as the spec says)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    return state if os.path.isabs(state) else os.path.join(os.path.expanduser("~"), ".local", "state")
+
+
+def default_dir() -> str:
+    return os.path.join(state_dir(), "diskplan", "backups")
+
+
+def _mkdir_private(path: str) -> bool:
+    """Create ``path`` 0700 whatever the umask; False when it was already there."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise BackupError(f"cannot create the backup directory {path}: {exc.strerror}") from exc
+    os.chmod(path, 0o700)
+    return True
+
+
+def _make_parents(path: str) -> None:
+    """Every missing directory down to ``path``, each 0700."""
+    missing = []
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for d in reversed(missing):
+        _mkdir_private(d)
+
+
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def private_dir(path: str) -> None:
+    """The default backup directory and diskplan/ above it: made 0700 where missing (and the state
+    directory above them); refused when either is a symbolic link, belongs to another user or can be
+    written by others — any of them could send a backup elsewhere or swap in a forged one."""
+    _make_parents(os.path.dirname(os.path.dirname(path)))
+    for d in (os.path.dirname(path), path):
+        _mkdir_private(d)
+        st = os.lstat(d)
+        if stat.S_ISLNK(st.st_mode):
+            raise BackupError(f"{d} is a symbolic link; diskplan keeps backups only in a directory of its own "
+                              "(remove the link, or choose a file with --backup)")
+        if not stat.S_ISDIR(st.st_mode):
+            raise BackupError(f"{d} is not a directory")
+        if st.st_uid != os.geteuid():
+            raise BackupError(f"{d} belongs to {_owner(st.st_uid)}, not to {_owner(os.geteuid())}: refusing to "
+                              "keep backups there (remove it, or choose a file with --backup)")
+        if st.st_mode & 0o022:
+            raise BackupError(f"{d} can be written by other users (mode {stat.S_IMODE(st.st_mode):04o}): run "
+                              f"`chmod 700 {d}` first")
+
+
 def save(b: TableBackup, path: str) -> str:
-    """Write the backup to ``path`` (created, never overwritten), synced to disk; returns its absolute path."""
+    """Write the backup to ``path`` (created 0600, never overwritten, never through a symlink), synced to
+    disk; returns its absolute path. Any failure removes what was written: no partial backup is left.
+    In the default directory (``default_dir``), that directory's rules hold first (``private_dir``)."""
     path = os.path.abspath(path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    parent = os.path.dirname(path)
+    if parent == os.path.abspath(default_dir()):
+        private_dir(parent)
+    else:
+        _make_parents(parent)
     text = render(b).encode()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except FileExistsError as exc:
         raise BackupError(f"{path} already exists; diskplan never overwrites a backup") from exc
     except OSError as exc:
         raise BackupError(f"cannot create the backup {path}: {exc.strerror}") from exc
     try:
-        view = memoryview(text)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except OSError as exc:
-        raise BackupError(f"cannot write the backup {path}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-    dfd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(dfd)  # the file's name is durable too
-    finally:
-        os.close(dfd)
-    if load(path) != b:
-        raise BackupError(f"the backup {path} does not read back as written")
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            view = memoryview(text)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dfd)  # the file's name is durable too
+        finally:
+            os.close(dfd)
+        if load(path) != b:
+            raise BackupError(f"the backup {path} does not read back as written")
+    except (OSError, BackupError) as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if isinstance(exc, BackupError):
+            raise
+        raise BackupError(f"cannot write the backup {path}: {exc.strerror}; nothing was kept") from exc
     return path
 
 
+def _int(text: str, what: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 40:
+        raise BackupError(f"not a diskplan backup: bad {what} {text[:40]!r}")
+    return int(text)
+
+
+def _runs(text: str) -> tuple[Extent, ...]:
+    out = []
+    for run in text.split(",") if text else ():
+        start, _, count = run.partition("+")
+        n = _int(count, "sector count")
+        if n < 1:
+            raise BackupError("not a diskplan backup: an empty run of sectors")
+        out.append(Extent(_int(start, "sector"), _int(start, "sector") + n - 1))
+    return tuple(out)
+
+
+def _seal(line: str) -> Seal | None:
+    """The ``[written ...]`` line; None when it is torn (a crash while it was appended: as if unsealed)."""
+    fields = dict(f.partition("=")[::2] for f in line[len("[written ") : -1].split(" "))
+    try:
+        seal = Seal(fields["table"], _runs(fields["sectors"]), fields["sha256"])
+    except (KeyError, BackupError):
+        return None
+    return seal if len(seal.sha256) == 64 else None
+
+
+def _geometry(head: dict[str, str]) -> tuple[int, int]:
+    """(sectors, sector size) from the header, both checked."""
+    if "sectors" not in head or "sector-size" not in head:
+        raise BackupError("not a diskplan backup (no sectors or sector-size before the saved sectors)")
+    sectors, ss = _int(head["sectors"], "sector count"), _int(head["sector-size"], "sector size")
+    if ss not in SECTOR_SIZES:
+        raise BackupError(f"not a diskplan backup: sector size {ss}")
+    if not 0 < sectors * ss < 1 << 63:
+        raise BackupError(f"not a diskplan backup: a disk of {sectors} sectors")
+    return sectors, ss
+
+
+def check_chunks(chunks: Iterable[Chunk], sectors: int, sector_size: int) -> None:
+    """Every run inside the disk, of whole sectors, none overlapping another, all within the limit."""
+    total, seen = 0, []
+    for c in chunks:
+        if not c.data or len(c.data) % sector_size:
+            raise BackupError(f"the sectors at {c.start} are not whole {sector_size} B sectors: the backup is damaged")
+        e = c.extent(sector_size)
+        if e.start < 0 or e.end >= sectors:
+            raise BackupError(f"the backup holds sectors {e.start}..{e.end}, outside the disk (0..{sectors - 1})")
+        total += len(c.data)
+        seen.append(e)
+    if total > MAX_SAVED_BYTES:
+        raise BackupError(f"the backup holds more than {MAX_SAVED_BYTES >> 20} MiB of sectors: not a table backup")
+    seen.sort()
+    for a, b in itertools.pairwise(seen):
+        if a.overlaps(b):
+            raise BackupError(f"the backup's runs {a.start}..{a.end} and {b.start}..{b.end} overlap: it is damaged")
+
+
+def _inflate(packed: str, start: int, want: int) -> bytes:
+    """Decode one run, never inflating more than the ``want`` bytes its header declares (a zlib bomb
+    stops there)."""
+    try:
+        raw = base64.b64decode(packed, validate=True)
+        z = zlib.decompressobj()
+        data = z.decompress(raw, want + 1)
+    except (ValueError, zlib.error) as exc:
+        raise BackupError(f"the sectors at {start} are damaged in the backup") from exc
+    if len(data) != want or not z.eof or z.unconsumed_tail:
+        raise BackupError(f"the sectors at {start} are damaged in the backup (they do not inflate to {want} bytes)")
+    return data
+
+
 def parse(text: str) -> TableBackup:
+    """Every byte checked before anything is returned: header, bounds, overlaps, lengths, checksums."""
     head: dict[str, str] = {}
     dump: list[str] = []
     chunks: list[Chunk] = []
     section, pending, body = "", None, []
+    seal: Seal | None = None
+    saved = 0
 
     def close_chunk() -> None:
+        nonlocal saved
         if pending is None:
             return
         start, count, digest = pending
-        try:
-            data = zlib.decompress(base64.b64decode("".join(body), validate=True))
-        except (ValueError, zlib.error) as exc:
-            raise BackupError(f"the sectors at {start} are damaged in the backup") from exc
-        if hashlib.sha256(data).hexdigest() != digest or len(data) != count * int(head.get("sector-size", "0")):
+        sectors, ss = _geometry(head)
+        if start + count > sectors:
+            raise BackupError(f"the backup holds sectors {start}..{start + count - 1}, outside the disk "
+                              f"(0..{sectors - 1})")
+        saved += count * ss
+        if saved > MAX_SAVED_BYTES:
+            raise BackupError(f"the backup holds more than {MAX_SAVED_BYTES >> 20} MiB of sectors: not a table backup")
+        data = _inflate("".join(body), start, count * ss)
+        if hashlib.sha256(data).hexdigest() != digest:
             raise BackupError(f"the sectors at {start} fail their checksum: the backup is damaged")
         chunks.append(Chunk(start, data))
 
     for line in text.splitlines():
+        if section == "end":
+            if line.startswith("[written ") and line.endswith("]"):
+                seal = _seal(line)
+            continue
         if line.startswith("[") and line.endswith("]"):
             close_chunk()
             pending, body = None, []
             section = line[1:-1]
             if section.startswith("sectors "):
-                try:
-                    where, digest = section[len("sectors ") :].split(" sha256=")
-                    start, count = (int(x) for x in where.split("+"))
-                except ValueError as exc:
-                    raise BackupError(f"not a diskplan backup line: {line}") from exc
-                pending = (start, count, digest)
+                where, _, digest = section[len("sectors ") :].partition(" sha256=")
+                start, _, count = where.partition("+")
+                pending = (_int(start, "sector"), _int(count, "sector count"), digest)
+                if pending[1] < 1:
+                    raise BackupError(f"not a diskplan backup line: {line[:80]}")
             continue
         if section == "backup" and ": " in line:
             key, value = line.split(": ", 1)
@@ -400,28 +694,60 @@ def parse(text: str) -> TableBackup:
     if section != "end":
         raise BackupError("the backup is truncated (no [end] line)")
     try:
-        if int(head["format"]) != FORMAT:
-            raise BackupError(f"backup format {head['format']} is not one this diskplan reads ({FORMAT})")
+        fmt = _int(head["format"], "format")
+        if fmt not in READS:
+            raise BackupError(f"backup format {fmt} is not one this diskplan reads ({', '.join(map(str, READS))})")
+        sectors, ss = _geometry(head)
+        check_chunks(chunks, sectors, ss)
+        if seal is not None and any(e.end >= sectors for e in seal.over):
+            seal = None
         return TableBackup(
-            target=head["target"],
-            sectors=int(head["sectors"]),
-            sector_size=int(head["sector-size"]),
+            target=_unescape(head["target"]),
+            sectors=sectors,
+            sector_size=ss,
             label=head["label"],
             dump="\n".join(dump) + "\n" if dump else "",
             chunks=tuple(chunks),
-            model=head.get("model", ""),
+            model=_unescape(head.get("model", "")),
             created=head.get("created", ""),
+            written=seal,
+            format=fmt,
         )
-    except (KeyError, ValueError) as exc:
-        raise BackupError(f"not a diskplan backup (missing or bad {exc})") from exc
+    except KeyError as exc:
+        raise BackupError(f"not a diskplan backup (missing {exc})") from exc
 
 
 def load(path: str) -> TableBackup:
+    """Read and check a backup: only a regular file (opened without blocking, so a FIFO cannot stall it),
+    at most MAX_FILE_BYTES."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BackupError(f"cannot read the backup {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise BackupError(f"cannot read the backup {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise BackupError(f"the backup {path} is a directory, not a backup file")
+        if not stat.S_ISREG(st.st_mode):
+            raise BackupError(f"the backup {path} is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise BackupError(f"{path} is {st.st_size} bytes: far too large for a diskplan backup")
+        parts, got = [], 0
+        while got <= MAX_FILE_BYTES:
+            part = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - got))
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        if got > MAX_FILE_BYTES:
+            raise BackupError(f"{path} grew past {MAX_FILE_BYTES} bytes: far too large for a diskplan backup")
+        text = b"".join(parts).decode("utf-8")
+    except OSError as exc:
+        raise BackupError(f"cannot read the backup {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise BackupError(f"{path} is not a diskplan backup (not UTF-8 text)") from exc
+    finally:
+        os.close(fd)
     if not text.startswith("# diskplan table backup"):
         raise BackupError(f"{path} is not a diskplan backup")
     return parse(text)
@@ -430,29 +756,33 @@ def load(path: str) -> TableBackup:
 def default_path(target: str, when: datetime.datetime | None = None) -> str:
     """$XDG_STATE_HOME/diskplan/backups/<disk>-<UTC time>.dpbackup (off the disk being changed, as long
     as the home directory is not on it)."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     stamp = (when or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%S%fZ")
     name = os.path.basename(os.path.normpath(target)) or "disk"
-    return os.path.join(state, "diskplan", "backups", f"{name}-{stamp}.dpbackup")
+    return os.path.join(default_dir(), f"{name}-{stamp}.dpbackup")
 
 
 # --- comparing and putting back ---------------------------------------------------------------------
 
 
-def changed_extents(b: TableBackup, path: str) -> list[Extent]:
-    """Saved sectors whose bytes on ``path`` now differ from the backup (empty: the disk is as it was)."""
+def differing(chunks: Iterable[Chunk], path: str, sector_size: int) -> list[Extent]:
+    """Sectors of ``chunks`` whose bytes on ``path`` now differ from them."""
     fd = _open(path)
     try:
         out = []
-        for c in b.chunks:
-            now = _pread(fd, c.start, len(c.data) // b.sector_size, b.sector_size)
+        ss = sector_size
+        for c in chunks:
+            now = _pread(fd, c.start, len(c.data) // ss, ss)
             if now != c.data:
-                ss = b.sector_size
                 bad = [i for i in range(0, len(c.data), ss) if now[i : i + ss] != c.data[i : i + ss]]
                 out += [Extent(c.start + i // ss, c.start + i // ss) for i in bad]
         return merge(out)
     finally:
         os.close(fd)
+
+
+def changed_extents(b: TableBackup, path: str) -> list[Extent]:
+    """Saved sectors whose bytes on ``path`` now differ from the backup (empty: the disk is as it was)."""
+    return differing(b.chunks, path, b.sector_size)
 
 
 def device_size(path: str) -> int:
@@ -461,6 +791,91 @@ def device_size(path: str) -> int:
         return os.lseek(fd, 0, os.SEEK_END)
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class PutBack:
+    """What a restore writes now: the saved sectors outside every partition of the table on the disk,
+    and those that held the backed-up table itself; ``kept``: saved sectors inside a partition now on the
+    disk (data written since), which are left alone."""
+
+    writes: tuple[Chunk, ...]
+    kept: tuple[Extent, ...]
+
+
+def plan_put_back(b: TableBackup, path: str) -> PutBack:
+    ss = b.sector_size
+    old_table = table_extents(chunk_reader(b), ss, b.sectors, found=True)
+    hold = subtract(data_extents(path, ss, b.sectors), old_table)
+    writes: list[Chunk] = []
+    kept: list[Extent] = []
+    for c in b.chunks:
+        e = c.extent(ss)
+        free = subtract([e], hold)
+        writes += [Chunk(f.start, c.data[(f.start - e.start) * ss : (f.end - e.start + 1) * ss]) for f in free]
+        kept += subtract([e], free)
+    return PutBack(tuple(writes), tuple(merge(kept)))
+
+
+def _digest(path: str, over: Iterable[Extent], sector_size: int) -> str:
+    h = hashlib.sha256()
+    fd = _open(path)
+    try:
+        for e in over:
+            h.update(_pread(fd, e.start, e.size, sector_size))
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def seal(b: TableBackup, backup_path: str, target: str) -> bool:
+    """Right after a write: append to the backup what a restore will find on this disk — its table id
+    and the SHA-256 of the sectors a restore would write. Best effort (False when it could not): an
+    unsealed backup still restores while the disk holds the table it was taken over."""
+    try:
+        over = merge(c.extent(b.sector_size) for c in plan_put_back(b, target).writes)
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            now = table_id(lambda lba, n: _pread(fd, lba, n, b.sector_size), b.sector_size, b.sectors)
+        finally:
+            os.close(fd)
+        line = _seal_line(Seal(now, tuple(over), _digest(target, over, b.sector_size))) + "\n"
+        fd = os.open(backup_path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except (OSError, BackupError):
+        return False
+    return True
+
+
+def foreign(b: TableBackup, path: str) -> list[str]:
+    """Why ``path`` may not be the disk this backup was taken from (empty: it is). Sealed: the sectors a
+    restore would write must hold what the write left (or the disk must hold the backed-up table again).
+    Unsealed (format 1, or a write interrupted before the seal): the disk must hold the backed-up table,
+    by its id (a GPT disk GUID, an MBR signature other than 0)."""
+    ss = b.sector_size
+    fd = _open(path)
+    try:
+        now = table_id(lambda lba, n: _pread(fd, lba, n, ss), ss, b.sectors)
+    finally:
+        os.close(fd)
+    old, s = b.table_id, b.written
+    back = now == old and not _weak(old)
+    if s is not None:
+        if _digest(path, s.over, ss) == s.sha256 or (back and s.table != old):
+            return []
+        if now == s.table:
+            return [f"{path} has changed since diskplan wrote it after taking this backup (its table sectors "
+                    "differ from what that write left): restoring would undo a later change"]
+        return [f"{path} holds the table {now}; this backup was taken over {old} and its write left {s.table}: "
+                "it is not the disk the backup was taken from"]
+    if back:
+        return []
+    return [f"{path} holds the table {now}, not the one this backup was taken over ({old}), and the backup does "
+            "not record what its write left (format 1, or the write was interrupted)"]
 
 
 def write_sectors(
@@ -499,9 +914,12 @@ def write_sectors(
         os.close(fd)
 
 
-def put_back(b: TableBackup, path: str, progress: Callable[[int, int], None] | None = None) -> None:
-    """Write every saved sector back to ``path``, sync, and check the bytes read back equal the backup.
-    Refuses a device of another size or sector size: the backup's sectors would land elsewhere."""
+def put_back(b: TableBackup, path: str, progress: Callable[[int, int], None] | None = None) -> PutBack:
+    """Write the saved sectors back to ``path`` — never one inside a partition of the table now on it,
+    unless it held the backed-up table (``plan_put_back``) — sync, and check the bytes read back. Checks
+    the whole backup first, and refuses a device of another size or sector size: the backup's sectors
+    would land elsewhere. Whether ``path`` is the disk it was taken from is the caller's (``foreign``)."""
+    check_chunks(b.chunks, b.sectors, b.sector_size)
     try:
         size = device_size(path)
     except OSError as exc:
@@ -511,10 +929,12 @@ def put_back(b: TableBackup, path: str, progress: Callable[[int, int], None] | N
             f"{path} has {size} bytes; the backup is of a disk of {b.sectors} sectors of {b.sector_size} B "
             f"({b.sectors * b.sector_size} bytes): refusing to write it elsewhere"
         )
-    total = len(b.chunks)
-    write_sectors(path, [(c.start, c.data) for c in b.chunks], b.sector_size,
+    plan = plan_put_back(b, path)
+    total = len(plan.writes)
+    write_sectors(path, [(c.start, c.data) for c in plan.writes], b.sector_size,
                   each=(lambda done: progress(done, total)) if progress else None)
-    bad = changed_extents(b, path)
+    bad = differing(plan.writes, path, b.sector_size)
     if bad:
         where = ", ".join(f"{e.start}..{e.end}" for e in bad[:5])
         raise BackupError(f"after restoring, sectors {where} of {path} still differ from the backup")
+    return plan

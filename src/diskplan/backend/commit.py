@@ -537,7 +537,9 @@ def execute(
         return got
     saved, base = got
     with uninterruptible():  # from the first written sector to the verdict
-        return _write_and_verify(p, host, saved, base, step, fault)
+        outcome = _write_and_verify(p, host, saved, base, step, fault)
+    bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
+    return outcome
 
 
 def stepper(progress: Progress | None, steps: int) -> Callable[[int, str], None]:

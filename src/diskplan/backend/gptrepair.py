@@ -239,7 +239,9 @@ def execute_repair(
         return replace(base, verdict=Verdict.FAILED,
                        message=f"the backup lacks sectors {missing[0].start}..{missing[0].end}; nothing was written")
     with uninterruptible():  # from the first written sector to the verdict
-        return _write_and_verify(p, host, saved, before, base, step, fault)
+        outcome = _write_and_verify(p, host, saved, before, base, step, fault)
+    bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
+    return outcome
 
 
 def _write_and_verify(

@@ -1,6 +1,8 @@
 """Put a table backup (backend.backup) back on a disk, byte for byte, then tell the kernel — the same
 steps as a commit: ``prepare_restore`` checks and says what would change, ``execute_restore`` writes after
-the user's answer. A disk of another size or sector size, or one in use, is refused."""
+the user's answer. A disk of another size or sector size, or one in use, is refused; so is a disk the
+backup was not taken from (``backup.foreign``), unless ``force_foreign``. Saved sectors inside a partition
+of the table now on the disk are never written (``backup.plan_put_back``)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ class RestoreProposal:
     notes: tuple[str, ...]
     changed: tuple[Extent, ...]  # saved sectors that now differ on the disk (empty: nothing to do)
     identity: Identity | None = None
+    kept: tuple[Extent, ...] = ()  # saved sectors inside a partition now on the disk: left alone
 
     @property
     def confirm_word(self) -> str:
@@ -55,8 +58,9 @@ class RestoreProposal:
         return accepts(self.kind, self.target, answer)
 
 
-def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposal:
-    """Load the backup and check the target. Raises CommitError when either cannot be read."""
+def prepare_restore(backup_path: str, target: str, host: Host, *, force_foreign: bool = False) -> RestoreProposal:
+    """Load the backup (every byte checked) and check the target. Raises CommitError when either cannot
+    be read. ``force_foreign``: a disk the backup does not recognise is a note, not a refusal."""
     try:
         b = bk.load(backup_path)
     except bk.BackupError as exc:
@@ -64,12 +68,16 @@ def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposa
     if not os.path.exists(target):
         raise CommitError(f"{target}: no such file or device")
     try:
+        bk.disk_kind(target)
         ident = identity(target)
+    except bk.BackupError as exc:
+        raise CommitError(str(exc)) from exc
     except OSError as exc:
         raise CommitError(f"{target}: {exc.strerror}") from exc
     refusals: list[str] = []
     notes: list[str] = []
     changed: list[Extent] = []
+    kept: tuple[Extent, ...] = ()
     if ident.size != b.sectors * b.sector_size:
         refusals.append(
             f"{target} has {ident.size} bytes; the backup is of a disk of {b.sectors} × {b.sector_size} B: "
@@ -80,17 +88,28 @@ def prepare_restore(backup_path: str, target: str, host: Host) -> RestoreProposa
             facts_ss = _sector_size(target)
             if facts_ss != b.sector_size:
                 refusals.append(f"{target} has {facts_ss} B sectors; the backup was taken with {b.sector_size} B")
-            changed = bk.changed_extents(b, target)
+            plan = bk.plan_put_back(b, target)
+            changed = bk.differing(plan.writes, target, b.sector_size)
+            kept = plan.kept
+            other = bk.foreign(b, target) if changed and not refusals else []
         except (OSError, bk.BackupError) as exc:
             raise CommitError(f"{target}: {getattr(exc, 'strerror', None) or exc}") from exc
+        if other and force_foreign:
+            notes += [f"--force-foreign: {why}" for why in other]
+        elif other:
+            refusals += [f"{why} (if it is the right disk after all, run restore again with --force-foreign)"
+                         for why in other]
     if os.path.realpath(b.target) != os.path.realpath(target):
         notes.append(f"the backup was taken from {b.target}")
+    if kept:
+        runs = ", ".join(f"{e.start}..{e.end}" for e in kept[:6]) + (" …" if len(kept) > 6 else "")
+        notes.append(f"saved sectors {runs} lie inside a partition now on {target} and are left alone")
     blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle
     kind = "block" if ident.kind == "block" else "file"
     return RestoreProposal(b, os.path.abspath(backup_path), target, kind, tuple(refusals), tuple(notes),
-                           tuple(changed), ident)
+                           tuple(changed), ident, kept)
 
 
 def _sector_size(path: str) -> int:
@@ -127,7 +146,7 @@ def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Pr
 
     try:
         with uninterruptible():
-            bk.put_back(r.backup, r.target, each)
+            done = bk.put_back(r.backup, r.target, each)
     except (OSError, bk.BackupError) as exc:
         state, how = state_after_failure(r.backup, r.target)
         state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
@@ -150,5 +169,7 @@ def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Pr
                 f"the old table is back on the disk, but the kernel could not be told ({what}); run "
                 f"`partx -u {r.target}` or reboot before using its partitions"
             )
+    spared = sum(e.size for e in done.kept)
+    but = f", except {spared} sectors inside its partitions, left alone" if spared else ""
     return replace(base, verdict=Verdict.WRITTEN, state=DiskState.RESTORED, kernel=kernel,
-                   message=f"restored: {r.target} holds the backed-up sectors byte for byte")
+                   message=f"restored: {r.target} holds the backed-up sectors byte for byte{but}")

@@ -1,8 +1,10 @@
 """``diskplan restore BACKUP TARGET [--yes]``: put a table backup (saved by ``diskplan apply``) back,
 byte for byte, then tell the kernel.
 
-Refuses a target of another size or sector size (the saved sectors would land elsewhere) and a disk in
-use. Shows the backed-up table and which sectors would change; writes nothing without ``--yes``.
+Refuses a target of another size or sector size (the saved sectors would land elsewhere), a disk in use,
+and a disk the backup was not taken from (unless ``--force-foreign``). Never writes a saved sector inside a
+partition of the table now on the disk. Shows the backed-up table and which sectors would change; writes
+nothing without ``--yes``.
 
 Exit status: 0 restored (or the disk already holds the backup), 1 refused or not confirmed, 2 failed.
 """
@@ -27,6 +29,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("backup", help="the .dpbackup file `diskplan apply` printed")
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    p.add_argument("--force-foreign", action="store_true",
+                   help="write even though the disk does not look like the one the backup was taken from "
+                        "(its table id or its table sectors differ); partitions now on it are still left alone")
     return p
 
 
@@ -36,6 +41,9 @@ def render(r: RestoreProposal, console: Out) -> None:
     console.print((r.backup_path, "bold"), f": taken from {b.target}{model} at {b.created or '?'}")
     console.print(f"{b.sectors} sectors × {b.sector_size} B; {b.saved_sectors} sectors saved in "
                   f"{len(b.chunks)} run(s); the old table was {b.label}")
+    left = (f"its write left {b.written.table}" if b.written
+            else "no record of what its write left (format 1, or an interrupted write)")
+    console.print(f"taken over the table {b.table_id}; {left}")
     if b.dump:
         console.print("Old table (sfdisk dump)", style="bold")
         console.lines(b.dump.rstrip("\n").split("\n"))
@@ -51,7 +59,7 @@ def main(argv: list[str]) -> int:
     console, err = consoles()
     h = host()
     try:
-        proposal = prepare_restore(args.backup, args.target, h)
+        proposal = prepare_restore(args.backup, args.target, h, force_foreign=args.force_foreign)
     except CommitError as exc:
         err.print(f"diskplan restore: {exc}")
         return 2
