@@ -19,6 +19,7 @@ from textual.screen import Screen
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
+from diskplan.model.plan import Plan
 from diskplan.model.report import table_findings as findings_of_table
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
@@ -103,7 +104,7 @@ class PlannerApp(PlanActions, App[int]):
         Binding("ctrl+o", "load_plan", "load plan", show=False),
         Binding("c", "view('changes')", "changes", show=False),
         Binding("g", "goto", "go to", show=False),
-        Binding("i", "toggle_facts", "facts", show=False),
+        Binding("i", "view('facts')", "facts", show=False),
         Binding("e", "view('explain')", "explain", show=False),
         Binding("d", "demos", "demos", show=False),
         Binding("o", "devices", "devices", show=False),
@@ -153,6 +154,9 @@ class PlannerApp(PlanActions, App[int]):
         self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
+        self._saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
+        self._confirming: list[Screen[object]] = []  # screens asking for consent: no toast may cover them
+        self._held: list[tuple[tuple[object, ...], dict[str, object]]] = []  # toasts raised meanwhile
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
@@ -228,13 +232,41 @@ class PlannerApp(PlanActions, App[int]):
         if self.source is None:
             return
         source = self.source
-        self._load(lambda: source.open_demo(name), f"Building the demo disk {name}...")
+        self.keep_or_lose(f"opening the demo {name}",
+                          lambda: self._load(lambda: source.open_demo(name), f"Building the demo disk {name}..."))
 
     def open_path(self, path: str) -> None:
         if self.source is None:
             return
         source = self.source
-        self._load(lambda: source.open_path(path), f"Reading {path}...")
+        self.keep_or_lose(f"opening {path}", lambda: self._load(lambda: source.open_path(path), f"Reading {path}..."))
+
+    # --- consent --------------------------------------------------------------------------------------
+
+    def action_quit(self) -> None:  # type: ignore[override]  # q, Ctrl+Q, the palette, the device picker
+        self.keep_or_lose("quitting", self.exit)
+
+    def push_confirmation(self, screen: Screen[object], callback: Callable[[object], None]) -> None:
+        """Push a screen that asks for consent (the write, changes that would be lost). Nothing may cover
+        it: the toasts on the screen go, and toasts raised while it is up wait until it is answered."""
+        self.clear_notifications()
+        self._confirming.append(screen)
+
+        def answered(result: object) -> None:
+            self._confirming.remove(screen)
+            callback(result)
+            if not self._confirming:
+                held, self._held = self._held, []
+                for args, kwargs in held:
+                    self.notify(*args, **kwargs)  # type: ignore[arg-type]
+
+        self.push_screen(screen, answered)
+
+    def notify(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+        if self._confirming:
+            self._held.append((args, kwargs))
+            return
+        super().notify(*args, **kwargs)  # type: ignore[arg-type]
 
     def _load(self, opener: Callable[[], Target], what: str) -> None:
         self.query_one(StatusLine).update(" " + what)
@@ -437,7 +469,7 @@ class PlannerApp(PlanActions, App[int]):
             return on_main and not keys_drag and self._repair_offered
         if action in self.PLAN_ACTIONS:
             return on_main and not keys_drag
-        if action in ("goto", "toggle_facts", "view"):
+        if action in ("goto", "view"):
             screens = sys.modules.get("diskplan.ui.screens")  # no picker can be open before it is imported
             on_picker = screens is not None and isinstance(self.screen, screens.DevicePicker)
             return not on_picker and not keys_drag
@@ -457,12 +489,6 @@ class PlannerApp(PlanActions, App[int]):
             return
         views.switch(name)
         self._show_tabs(name)
-
-    def action_toggle_facts(self) -> None:
-        if self.target is None:
-            return
-        current = self.query_one(ViewsPanel).current
-        self.action_view("explain" if current == "facts" else "facts")
 
     def action_redraw(self) -> None:
         """Ctrl+L: paint every cell of the screen again (after line noise on a serial console). Textual
@@ -567,4 +593,4 @@ class PlannerApp(PlanActions, App[int]):
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:
             yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo(name))
-        yield SystemCommand("Quit", "Leave diskplan (nothing is written)", self.exit)
+        yield SystemCommand("Quit", "Leave diskplan (nothing is written)", self.action_quit)

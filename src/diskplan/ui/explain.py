@@ -117,6 +117,11 @@ def explain(
     return _explain_partition(item, item.partition, geom, grain)
 
 
+def lbas(ext: Extent) -> str:
+    """"LBA 6" for one sector, "LBA 6-13" for a run."""
+    return f"LBA {num(ext.start)}" if ext.size == 1 else f"LBA {num(ext.start)}-{num(ext.end)}"
+
+
 def _where(geom: Geometry, ext: Extent) -> str:
     nbytes = ext.size * geom.logical
     size = human_bytes(nbytes)
@@ -155,14 +160,14 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -
 def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
-    head = f"Its first 4 KiB filesystem block is LBA {num(ext.start)}-{num(ext.end)} (highlighted on the map)"
+    head = f"Its first 4 KiB filesystem block is {lbas(ext)} (highlighted on the map)"
     if geom.physical < FS_BLOCK:
         return [
             Line("text", f"{head}: {touched} whole {geom.physical} B physical blocks, so no write is split."),
             Line("dim", "If the device's real page is larger (SSDs), say so with --physical-block 4096."),
         ]
     blocks = " and ".join(
-        f"{num(b)} (LBA {num(physical_block_extent(geom, b).start)}-{num(physical_block_extent(geom, b).end)})"
+        f"{num(b)} ({lbas(physical_block_extent(geom, b))})"
         for b in range(first, last + 1)
     )
     if touched == 1:
@@ -192,7 +197,9 @@ METADATA_TEXT = {
     "gpt-entries": "GPT partition entries: 128 entries of 128 B = 16 KiB. On 512-byte sectors they fill "
     "LBA 2-33, which is why parted's first usable sector is 34 (17,408 B, not a multiple of 4 KiB).",
     "mbr": "The MBR: boot code and the four primary partition entries.",
-    "ebr": "An extended boot record: it links one logical partition to the next.",
+    "ebr": "An extended boot record: one sector that links one logical partition to the next.",
+    "ebr-gap": "Unused sectors between an EBR and its logical partition: libparted leaves them so that the "
+    "partition starts on the grain (or, in old tables, on the next track). Nothing is stored here.",
     "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
     "partition, and bootloaders hid there.",
 }

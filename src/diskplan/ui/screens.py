@@ -224,7 +224,7 @@ class DevicePicker(Screen[str | None]):
         Binding("r", "refresh", "refresh"),
         Binding("d", "demo", "demo disks"),
         Binding("escape", "back", "back"),
-        Binding("q", "quit_app", "quit"),
+        Binding("q", "app.quit", "quit"),  # the app asks first when the plan has changes that would be lost
     ]
     DEFAULT_CSS = """
     DevicePicker { layout: vertical; }
@@ -320,6 +320,3 @@ class DevicePicker(Screen[str | None]):
             self.dismiss(None)
         else:
             self.app.exit()
-
-    def action_quit_app(self) -> None:
-        self.app.exit()

@@ -33,7 +33,7 @@ from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.table import Table
-from diskplan.ui.cells import Cell, Grid, Item, Kind, MapContent
+from diskplan.ui.cells import EBR_GAP, Cell, Grid, Item, Kind, MapContent
 from diskplan.ui.glyphs import UNICODE, Glyphs
 
 MIN_COLS = 8
@@ -690,6 +690,8 @@ class SectorMap(ScrollView, can_focus=True):
                 glyph, fill_style = g.flagged, "sectormap--flagged"
             else:
                 glyph = g.partition
+        elif item.kind is Kind.METADATA and item.region is not None and item.region.kind == EBR_GAP:
+            base, glyph = "sectormap--container", g.free
         elif item.kind is Kind.METADATA:
             base, glyph = "sectormap--metadata", g.metadata
         elif item.kind is Kind.CONTAINER:
