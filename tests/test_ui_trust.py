@@ -14,6 +14,7 @@ from typing import Any
 from conftest import need_tool
 from conftest import run as run_tool
 from diskplan.backend.reader import read
+from diskplan.discovery.udev import DiskInfo
 from diskplan.model import demos
 from diskplan.model.disk import Disk
 from diskplan.model.geometry import Geometry
@@ -25,7 +26,8 @@ from diskplan.ui.cells import Kind, MapContent
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.dialogs import PathScreen, UnsavedScreen
 from diskplan.ui.explain import explain
-from diskplan.ui.panels import ViewsPanel
+from diskplan.ui.panels import StatusLine, ViewsPanel
+from diskplan.ui.screens import DevicePicker
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
 from test_ui_console import screen_text
@@ -369,3 +371,61 @@ async def test_a_label_too_big_for_the_disk_is_refused_at_l() -> None:
     assert Plan.open(Geometry(sectors=69), no_table(Geometry(sectors=69))).new_label("gpt").ok
     assert not Plan.open(Geometry(sectors=68), no_table(Geometry(sectors=68))).new_label("gpt").ok
     assert Plan.open(geom, no_table(geom)).new_label("msdos").ok
+
+
+# --- 6. at 80x25 nothing is cut mid-word --------------------------------------------------------------
+
+
+@run
+async def test_at_80_columns_the_status_line_leaves_out_fields_instead_of_cutting_words() -> None:
+    geom = Geometry(sectors=20 * 10**12 // 512, physical=4096)
+    table = new_table("gpt", geom)
+    name = "scratch space for builds"
+    app = PlannerApp(start=Target(Disk(geom, table), "20 TB"))
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        outcome = plan_of(app).propose(12_345_678_901, 100 * MiB, name=name)
+        assert outcome.ok and app._step(outcome)
+        await pilot.press("u", "ctrl+y")  # the step's own message gives way to the cursor's status
+        start = plan_of(app).partition(1).start  # type: ignore[union-attr]
+        smap.move_to(start + 1)
+        await pilot.pause()
+        shown = str(app.query_one(StatusLine).render()).splitlines()[1].rstrip()
+        assert len(shown) <= SIZE[0] and shown.startswith(f" LBA {start + 1:,} "), shown
+        assert shown.endswith(f"#1 {name} (proposed)"), shown  # what lies there, whole
+
+
+@run
+async def test_a_long_step_message_is_cut_at_a_word() -> None:
+    app = PlannerApp(start=blank_gpt())
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        said = ("snapping to custom: 6,144 sectors (3 MiB); every proposed partition was re-snapped to the grain "
+                "and nothing else moved at all")
+        app._say(said)
+        await pilot.pause()
+        shown = str(app.query_one(StatusLine).render()).splitlines()[1].rstrip()
+        assert len(shown) <= SIZE[0] and (" " + said).startswith(shown) and said[len(shown) - 1] == " ", shown
+
+
+@run
+async def test_the_device_picker_keeps_kind_and_scheduler_at_80_columns() -> None:
+    disks = [
+        DiskInfo("nvme0n1", "/dev/nvme0n1", "Samsung SSD 990 PRO with Heatsink 4TB firmware 4B2QJXD7",
+                 4 * 10**12, 512, 512, "gpt", False, "none"),
+        DiskInfo("loop7", "/dev/loop7", "", 64 << 20, 4096, 4096, "no access", None, "mq-deadline",
+                 backing_file="/var/tmp/images/a-rather-long-directory/rescue-test-disk.img"),
+    ]
+    app = PlannerApp(start=None, lister=lambda: disks, watch_devices=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
+                       and app.screen.query_one("DataTable").row_count == 2)  # type: ignore[attr-defined]
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if "device" in line and "model" in line)
+        assert "kind" in header and "scheduler" in header, header
+        nvme = next(line for line in lines if "/dev/nvme0n1" in line)
+        loop = next(line for line in lines if "/dev/loop7" in line)
+        assert " SSD " in nvme and nvme.rstrip().endswith("none"), nvme
+        assert " loop " in loop and loop.rstrip().endswith("mq-deadline"), loop
+        assert "Samsung SSD" in nvme and "~" in nvme  # the model gave way, saying so

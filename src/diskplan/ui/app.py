@@ -377,6 +377,7 @@ class PlannerApp(PlanActions, App[int]):
     def on_resize(self) -> None:
         self.call_after_refresh(self._update_title)
         self.call_after_refresh(self._show_tabs)
+        self.call_after_refresh(self._update_status)
 
     def _on_cursor(self, lba: int, item: Item | None) -> None:
         if self.target is None or self.grain is None:
@@ -415,8 +416,10 @@ class PlannerApp(PlanActions, App[int]):
         if self._said:
             return
         smap = self.sector_map
-        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator)
-        self.query_one(StatusLine).update(text)
+        line = self.query_one(StatusLine)
+        width = line.size.width or self.size.width
+        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator, width)
+        line.update(text)
 
     def _update_title(self) -> None:
         if self.target is None:

@@ -42,14 +42,34 @@ def physical_block_extent(geom: Geometry, block: int) -> Extent:
     return Extent(lo, lo + geom.sectors_per_physical - 1)
 
 
-def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│") -> str:
-    """LBA, byte offset, MiB, physical block and what lies there, for the status line."""
+def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
+    """LBA, byte offset, MiB, physical block and what lies there, for the status line. Made to fit ``width``
+    (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
+    lies under the cursor is the last thing to be shortened."""
     nbytes = lba * geom.logical
     block = geom.physical_block_of(lba)
     into = nbytes - physical_block_extent(geom, block).start * geom.logical
-    pb = f"phys block {num(block)}" + (f" +{into} B" if into else "")
+    pb = f"phys block {num(block)}"
     what = describe_item(item, short=True) if item else "past the end of the disk"
-    return f" LBA {num(lba)} {sep} {num(nbytes)} B {sep} {nbytes / MiB:,.3f} MiB {sep} {pb} {sep} {what}"
+    at, nb, mib = f"LBA {num(lba)}", f"{num(nbytes)} B", f"{nbytes / MiB:,.3f} MiB"
+    into_text = f" +{into} B" if into else ""
+    forms = ((at, nb, mib, pb + into_text, what), (at, nb, pb + into_text, what), (at, pb + into_text, what),
+             (at, pb, what), (at, what))
+    text = ""
+    for form in forms:
+        text = " " + f" {sep} ".join(form)
+        if not width or len(text) <= width:
+            return text
+    return shorten(text, width)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo")."""
+    if len(text) <= width:
+        return text
+    cut = text[: width + 1].rstrip()
+    space = cut.rfind(" ", 0, width + 1)
+    return (cut[:space] if space > 0 else text[:width]).rstrip(" │|,;:(")
 
 
 def describe_item(item: Item, short: bool = False) -> str:

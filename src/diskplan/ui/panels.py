@@ -23,7 +23,7 @@ from diskplan.model.grain import Grain
 from diskplan.model.plan import History, Plan
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item
-from diskplan.ui.explain import Line, facts
+from diskplan.ui.explain import Line, facts, shorten
 from diskplan.ui.glyphs import Glyphs
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
@@ -200,7 +200,8 @@ class StatusLine(Widget):
         legend = Text(style=self.get_component_rich_style("status-line--legend"), no_wrap=True, end="")
         legend.append_text(self._legend)
         legend.truncate(width)
-        status = Text(self._status, style=self.get_component_rich_style("status-line--status"), no_wrap=True, end="")
+        status = Text(shorten(self._status, width), style=self.get_component_rich_style("status-line--status"),
+                      no_wrap=True, end="")
         status.truncate(width, pad=True)
         return Text("\n", no_wrap=True).join((legend, status))
 
