@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal
+from textual.filter import NoColor
 from textual.screen import Screen
 
 from diskplan.model import demos
@@ -24,7 +25,7 @@ from diskplan.model.report import table_findings as findings_of_table
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
-from diskplan.ui.glyphs import CONSOLE, UNICODE
+from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
     KeysFooter,
     StatusLine,
@@ -35,7 +36,7 @@ from diskplan.ui.panels import (
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
 from diskplan.ui.planning import DragKind, Session, judging_grain
-from diskplan.ui.sectormap import CONSOLE_PALETTE, PALETTE, SectorMap
+from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
@@ -132,8 +133,14 @@ class PlannerApp(PlanActions, App[int]):
         lister: Callable[[], list] | None = None,  # type: ignore[type-arg]
         watch_devices: bool = True,
         host: Host | None = None,
+        mono: bool = False,
     ) -> None:
+        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too."""
         super().__init__()
+        if mono and not self.no_color:  # what Textual does for NO_COLOR: every colour removed
+            self.no_color = True
+            self._filters.append(NoColor())
+        self.mono = self.no_color
         self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
         self.session: Session | None = None
         self._mouse_on_existing: int | None = None
@@ -144,6 +151,8 @@ class PlannerApp(PlanActions, App[int]):
         self.start = start
         self.console_profile = console
         self.glyphs = CONSOLE if console else UNICODE
+        if self.mono:
+            self.glyphs = without_colour(self.glyphs)
         self.lister = lister
         self.watch_devices = watch_devices
         self.target: Target | None = None
@@ -182,7 +191,8 @@ class PlannerApp(PlanActions, App[int]):
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="titlebar")
-        yield SectorMap(self.glyphs, CONSOLE_PALETTE if self.console_profile else PALETTE, id="map")
+        palette = MONO_PALETTE if self.mono else CONSOLE_PALETTE if self.console_profile else PALETTE
+        yield SectorMap(self.glyphs, palette, id="map")
         yield StatusLine(id="status")
         with Horizontal(id="bottom"):
             yield PartitionList(self.glyphs, id="partitions")

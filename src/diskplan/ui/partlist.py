@@ -100,7 +100,8 @@ class PartitionList(ScrollView, can_focus=True):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (del)".strip()
-            flag = self.glyphs.ok if item.severity is None else self.glyphs.problem
+            flag = self.glyphs.ok if item.severity is None else \
+                self.glyphs.notice if item.severity == "notice" else self.glyphs.problem
             # A number freed by a deletion may be reused by a proposal: both rows are listed.
             rows.append(Row(p.number, p.start, p.state is State.DELETE, item.severity,
                             (f"{flag} {p.number}", f"{num(p.start)}s", human_bytes(p.size * geom.logical), name)))

@@ -74,6 +74,12 @@ def help_text(g: Glyphs) -> Content:
         (f"'{g.grid_grain}'", "a boundary of the alignment grain (when it is not 1 MiB)"),
         ("marked cells", "the first 4 KiB filesystem block of the partition under the cursor"),
     ]
+    if g.mono:
+        legend[:1] = [("'1'..'9' 'A'..'Z'", "without colour: partition 1..9, 10..35 (reversed: on the disk; "
+                       "plain: proposed)")]
+        legend = [(k, v) for k, v in legend if not k.startswith(f"'{g.flagged}'")]
+    if g.notice != g.problem:
+        legend.insert(2, (f"'{g.notice}'", "where a notice's boundary lies ('!': a finding that costs I/O)"))
     parts: list[str | tuple[str, str]] = [
         ("The sector map\n", "bold"),
         "Each cell is a run of sectors; the left column is the first LBA of the row. Gridlines appear "
