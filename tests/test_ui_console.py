@@ -270,3 +270,29 @@ def test_without_colour_a_notice_and_a_warning_differ_by_glyph(monkeypatch) -> N
     assert (at_notice, at_warning) == ("?", "!")
     legend = next(line for line in text.splitlines() if "problem" in line)
     assert "! problem" in legend and "? notice" in legend, legend
+
+
+def test_no_color_option_draws_without_colour(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--no-color: the same drawing as NO_COLOR, and no colour reaches the terminal."""
+    from diskplan.cli.planner import parser
+    from diskplan.ui.glyphs import mono_wanted
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    args = parser().parse_args(["--no-color", "--demo", "modern"])
+    assert mono_wanted({"TERM": "xterm-256color"}, args.mono)
+    assert not mono_wanted({"TERM": "xterm-256color"}, parser().parse_args(["--demo", "modern"]).mono)
+
+    async def go() -> list[object]:
+        app = PlannerApp(start=target("modern"), mono=True)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            smap = app.query_one(SectorMap)
+            assert app.mono and smap.glyphs.mono and "4" in smap.render_line(3).text
+            lines = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+            console = Console(width=80, height=25, file=io.StringIO(), force_terminal=True, color_system="truecolor",
+                              record=True)
+            console.print(lines)
+            return [seg.style.color for seg in console._record_buffer if seg.style and seg.style.color  # type: ignore[attr-defined]
+                    and seg.style.color.type is not ColorType.DEFAULT]
+
+    assert asyncio.run(go()) == []
