@@ -118,6 +118,9 @@ async def test_quitting_with_unsaved_changes_asks_first_by_every_path() -> None:
             assert len(plan_of(app).changes()) == 1
             await pilot.press(*keys)
             await pilot.pause()
+            await pilot.press("ctrl+q")  # asked already: one question at a time
+            await pilot.pause()
+            assert len([s for s in app.screen_stack if isinstance(s, UnsavedScreen)]) == 1
             await pilot.press("d")  # discard: gone
             await pilot.pause()
             assert not app.is_running, keys
@@ -223,6 +226,9 @@ def test_no_toast_covers_the_write_confirmation(sparse_image, tmp_path, monkeypa
             assert any(prompt[:70] in line for line in lines), text
             assert any(keys in line for line in lines), text
             assert "raised while" not in text and "plan saved" not in text
+            await pilot.press("ctrl+q")  # the confirmation is answered first
+            await pilot.pause()
+            assert app.is_running and app.screen is screen
             await pilot.press("escape")
             await pilot.pause()
             assert "raised while the confirmation is up" in " ".join(str(n.message) for n in app._notifications)

@@ -254,6 +254,9 @@ class PlannerApp(PlanActions, App[int]):
     # --- consent --------------------------------------------------------------------------------------
 
     def action_quit(self) -> None:  # type: ignore[override]  # q, Ctrl+Q, the palette, the device picker
+        if self._confirming:  # Ctrl+Q reaches every screen: a question (or a write under way) is answered first
+            self.bell()
+            return
         self.keep_or_lose("quitting", self.exit)
 
     def push_confirmation(self, screen: Screen[object], callback: Callable[[object], None]) -> None:
