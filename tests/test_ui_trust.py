@@ -435,3 +435,18 @@ async def test_the_device_picker_keeps_kind_and_scheduler_at_80_columns() -> Non
         assert " SSD " in nvme and nvme.rstrip().endswith("none"), nvme
         assert " loop " in loop and loop.rstrip().endswith("mq-deadline"), loop
         assert "Samsung SSD" in nvme and "~" in nvme  # the model gave way, saying so
+
+
+@run
+async def test_at_80_columns_the_list_keeps_the_deletion_mark_whole() -> None:
+    s = demos.find("modern")
+    app = PlannerApp(start=demo("modern"), console=True)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        home = s.partitions[3]
+        smap.move_to(home.start)
+        await pilot.press("x")
+        await pilot.pause()
+        row = next(line for line in screen_text(app).splitlines() if f"{home.start:,}s" in line)
+        listed = row.split("│")[0].rstrip()
+        assert listed.endswith("(del)"), row  # not "home (d"
