@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal
-from textual.filter import NoColor
+from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
 from diskplan.model import demos
@@ -70,6 +70,20 @@ App.-console {
     PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
     TitleBar { background: ansi_blue; color: ansi_bright_white; }
     StatusLine > .status-line--status { background: ansi_white; color: ansi_black; }
+}
+"""
+
+# Without colour: what a colour alone marked (the highlighted option, the list's row, the picker's row, the
+# status line) is reversed instead.
+MONO_CSS = """
+App.-mono {
+    OptionList > .option-list--option-highlighted { text-style: reverse bold; }
+    PartitionList > .partition-list--cursor { text-style: reverse; }
+    PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
+    DataTable > .datatable--cursor { text-style: reverse bold; }
+    StatusLine > .status-line--status { text-style: reverse; }
+    TitleBar { text-style: reverse; }
+    .form Input.field:focus { text-style: underline; }
 }
 """
 
@@ -137,10 +151,13 @@ class PlannerApp(PlanActions, App[int]):
     ) -> None:
         """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too."""
         super().__init__()
-        if mono and not self.no_color:  # what Textual does for NO_COLOR: every colour removed
+        # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
+        # means none at all (no-color.org; a monochrome terminal cannot show grey): every colour is removed,
+        # and MONO_CSS marks by reverse video what colour alone marked.
+        self.mono = mono or self.no_color
+        if self.mono:
             self.no_color = True
-            self._filters.append(NoColor())
-        self.mono = self.no_color
+            self._filters = [f for f in self._filters if not isinstance(f, Monochrome | NoColor)] + [NoColor()]
         self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
         self.session: Session | None = None
         self._mouse_on_existing: int | None = None
@@ -170,6 +187,8 @@ class PlannerApp(PlanActions, App[int]):
         if console:
             self.theme = "ansi-dark"
             self.CSS = type(self).CSS + CONSOLE_CSS  # parsed and matched only where it applies
+        if self.mono:
+            self.CSS = self.CSS + MONO_CSS
 
     def _handle_exception(self, error: Exception) -> None:
         """No traceback reaches the user: one line instead (Textual would print a full traceback with
@@ -207,6 +226,8 @@ class PlannerApp(PlanActions, App[int]):
         if self.console_profile:
             self.add_class("-console")
             self._console_glyphs.apply()
+        if self.mono:
+            self.add_class("-mono")
         self._show_tabs("explain")
         self.query_one(TitleBar).show("", "")
         start = self.start
