@@ -218,8 +218,8 @@ METADATA_TEXT = {
     "LBA 2-33, which is why parted's first usable sector is 34 (17,408 B, not a multiple of 4 KiB).",
     "mbr": "The MBR: boot code and the four primary partition entries.",
     "ebr": "An extended boot record: one sector that links one logical partition to the next.",
-    "ebr-gap": "Unused sectors between an EBR and its logical partition: libparted leaves them so that the "
-    "partition starts on the grain (or, in old tables, on the next track). Nothing is stored here.",
+    "ebr-gap": "Unused sectors after an EBR: libparted reserves them with the EBR (old tables kept a whole "
+    "track of 63 sectors), but the EBR itself is its first sector only. Nothing is stored here.",
     "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
     "partition, and bootloaders hid there.",
 }
