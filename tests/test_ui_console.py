@@ -188,3 +188,111 @@ def test_everything_fits_at_80x25_in_16_colours() -> None:
                     assert color is None or color.type in (ColorType.STANDARD, ColorType.DEFAULT), (name, color)
 
     asyncio.run(check())
+
+
+def test_without_colour_partitions_are_told_apart_and_the_cursor_shows(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """NO_COLOR (Textual then removes every colour): each partition's cells carry its number, partitions on
+    the disk are reversed, the cursor reverses its cell whatever lies there, a notice is '?' and a warning
+    '!', and everything is still CP437."""
+    from rich.segment import Segment
+
+    from diskplan.ui.glyphs import mono_wanted
+
+    assert mono_wanted({"NO_COLOR": ""}) and mono_wanted({"TERM": "vt100"}) and mono_wanted({"TERM": "xterm-mono"})
+    assert not mono_wanted({"TERM": "linux"}) and mono_wanted({"TERM": "linux"}, flag=True)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go() -> None:
+        s = demos.find("modern")
+        app = PlannerApp(start=target("modern"), console=True)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            smap = app.query_one(SectorMap)
+            assert app.mono and smap.glyphs.mono
+            text = screen_text(app)
+            assert not not_cp437(text)
+            cells = "".join(line[smap.label_width:] for line in text.splitlines()[1:13])
+            for p in s.partitions:  # every partition of the demo shows its number
+                assert str(p.number) in cells, cells
+
+            def styles_at(y: int) -> list[tuple[str, bool]]:
+                out = []
+                for seg in smap.render_line(y)._segments:  # type: ignore[attr-defined]
+                    assert isinstance(seg, Segment)
+                    out += [(ch, bool(seg.style and seg.style.reverse)) for ch in seg.text]
+                return out[smap.label_width:]
+
+            # Partition 4 (home) fills rows; on the disk: reversed, its number in each cell.
+            home = s.partitions[3]
+            smap.move_to(home.start + home.size // 2)
+            await pilot.pause()
+            row = styles_at(smap.cursor_lba // smap.spc // smap.cols)
+            col = smap.cursor_lba // smap.spc % smap.cols
+            assert row[col - 1] == ("4", True) and row[col] == ("4", False)  # the cursor: the one unreversed cell
+            # On a free cell the cursor is reversed.
+            smap.zoom_to(1)
+            smap.move_to(s.sectors - 100)
+            await pilot.pause()
+            row = styles_at(smap.cursor_lba // smap.spc // smap.cols - round(smap.scroll_offset.y))
+            col = smap.cursor_lba % smap.cols
+            assert row[col][1] and not row[col - 1][1]
+
+    asyncio.run(go())
+
+
+def test_without_colour_a_notice_and_a_warning_differ_by_glyph(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.model.disk import Disk
+    from diskplan.model.extent import Partition
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.table import new_table
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    geom = Geometry(sectors=1 << 20, physical=4096)
+    notice = Partition(number=1, start=2056, end=4095)  # on a physical block, off the 1 MiB grain
+    warning = Partition(number=2, start=8193, end=12287)  # off the physical block: costs I/O
+    disk = Disk(geom, new_table("gpt", geom).with_partitions((notice, warning)))
+
+    async def go() -> tuple[str, str, str]:
+        app = PlannerApp(start=Target(disk, "two findings"), console=True)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            smap = app.query_one(SectorMap)
+            smap.zoom_to(1)
+            glyphs = []
+            for p in (notice, warning):
+                smap.move_to(p.start + 100)
+                await pilot.pause()
+                y = p.start // smap.cols - round(smap.scroll_offset.y)
+                glyphs.append(smap.render_line(y).text[smap.label_width + p.start % smap.cols])
+            return glyphs[0], glyphs[1], screen_text(app)
+
+    at_notice, at_warning, text = asyncio.run(go())
+    assert (at_notice, at_warning) == ("?", "!")
+    legend = next(line for line in text.splitlines() if "problem" in line)
+    assert "! problem" in legend and "? notice" in legend, legend
+
+
+def test_no_color_option_draws_without_colour(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--no-color: the same drawing as NO_COLOR, and no colour reaches the terminal."""
+    from diskplan.cli.planner import parser
+    from diskplan.ui.glyphs import mono_wanted
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    args = parser().parse_args(["--no-color", "--demo", "modern"])
+    assert mono_wanted({"TERM": "xterm-256color"}, args.mono)
+    assert not mono_wanted({"TERM": "xterm-256color"}, parser().parse_args(["--demo", "modern"]).mono)
+
+    async def go() -> list[object]:
+        app = PlannerApp(start=target("modern"), mono=True)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            smap = app.query_one(SectorMap)
+            assert app.mono and smap.glyphs.mono and "4" in smap.render_line(3).text
+            lines = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+            console = Console(width=80, height=25, file=io.StringIO(), force_terminal=True, color_system="truecolor",
+                              record=True)
+            console.print(lines)
+            return [seg.style.color for seg in console._record_buffer if seg.style and seg.style.color  # type: ignore[attr-defined]
+                    and seg.style.color.type is not ColorType.DEFAULT]
+
+    assert asyncio.run(go()) == []

@@ -71,3 +71,10 @@ def test_console_device_picker(snap_compare) -> None:  # type: ignore[no-untyped
 def test_demo_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = PlannerApp(start=target("ssd-gpt-34"))
     assert snap_compare(app, press=["d", "down", "down"], terminal_size=CONSOLE, run_before=settle)
+
+
+def test_no_color_console_main_screen(snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """NO_COLOR on the Linux console: partitions by their number, the cursor reversed, notices by '?'."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = PlannerApp(start=target("dos-63"), console=True)
+    assert snap_compare(app, press=["right"], terminal_size=CONSOLE, run_before=settle)

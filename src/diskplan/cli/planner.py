@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model import demos
-from diskplan.ui.glyphs import console_wanted
+from diskplan.ui.glyphs import console_wanted, mono_wanted
 from diskplan.ui.target import Target
 
 if TYPE_CHECKING:  # the backend is imported when a disk is opened (a demo's in a forked child)
@@ -52,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
         help="Linux console profile: CP437 glyphs, 16 colours (automatic with TERM=linux or DISKPLAN_CONSOLE=1)",
     )
     prof.add_argument("--no-console", dest="console", action="store_const", const=False, help="never use it")
+    p.add_argument("--no-color", "--no-colour", dest="mono", action="store_const", const=True,
+                   help="draw without colour: partitions by their number, the cursor in reverse video "
+                   "(automatic with NO_COLOR or a monochrome TERM)")
     add_overrides(p)
     return p
 
@@ -204,7 +207,8 @@ def main(argv: list[str]) -> int:
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
     gc.freeze()  # what is imported stays: never scanned again
-    app = PlannerApp(source, start, console=console_wanted(os.environ, args.console))
+    app = PlannerApp(source, start, console=console_wanted(os.environ, args.console),
+                     mono=mono_wanted(os.environ, args.mono))
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))

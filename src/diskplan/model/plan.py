@@ -53,7 +53,7 @@ from diskplan.model.snap import (
     snap_end,
     snap_start,
 )
-from diskplan.model.table import MBR_LIMIT_SECTORS, Table, new_table
+from diskplan.model.table import MBR_LIMIT_SECTORS, Table, label_sectors, new_table
 from diskplan.model.units import human_bytes
 
 _order = attrgetter("start", "number")
@@ -658,6 +658,10 @@ class Plan:
             label = labels.check_label(label)
         except LabelError as exc:
             return self._refuse(str(exc))
+        need = label_sectors(label, self.geometry)
+        if self.geometry.sectors < need:
+            return self._refuse(f"a {label} label needs at least {need:,} sectors; this disk has "
+                                f"{self.geometry.sectors:,}")
         fresh = new_table(label, self.geometry)
         doomed = tuple(replace(p, state=State.DELETE) for p in self.base.partitions)
         plan = self._rebuilt(fresh.with_partitions(doomed), fresh=True)

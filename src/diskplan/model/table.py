@@ -70,6 +70,13 @@ def gpt_entry_sectors(geom: Geometry) -> int:
     return -(-GPT_ENTRY_BYTES // geom.logical)
 
 
+def label_sectors(label: str, geom: Geometry) -> int:
+    """The fewest sectors a disk needs for an empty ``label``: a GPT's protective MBR, two headers, two copies
+    of its entries and two usable sectors (libparted writes one, then reads that disk back as having no
+    table: 69 sectors of 512 B is its least); an MBR's own sector and one more."""
+    return 2 * gpt_entry_sectors(geom) + 5 if label == "gpt" else 2
+
+
 def new_table(label: str, geom: Geometry) -> Table:
     """An empty table of ``label`` as parted would create it on ``geom``."""
     if label == "gpt":

@@ -14,16 +14,18 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal
+from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
+from diskplan.model.plan import Plan
 from diskplan.model.report import table_findings as findings_of_table
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
-from diskplan.ui.glyphs import CONSOLE, UNICODE
+from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
     KeysFooter,
     StatusLine,
@@ -34,7 +36,7 @@ from diskplan.ui.panels import (
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
 from diskplan.ui.planning import DragKind, Session, judging_grain
-from diskplan.ui.sectormap import CONSOLE_PALETTE, PALETTE, SectorMap
+from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
@@ -71,6 +73,20 @@ App.-console {
 }
 """
 
+# Without colour: what a colour alone marked (the highlighted option, the list's row, the picker's row, the
+# status line) is reversed instead.
+MONO_CSS = """
+App.-mono {
+    OptionList > .option-list--option-highlighted { text-style: reverse bold; }
+    PartitionList > .partition-list--cursor { text-style: reverse; }
+    PartitionList:focus > .partition-list--cursor { text-style: reverse bold; }
+    DataTable > .datatable--cursor { text-style: reverse bold; }
+    StatusLine > .status-line--status { text-style: reverse; }
+    TitleBar { text-style: reverse; }
+    .form Input.field:focus { text-style: underline; }
+}
+"""
+
 
 class PlannerApp(PlanActions, App[int]):
     TITLE = "diskplan"
@@ -103,7 +119,7 @@ class PlannerApp(PlanActions, App[int]):
         Binding("ctrl+o", "load_plan", "load plan", show=False),
         Binding("c", "view('changes')", "changes", show=False),
         Binding("g", "goto", "go to", show=False),
-        Binding("i", "toggle_facts", "facts", show=False),
+        Binding("i", "view('facts')", "facts", show=False),
         Binding("e", "view('explain')", "explain", show=False),
         Binding("d", "demos", "demos", show=False),
         Binding("o", "devices", "devices", show=False),
@@ -131,8 +147,17 @@ class PlannerApp(PlanActions, App[int]):
         lister: Callable[[], list] | None = None,  # type: ignore[type-arg]
         watch_devices: bool = True,
         host: Host | None = None,
+        mono: bool = False,
     ) -> None:
+        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too."""
         super().__init__()
+        # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
+        # means none at all (no-color.org; a monochrome terminal cannot show grey): every colour is removed,
+        # and MONO_CSS marks by reverse video what colour alone marked.
+        self.mono = mono or self.no_color
+        if self.mono:
+            self.no_color = True
+            self._filters = [f for f in self._filters if not isinstance(f, Monochrome | NoColor)] + [NoColor()]
         self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
         self.session: Session | None = None
         self._mouse_on_existing: int | None = None
@@ -143,6 +168,8 @@ class PlannerApp(PlanActions, App[int]):
         self.start = start
         self.console_profile = console
         self.glyphs = CONSOLE if console else UNICODE
+        if self.mono:
+            self.glyphs = without_colour(self.glyphs)
         self.lister = lister
         self.watch_devices = watch_devices
         self.target: Target | None = None
@@ -153,10 +180,15 @@ class PlannerApp(PlanActions, App[int]):
         self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
+        self._saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
+        self._confirming: list[Screen[object]] = []  # screens asking for consent: no toast may cover them
+        self._held: list[tuple[tuple[object, ...], dict[str, object]]] = []  # toasts raised meanwhile
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
             self.CSS = type(self).CSS + CONSOLE_CSS  # parsed and matched only where it applies
+        if self.mono:
+            self.CSS = self.CSS + MONO_CSS
 
     def _handle_exception(self, error: Exception) -> None:
         """No traceback reaches the user: one line instead (Textual would print a full traceback with
@@ -178,7 +210,8 @@ class PlannerApp(PlanActions, App[int]):
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="titlebar")
-        yield SectorMap(self.glyphs, CONSOLE_PALETTE if self.console_profile else PALETTE, id="map")
+        palette = MONO_PALETTE if self.mono else CONSOLE_PALETTE if self.console_profile else PALETTE
+        yield SectorMap(self.glyphs, palette, id="map")
         yield StatusLine(id="status")
         with Horizontal(id="bottom"):
             yield PartitionList(self.glyphs, id="partitions")
@@ -193,6 +226,8 @@ class PlannerApp(PlanActions, App[int]):
         if self.console_profile:
             self.add_class("-console")
             self._console_glyphs.apply()
+        if self.mono:
+            self.add_class("-mono")
         self._show_tabs("explain")
         self.query_one(TitleBar).show("", "")
         start = self.start
@@ -228,13 +263,44 @@ class PlannerApp(PlanActions, App[int]):
         if self.source is None:
             return
         source = self.source
-        self._load(lambda: source.open_demo(name), f"Building the demo disk {name}...")
+        self.keep_or_lose(f"opening the demo {name}",
+                          lambda: self._load(lambda: source.open_demo(name), f"Building the demo disk {name}..."))
 
     def open_path(self, path: str) -> None:
         if self.source is None:
             return
         source = self.source
-        self._load(lambda: source.open_path(path), f"Reading {path}...")
+        self.keep_or_lose(f"opening {path}", lambda: self._load(lambda: source.open_path(path), f"Reading {path}..."))
+
+    # --- consent --------------------------------------------------------------------------------------
+
+    def action_quit(self) -> None:  # type: ignore[override]  # q, Ctrl+Q, the palette, the device picker
+        if self._confirming:  # Ctrl+Q reaches every screen: a question (or a write under way) is answered first
+            self.bell()
+            return
+        self.keep_or_lose("quitting", self.exit)
+
+    def push_confirmation(self, screen: Screen[object], callback: Callable[[object], None]) -> None:
+        """Push a screen that asks for consent (the write, changes that would be lost). Nothing may cover
+        it: the toasts on the screen go, and toasts raised while it is up wait until it is answered."""
+        self.clear_notifications()
+        self._confirming.append(screen)
+
+        def answered(result: object) -> None:
+            self._confirming.remove(screen)
+            callback(result)
+            if not self._confirming:
+                held, self._held = self._held, []
+                for args, kwargs in held:
+                    self.notify(*args, **kwargs)  # type: ignore[arg-type]
+
+        self.push_screen(screen, answered)
+
+    def notify(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+        if self._confirming:
+            self._held.append((args, kwargs))
+            return
+        super().notify(*args, **kwargs)  # type: ignore[arg-type]
 
     def _load(self, opener: Callable[[], Target], what: str) -> None:
         self.query_one(StatusLine).update(" " + what)
@@ -345,6 +411,7 @@ class PlannerApp(PlanActions, App[int]):
     def on_resize(self) -> None:
         self.call_after_refresh(self._update_title)
         self.call_after_refresh(self._show_tabs)
+        self.call_after_refresh(self._update_status)
 
     def _on_cursor(self, lba: int, item: Item | None) -> None:
         if self.target is None or self.grain is None:
@@ -383,8 +450,10 @@ class PlannerApp(PlanActions, App[int]):
         if self._said:
             return
         smap = self.sector_map
-        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator)
-        self.query_one(StatusLine).update(text)
+        line = self.query_one(StatusLine)
+        width = line.size.width or self.size.width
+        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator, width)
+        line.update(text)
 
     def _update_title(self) -> None:
         if self.target is None:
@@ -437,7 +506,7 @@ class PlannerApp(PlanActions, App[int]):
             return on_main and not keys_drag and self._repair_offered
         if action in self.PLAN_ACTIONS:
             return on_main and not keys_drag
-        if action in ("goto", "toggle_facts", "view"):
+        if action in ("goto", "view"):
             screens = sys.modules.get("diskplan.ui.screens")  # no picker can be open before it is imported
             on_picker = screens is not None and isinstance(self.screen, screens.DevicePicker)
             return not on_picker and not keys_drag
@@ -457,12 +526,6 @@ class PlannerApp(PlanActions, App[int]):
             return
         views.switch(name)
         self._show_tabs(name)
-
-    def action_toggle_facts(self) -> None:
-        if self.target is None:
-            return
-        current = self.query_one(ViewsPanel).current
-        self.action_view("explain" if current == "facts" else "facts")
 
     def action_redraw(self) -> None:
         """Ctrl+L: paint every cell of the screen again (after line noise on a serial console). Textual
@@ -567,4 +630,4 @@ class PlannerApp(PlanActions, App[int]):
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:
             yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo(name))
-        yield SystemCommand("Quit", "Leave diskplan (nothing is written)", self.exit)
+        yield SystemCommand("Quit", "Leave diskplan (nothing is written)", self.action_quit)

@@ -13,7 +13,7 @@ import copy
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -45,6 +45,9 @@ class Grid(IntEnum):
     MIB = 2
     GRAIN = 3
 
+
+# The unused sectors libparted keeps between an EBR and its logical partition: drawn and explained as a gap.
+EBR_GAP = "ebr-gap"
 
 # 0 nothing, 1 notice, 2 warning or error: what the "problem" glyph of a cell shows.
 PROBLEM_LEVEL = {NOTICE: 1, WARNING: 2, ERROR: 2}
@@ -173,6 +176,11 @@ class MapContent:
             self.items.append(_partition_item(p, slot, mine))
             slot = (slot + 1) % self.SLOTS
         for r in self.table.metadata:
+            if r.kind == "ebr" and r.extent.size > 1:  # libparted reports an EBR with the gap after it
+                ebr, gap = Extent(r.extent.start, r.extent.start), Extent(r.extent.start + 1, r.extent.end)
+                self.items.append(Item(Kind.METADATA, ebr, r.label or "EBR", None, replace(r, extent=ebr)))
+                self.items.append(Item(Kind.METADATA, gap, "gap after the EBR", None, Region(EBR_GAP, gap)))
+                continue
             self.items.append(Item(Kind.METADATA, r.extent, r.label or r.kind, None, r))
 
     def _build_segments(self) -> None:
@@ -391,8 +399,8 @@ class MapContent:
 
     def _jump_items(self, partitions_only: bool) -> list[Item]:
         fixed = self.items[: self._nonfree]
-        if partitions_only:
-            return [it for it in fixed if it.kind is Kind.PARTITION]
+        if partitions_only:  # an extended partition too: it is a partition of the table
+            return [it for it in fixed if it.partition is not None]
         free = [self.items[o] for o in set(self._owners) if o >= self._nonfree]  # a patch leaves old free runs
         return [it for it in (*fixed, *free) if it.extent.start < self.sectors]
 

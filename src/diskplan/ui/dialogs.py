@@ -500,3 +500,44 @@ class PathScreen(ModalScreen[str | None]):
             self.query_one("#path-error", Static).update(Content(error))
             return
         self.dismiss(path)
+
+
+# --- pending changes that would be lost ---------------------------------------------------------------
+
+
+class UnsavedScreen(ModalScreen[str | None]):
+    """Asked before quitting, opening another disk or loading a plan while the plan has changes that are
+    neither written nor saved: "write", "save", "discard", or None (cancel: nothing happens)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,c", "dismiss(None)", "cancel"),
+        Binding("w", "dismiss('write')", "write", show=False),
+        Binding("s", "dismiss('save')", "save", show=False),
+        Binding("d", "dismiss('discard')", "discard", show=False),
+    ]
+    DEFAULT_CSS = "UnsavedScreen { align: center middle; }\n" + FORM_CSS
+
+    def __init__(self, what: str, changes: int) -> None:
+        super().__init__()
+        self.what = what
+        self.changes = changes
+
+    def compose(self) -> ComposeResult:
+        n = self.changes
+        with Vertical(classes="form") as v:
+            v.border_title = "The plan is not saved"
+            yield Static(f"The plan has {n} pending change{'s' if n != 1 else ''}, neither written nor saved. "
+                         f"{self.what[0].upper() + self.what[1:]} would lose {'them' if n != 1 else 'it'}.",
+                         classes="text")
+            yield OptionList(
+                Option("w  write the plan to the disk first", id="write"),
+                Option(f"s  save the plan as a file, then go on {self.what}", id="save"),
+                Option(f"d  discard the changes and go on {self.what}", id="discard"),
+                Option("c  cancel: back to the plan", id="cancel"),
+                id="unsaved",
+            )
+            yield Static("w s d c, or Enter chooses   Esc cancels", classes="keys")
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(None if event.option.id == "cancel" else event.option.id)

@@ -42,14 +42,34 @@ def physical_block_extent(geom: Geometry, block: int) -> Extent:
     return Extent(lo, lo + geom.sectors_per_physical - 1)
 
 
-def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│") -> str:
-    """LBA, byte offset, MiB, physical block and what lies there, for the status line."""
+def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
+    """LBA, byte offset, MiB, physical block and what lies there, for the status line. Made to fit ``width``
+    (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
+    lies under the cursor is the last thing to be shortened."""
     nbytes = lba * geom.logical
     block = geom.physical_block_of(lba)
     into = nbytes - physical_block_extent(geom, block).start * geom.logical
-    pb = f"phys block {num(block)}" + (f" +{into} B" if into else "")
+    pb = f"phys block {num(block)}"
     what = describe_item(item, short=True) if item else "past the end of the disk"
-    return f" LBA {num(lba)} {sep} {num(nbytes)} B {sep} {nbytes / MiB:,.3f} MiB {sep} {pb} {sep} {what}"
+    at, nb, mib = f"LBA {num(lba)}", f"{num(nbytes)} B", f"{nbytes / MiB:,.3f} MiB"
+    into_text = f" +{into} B" if into else ""
+    forms = ((at, nb, mib, pb + into_text, what), (at, nb, pb + into_text, what), (at, pb + into_text, what),
+             (at, pb, what), (at, what))
+    text = ""
+    for form in forms:
+        text = " " + f" {sep} ".join(form)
+        if not width or len(text) <= width:
+            return text
+    return shorten(text, width)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo")."""
+    if len(text) <= width:
+        return text
+    cut = text[: width + 1].rstrip()
+    space = cut.rfind(" ", 0, width + 1)
+    return (cut[:space] if space > 0 else text[:width]).rstrip(" │|,;:(")
 
 
 def describe_item(item: Item, short: bool = False) -> str:
@@ -117,6 +137,11 @@ def explain(
     return _explain_partition(item, item.partition, geom, grain)
 
 
+def lbas(ext: Extent) -> str:
+    """"LBA 6" for one sector, "LBA 6-13" for a run."""
+    return f"LBA {num(ext.start)}" if ext.size == 1 else f"LBA {num(ext.start)}-{num(ext.end)}"
+
+
 def _where(geom: Geometry, ext: Extent) -> str:
     nbytes = ext.size * geom.logical
     size = human_bytes(nbytes)
@@ -155,14 +180,14 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -
 def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
-    head = f"Its first 4 KiB filesystem block is LBA {num(ext.start)}-{num(ext.end)} (highlighted on the map)"
+    head = f"Its first 4 KiB filesystem block is {lbas(ext)} (highlighted on the map)"
     if geom.physical < FS_BLOCK:
         return [
             Line("text", f"{head}: {touched} whole {geom.physical} B physical blocks, so no write is split."),
             Line("dim", "If the device's real page is larger (SSDs), say so with --physical-block 4096."),
         ]
     blocks = " and ".join(
-        f"{num(b)} (LBA {num(physical_block_extent(geom, b).start)}-{num(physical_block_extent(geom, b).end)})"
+        f"{num(b)} ({lbas(physical_block_extent(geom, b))})"
         for b in range(first, last + 1)
     )
     if touched == 1:
@@ -192,7 +217,9 @@ METADATA_TEXT = {
     "gpt-entries": "GPT partition entries: 128 entries of 128 B = 16 KiB. On 512-byte sectors they fill "
     "LBA 2-33, which is why parted's first usable sector is 34 (17,408 B, not a multiple of 4 KiB).",
     "mbr": "The MBR: boot code and the four primary partition entries.",
-    "ebr": "An extended boot record: it links one logical partition to the next.",
+    "ebr": "An extended boot record: one sector that links one logical partition to the next.",
+    "ebr-gap": "Unused sectors after an EBR: libparted reserves them with the EBR (old tables kept a whole "
+    "track of 63 sectors), but the EBR itself is its first sector only. Nothing is stored here.",
     "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
     "partition, and bootloaders hid there.",
 }

@@ -8,7 +8,7 @@ systems): only glyphs every CP437 console font has (box drawing, blocks, shades)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Glyphs:
     ok: str  # a partition with no findings, in the list
     sel_start: str = "["  # the cell of the selected partition's first sector (drag it to move that edge)
     sel_end: str = "]"  # the cell of its last sector
+    notice: str = "!"  # the problem glyph of a notice (colour tells it from a warning; without colour, this)
+    mono: bool = False  # no colour: each partition's cells carry its character (part_char) instead of a fill
 
     def all(self) -> str:
         return "".join(
@@ -46,6 +48,8 @@ class Glyphs:
                 self.ok,
                 self.sel_start,
                 self.sel_end,
+                self.notice,
+                PART_CHARS if self.mono else "",
             )
         )
 
@@ -83,7 +87,33 @@ CONSOLE = Glyphs(
     ok="√",
 )
 
+# Without colour a partition's cells carry its number (1-9), then a letter (A-Z): one character per cell.
+PART_CHARS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def part_char(number: int) -> str:
+    return PART_CHARS[number - 1] if 1 <= number <= len(PART_CHARS) else "#"
+
+
+def without_colour(g: Glyphs) -> Glyphs:
+    """The same glyphs for a screen without colour: partitions by character, notices by their own glyph."""
+    return replace(g, name=f"{g.name}-mono", notice="?", mono=True)
+
+
 TRUTHY = ("1", "yes", "true", "on")
+# Terminals that show no colour (terminfo's "-m"/"-mono" variants name monochrome ones).
+MONO_TERMS = ("vt52", "vt100", "vt102", "vt220", "dumb")
+
+
+def mono_wanted(environ: Mapping[str, str], flag: bool | None = None) -> bool:
+    """Whether to draw without colour: --no-color wins, then NO_COLOR (set at all: Textual then removes every
+    colour, so the map must not rely on any), then a monochrome TERM."""
+    if flag is not None:
+        return flag
+    if "NO_COLOR" in environ:
+        return True
+    term = environ.get("TERM", "")
+    return term.startswith(MONO_TERMS) or term.endswith(("-m", "-mono"))
 
 
 def console_wanted(environ: Mapping[str, str], flag: bool | None = None) -> bool:

@@ -23,7 +23,7 @@ from diskplan.model.grain import Grain
 from diskplan.model.plan import History, Plan
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item
-from diskplan.ui.explain import Line, facts
+from diskplan.ui.explain import Line, facts, shorten
 from diskplan.ui.glyphs import Glyphs
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
@@ -200,7 +200,8 @@ class StatusLine(Widget):
         legend = Text(style=self.get_component_rich_style("status-line--legend"), no_wrap=True, end="")
         legend.append_text(self._legend)
         legend.truncate(width)
-        status = Text(self._status, style=self.get_component_rich_style("status-line--status"), no_wrap=True, end="")
+        status = Text(shorten(self._status, width), style=self.get_component_rich_style("status-line--status"),
+                      no_wrap=True, end="")
         status.truncate(width, pad=True)
         return Text("\n", no_wrap=True).join((legend, status))
 
@@ -211,16 +212,21 @@ class StatusLine(Widget):
         style = sector_map.style_of
         # (glyph, style, word, priority): what does not fit the width goes, lowest priority first.
         keys: list[tuple[str, Style, str, int]] = [
-            (" ", style("sectormap--part-0"), "partition", 1 if proposed or deleting else 5),
+            ("1" if g.mono else " ", style("sectormap--part-0"), "partition", 1 if proposed or deleting else 5),
         ]
         if proposed:
-            keys.append((g.proposed, style("sectormap--part-1") + style("sectormap--proposed", partial=True), "new", 9))
+            keys.append(("2" if g.mono else g.proposed,
+                         style("sectormap--part-1") + style("sectormap--proposed", partial=True), "new", 9))
         if deleting:
             keys.append((g.deleting, style("sectormap--part-2") + style("sectormap--deleting", partial=True),
                          "delete", 9))
+        if not g.mono:  # without colour a partition's cells carry its character, not a fill
+            keys.append((g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True),
+                         "findings", 8))
+        keys.append((g.problem, style("sectormap--problem-warning"), "problem", 8))
+        if g.notice != g.problem:
+            keys.append((g.notice, style("sectormap--problem-notice"), "notice", 8))
         keys += [
-            (g.flagged, style("sectormap--part-0") + style("sectormap--flagged", partial=True), "findings", 8),
-            (g.problem, style("sectormap--problem-warning"), "problem", 8),
             (g.metadata, style("sectormap--metadata"), "table", 6),
             (g.free, style("sectormap--free"), "free", 6),
         ]

@@ -35,6 +35,22 @@ class Row(NamedTuple):
     cells: tuple[str, str, str, str]  # flag and number, start, size, name
 
 
+STATE_MARKS = (" (new)", " (del)")
+
+
+def fit_name(name: str, room: int) -> str:
+    """A name shortened on purpose when the list is narrow: "~" says it goes on, and "(new)"/"(del)" stay
+    whole ("home (d" would hide that home is to be deleted)."""
+    if len(name) <= room or room <= 0:
+        return name
+    mark = next((m for m in STATE_MARKS if name.endswith(m)), "")
+    base = name[: len(name) - len(mark)]
+    keep = room - len(mark) - 1
+    if keep >= 1:
+        return base[:keep] + "~" + mark
+    return mark.strip()[:room] if mark else name[: room - 1] + "~"
+
+
 class PartitionList(ScrollView, can_focus=True):
     """The partitions with their worst finding; highlighting one moves the map's cursor to it."""
 
@@ -100,7 +116,8 @@ class PartitionList(ScrollView, can_focus=True):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (del)".strip()
-            flag = self.glyphs.ok if item.severity is None else self.glyphs.problem
+            flag = self.glyphs.ok if item.severity is None else \
+                self.glyphs.notice if item.severity == "notice" else self.glyphs.problem
             # A number freed by a deletion may be reused by a proposal: both rows are listed.
             rows.append(Row(p.number, p.start, p.state is State.DELETE, item.severity,
                             (f"{flag} {p.number}", f"{num(p.start)}s", human_bytes(p.size * geom.logical), name)))
@@ -182,7 +199,9 @@ class PartitionList(ScrollView, can_focus=True):
         flag_style = base + self.get_component_rich_style(flag_class, partial=True)
         flag, number = r.cells[0].split(" ", 1)
         cells: list[tuple[str, Style] | list[tuple[str, Style]]] = [[(flag, flag_style), (" " + number, base)]]
-        cells += [(text, base) for text in r.cells[1:]]
+        cells += [(text, base) for text in r.cells[1:-1]]
+        room = width - sum(w + 2 for w in self._widths[:-1]) - 1  # the name's, after the other columns
+        cells.append((fit_name(r.cells[-1], room), base))
         return self._strip(cells, base, width)
 
     def _strip(self, cells: list, fill: Style, width: int) -> Strip:  # type: ignore[type-arg]

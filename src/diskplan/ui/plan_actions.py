@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from textual import work
 
 from diskplan.model.extent import State
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Outcome
+from diskplan.model.plan import Outcome, Plan
 from diskplan.ui.cells import Item
 from diskplan.ui.panels import StatusLine, ViewsPanel
 from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, requested_extent
@@ -43,6 +44,12 @@ def default_host() -> Host:
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
 
 
+def unnested(model: str) -> str:
+    """A model for the write dialog, which puts it in parentheses: "1 TB NVMe SSD (demo)" reads
+    "1 TB NVMe SSD, demo" there, not "(1 TB NVMe SSD (demo))"."""
+    return re.sub(r"\s*\(([^()]*)\)$", r", \1", model)
+
+
 class PlanActions(_Base):
     session: Session | None
     _mouse_on_existing: int | None
@@ -50,6 +57,36 @@ class PlanActions(_Base):
     _said: str
     _said_at: int
     _repair_offered: bool
+    _saved_plan: Plan | None
+
+    # --- changes that would be lost ----------------------------------------------------------------------
+
+    def unsaved(self) -> int:
+        """How many pending changes would be lost: 0 when the plan is the disk's or was saved as it is."""
+        s = self.session
+        if s is None or not s.plan.dirty or s.plan is self._saved_plan:
+            return 0
+        return len(s.plan.changes())
+
+    def keep_or_lose(self, what: str, then: Callable[[], object]) -> None:
+        """Do ``then`` ("quitting", "opening ...") at once, or, when it would lose pending changes that are
+        not saved, after asking: write, save the plan (then go on), discard (go on), or cancel."""
+        from diskplan.ui.dialogs import UnsavedScreen
+
+        n = self.unsaved()
+        if not n:
+            then()
+            return
+
+        def answer(choice: str | None) -> None:
+            if choice == "discard":
+                then()
+            elif choice == "save":
+                self.action_save_plan(then=then)
+            elif choice == "write":
+                self.action_write()
+
+        self.push_confirmation(UnsavedScreen(what, n), answer)
 
     # --- showing the plan ------------------------------------------------------------------------------
 
@@ -446,7 +483,11 @@ class PlanActions(_Base):
             self._after_drag(None)
             return
         self._mouse_to(event.hit.lba)
+        number = s.drag.number
         outcome = s.finish()
+        p = s.plan.partition(number)
+        if p is not None:  # the cursor goes with the partition (it was where the drag began)
+            self.sector_map.move_to(min(max(event.hit.lba, p.start), p.end))
         self._after_drag(outcome)
 
     # --- plan files -------------------------------------------------------------------------------------
@@ -456,7 +497,8 @@ class PlanActions(_Base):
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-") or "plan"
         return os.path.join(os.getcwd(), f"diskplan-{slug}.json")
 
-    def action_save_plan(self) -> None:
+    def action_save_plan(self, then: Callable[[], object] | None = None) -> None:
+        """Save the plan as a JSON file; ``then``: what to do once it is saved (not when cancelled)."""
         from diskplan.model.planfile import PlanFileError, save_plan
         from diskplan.ui.dialogs import PathScreen
 
@@ -474,11 +516,16 @@ class PlanActions(_Base):
                     f.write(text)
             except OSError as exc:
                 return f"cannot write {path}: {exc.strerror or exc}"
+            self._saved_plan = s.plan
             self.notify(f"plan saved to {path}", timeout=4)
             return None
 
+        def saved(path: str | None) -> None:
+            if path is not None and then is not None:
+                then()
+
         self.push_screen(PathScreen("Save plan", "The wanted table as a JSON plan file (diskplan apply and "
-                                    "diskplan export read it).", self._default_plan_path(), save))
+                                    "diskplan export read it).", self._default_plan_path(), save), saved)
 
     def action_load_plan(self) -> None:
         from diskplan.model.planfile import load_into
@@ -500,8 +547,9 @@ class PlanActions(_Base):
             self._step(outcome)
             return None
 
-        self.push_screen(PathScreen("Load plan", "A JSON plan or an `sfdisk --dump` text; it becomes the plan "
-                                    "(undo takes it back).", self._default_plan_path(), load))
+        self.keep_or_lose("loading a plan", lambda: self.push_screen(PathScreen(
+            "Load plan", "A JSON plan or an `sfdisk --dump` text; it becomes the plan (undo takes it back).",
+            self._default_plan_path(), load)))
 
     # --- writing ----------------------------------------------------------------------------------------
 
@@ -521,9 +569,9 @@ class PlanActions(_Base):
             return
         geom = s.plan.geometry
         screen = CommitScreen(self.target.path, s.plan.table, self.host or default_host(),
-                              sector_size=geom.logical, sectors=geom.sectors, model=geom.model,
+                              sector_size=geom.logical, sectors=geom.sectors, model=unnested(geom.model),
                               repair=s.plan.pending_repair)
-        self.push_screen(screen, self._written)
+        self.push_confirmation(screen, self._written)
 
     def _written(self, outcome: CommitOutcome | None) -> None:
         from diskplan.backend.commit import Verdict

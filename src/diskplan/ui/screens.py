@@ -74,6 +74,12 @@ def help_text(g: Glyphs) -> Content:
         (f"'{g.grid_grain}'", "a boundary of the alignment grain (when it is not 1 MiB)"),
         ("marked cells", "the first 4 KiB filesystem block of the partition under the cursor"),
     ]
+    if g.mono:
+        legend[:1] = [("'1'..'9' 'A'..'Z'", "without colour: partition 1..9, 10..35 (reversed: on the disk; "
+                       "plain: proposed)")]
+        legend = [(k, v) for k, v in legend if not k.startswith(f"'{g.flagged}'")]
+    if g.notice != g.problem:
+        legend.insert(2, (f"'{g.notice}'", "where a notice's boundary lies ('!': a finding that costs I/O)"))
     parts: list[str | tuple[str, str]] = [
         ("The sector map\n", "bold"),
         "Each cell is a run of sectors; the left column is the first LBA of the row. Gridlines appear "
@@ -216,6 +222,29 @@ class DemoPicker(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
+PICKER_COLUMNS = ("device", "model", "size", "log/phys", "table", "kind", "scheduler")
+MODEL = 1  # the column that gives way when the rows are wider than the screen
+
+
+def fit_model(rows: list[list[str]], width: int) -> list[list[str]]:
+    """Rows whose model column is shortened (at a word, marked with "~") so that every other column fits
+    ``width``: a picker that scrolls sideways hides the kind and scheduler, or cuts them mid-word."""
+    if not rows:
+        return rows
+    widths = [max(len(r[i]) for r in [list(PICKER_COLUMNS), *rows]) for i in range(len(PICKER_COLUMNS))]
+    others = sum(w + 2 for i, w in enumerate(widths) if i != MODEL)  # a cell pads one space each side
+    room = max(len(PICKER_COLUMNS[MODEL]), width - others - 2)
+    out = []
+    for row in rows:
+        model = row[MODEL]
+        if len(model) > room:
+            cut = model[: room - 1]
+            space = cut.rfind(" ")
+            model = (cut[:space] if space >= room // 2 else cut).rstrip() + "~"
+        out.append([*row[:MODEL], model, *row[MODEL + 1:]])
+    return out
+
+
 class DevicePicker(Screen[str | None]):
     """The disks on this machine; refreshed when one is plugged in or removed."""
 
@@ -224,7 +253,7 @@ class DevicePicker(Screen[str | None]):
         Binding("r", "refresh", "refresh"),
         Binding("d", "demo", "demo disks"),
         Binding("escape", "back", "back"),
-        Binding("q", "quit_app", "quit"),
+        Binding("q", "app.quit", "quit"),  # the app asks first when the plan has changes that would be lost
     ]
     DEFAULT_CSS = """
     DevicePicker { layout: vertical; }
@@ -239,6 +268,7 @@ class DevicePicker(Screen[str | None]):
         self.watch = watch
         self.can_go_back = can_go_back
         self._watcher = None
+        self._shown: tuple[list, str] | None = None  # type: ignore[type-arg]  # the disks as last listed
 
     def compose(self) -> ComposeResult:
         yield Static(" diskplan │ choose a disk", id="picker-title")
@@ -251,13 +281,17 @@ class DevicePicker(Screen[str | None]):
         if not tables:  # pushed while the app was closing
             return
         table = tables.first()
-        table.add_columns("device", "model", "size", "sectors log/phys", "table", "kind", "scheduler")
+        table.add_columns(*PICKER_COLUMNS)
         self.action_refresh()
         if self.watch:
             from diskplan.discovery.udev import Watcher
 
             self._watcher = Watcher(lambda: self.app.call_from_thread(self.action_refresh))
             self._watcher.start()
+
+    def on_resize(self) -> None:
+        if self._shown is not None:  # the model column fits the new width
+            self._show(*self._shown)
 
     def on_unmount(self) -> None:
         if self._watcher is not None:
@@ -278,19 +312,16 @@ class DevicePicker(Screen[str | None]):
     def _show(self, disks: list, error: str) -> None:  # type: ignore[type-arg]
         if not self.is_attached or not self.query(DataTable):
             return
+        self._shown = (disks, error)
         table = self.query_one(DataTable)
+        at = table.cursor_row
         table.clear()
-        for d in disks:
-            table.add_row(
-                d.node,
-                d.model or (d.backing_file and f"file {d.backing_file}") or "-",
-                human_bytes(d.size_bytes),
-                f"{d.logical}/{d.physical}",
-                d.table,
-                d.kind,
-                d.scheduler or "-",
-                key=d.node,
-            )
+        rows = [[d.node, d.model or (d.backing_file and f"file {d.backing_file}") or "-", human_bytes(d.size_bytes),
+                 f"{d.logical}/{d.physical}", d.table, d.kind, d.scheduler or "-"] for d in disks]
+        for d, row in zip(disks, fit_model(rows, (self.size.width or self.app.size.width) - 1), strict=True):
+            table.add_row(*row, key=d.node)
+        if 0 < at < table.row_count:  # a refresh or a resize keeps the row the user was on
+            table.move_cursor(row=at)
         mode = getattr(self._watcher, "mode", "off")
         watching = {"udev": "watching udev", "kernel": "watching kernel events (no udevd)",
                     "poll": "polling /sys/block"}.get(mode, "")
@@ -320,6 +351,3 @@ class DevicePicker(Screen[str | None]):
             self.dismiss(None)
         else:
             self.app.exit()
-
-    def action_quit_app(self) -> None:
-        self.app.exit()

@@ -33,8 +33,8 @@ from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.table import Table
-from diskplan.ui.cells import Cell, Grid, Item, Kind, MapContent
-from diskplan.ui.glyphs import UNICODE, Glyphs
+from diskplan.ui.cells import EBR_GAP, Cell, Grid, Item, Kind, MapContent
+from diskplan.ui.glyphs import UNICODE, Glyphs, part_char
 
 MIN_COLS = 8
 
@@ -73,6 +73,23 @@ CONSOLE_PALETTE: Mapping[str, Style] = {
     "sectormap--grid-mib": Style(color="bright_white"),
     "sectormap--grid-grain": Style(color="bright_yellow"),
 }
+
+# Without colour (NO_COLOR, a monochrome terminal, --no-color): partitions on the disk are reversed, proposed and
+# deleted ones plain; each cell carries the partition's character (glyphs.part_char). The cursor reverses its
+# cell again (SectorMap._compose_style), so it shows on any cell.
+MONO_PALETTE: Mapping[str, Style] = {
+    **{f"sectormap--part-{i}": Style(reverse=True) for i in range(MapContent.SLOTS)},
+    "sectormap--flagged": Style(),
+    "sectormap--proposed": Style(reverse=False),
+    "sectormap--deleting": Style(reverse=False),
+    "sectormap--problem-notice": Style(bold=True),
+    "sectormap--problem-warning": Style(bold=True),
+    "sectormap--grid-physical": Style(),
+    "sectormap--grid-mib": Style(),
+    "sectormap--grid-grain": Style(),
+    "sectormap--mark": Style(underline=True),
+}
+CURSOR = "sectormap--cursor"
 
 
 @dataclass(frozen=True)
@@ -593,9 +610,12 @@ class SectorMap(ScrollView, can_focus=True):
     def _compose_style(self, *key: object) -> Style:
         base, *overlays = key
         style = self.style_of(str(base))
+        mono = self.glyphs.mono
         for name in overlays:
-            if name:
+            if name and not (mono and name == CURSOR):
                 style += self.style_of(str(name), partial=True)
+        if mono and CURSOR in overlays:  # reverse video whatever the cell is: the one mark needing no colour
+            style += Style(reverse=not style.reverse, bold=True)
         return style
 
     def style_of(self, name: str, *, partial: bool = False) -> Style:
@@ -674,7 +694,7 @@ class SectorMap(ScrollView, can_focus=True):
     def _cell(self, cell: Cell, lo: int, hi: int, is_cursor: bool, marks: tuple[Extent, ...],
               sel: int | None, g: Glyphs) -> tuple[str, Style]:
         """``sel``: the item index of the selected partition, when it lies in this row."""
-        cursor = "sectormap--cursor" if is_cursor else ""
+        cursor = CURSOR if is_cursor else ""
         if cell.item < 0:
             return " ", self._style("sectormap--beyond", cursor)
         assert self.content is not None
@@ -690,6 +710,10 @@ class SectorMap(ScrollView, can_focus=True):
                 glyph, fill_style = g.flagged, "sectormap--flagged"
             else:
                 glyph = g.partition
+            if g.mono and item.state is not State.DELETE and item.partition is not None:
+                glyph = part_char(item.partition.number)
+        elif item.kind is Kind.METADATA and item.region is not None and item.region.kind == EBR_GAP:
+            base, glyph = "sectormap--container", g.free
         elif item.kind is Kind.METADATA:
             base, glyph = "sectormap--metadata", g.metadata
         elif item.kind is Kind.CONTAINER:
@@ -715,7 +739,7 @@ class SectorMap(ScrollView, can_focus=True):
                 selected = "sectormap--selected"
         problem = ""
         if cell.problem:
-            glyph = g.problem
+            glyph = g.problem if cell.problem > 1 else g.notice
             problem = "sectormap--problem-warning" if cell.problem > 1 else "sectormap--problem-notice"
         mark = "sectormap--mark" if any(m.start <= hi and m.end >= lo for m in marks) else ""
         return glyph, self._style(base, fill_style, grid, mark, problem, selected, cursor)
