@@ -37,6 +37,8 @@ from diskplan.backend.commit import (
     save_backup,
     stepper,
     stop_before_writing,
+    table_changed,
+    take_lock,
     uninterruptible,
     unsafe,
     write_failed,
@@ -45,6 +47,7 @@ from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.rawtable import PROTECTIVE_ID, mbr_entries
 from diskplan.backend.reader import ReadError, read
+from diskplan.backend.tableid import table_fingerprint
 from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
@@ -135,6 +138,7 @@ def prepare_repair(
         table_sectors=written,
         protect=tuple(p.extent for p in data),
         repair=r,
+        made_against=table_fingerprint(current.table, target, geom),
     )
 
 
@@ -157,7 +161,7 @@ def _problems_now(p: Proposal) -> list[str]:
         return [f"{p.target} changed since the repair was prepared: read it again"]
     if _extents(now.table) != _extents(p.current.table):
         return [f"the partitions on {p.target} changed since the repair was prepared: read it again"]
-    return []
+    return table_changed(p, now)
 
 
 def verify_repair(p: Proposal, before: GptState | None) -> tuple[list[str], Disk | None]:
@@ -223,23 +227,28 @@ def execute_repair(
     stop = stop_before_writing(p, answer, base, nothing)
     if stop is not None:
         return stop
-    step(1, "checking that nothing uses the disk and that it still needs this repair")
-    now = recheck(p, host) or _problems_now(p)
-    if now:
-        return replace(base, message="refused: " + now[0], details=tuple(now))
-    before = check_gpt(p.target, p.sector_size, p.sectors)
+    step(1, "locking the disk, checking that nothing uses it and that it still needs this repair")
+    held = take_lock(p.target, host, base)
+    if isinstance(held, Outcome):
+        return held
+    with held:  # from the last check to the verdict (kernel told, disk read back): no other writer between
+        now = recheck(p, host) or _problems_now(p)
+        if now:
+            return replace(base, message="refused: " + now[0], details=tuple(now))
+        before = check_gpt(p.target, p.sector_size, p.sectors)
 
-    step(2, "saving the backup of both ends of the disk")
-    got = save_backup(p, backup_path, base)
-    if isinstance(got, Outcome):
-        return got
-    saved, base = got
-    missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
-    if missing:  # never write a sector whose old bytes are not in the backup
-        return replace(base, verdict=Verdict.FAILED,
-                       message=f"the backup lacks sectors {missing[0].start}..{missing[0].end}; nothing was written")
-    with uninterruptible():  # from the first written sector to the verdict
-        return _write_and_verify(p, host, saved, before, base, step, fault)
+        step(2, "saving the backup of both ends of the disk")
+        got = save_backup(p, backup_path, base)
+        if isinstance(got, Outcome):
+            return got
+        saved, base = got
+        missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
+        if missing:  # never write a sector whose old bytes are not in the backup
+            first = missing[0]
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the backup lacks sectors {first.start}..{first.end}; nothing was written")
+        with uninterruptible():  # from the first written sector to the verdict
+            return _write_and_verify(p, host, saved, before, base, step, fault)
 
 
 def _write_and_verify(

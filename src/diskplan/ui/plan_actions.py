@@ -456,6 +456,14 @@ class PlanActions(_Base):
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-") or "plan"
         return os.path.join(os.getcwd(), f"diskplan-{slug}.json")
 
+    def _made_against(self, s: Session) -> str | None:
+        """The fingerprint of the disk's table the plan starts from, which `diskplan apply` checks; None
+        for a disk without a file or device (a demo shown from the model)."""
+        from diskplan.backend.tableid import table_fingerprint
+
+        path = self.target.path if self.target else ""
+        return table_fingerprint(s.plan.base, path, s.plan.geometry) if path else None
+
     def action_save_plan(self) -> None:
         from diskplan.model.planfile import PlanFileError, save_plan
         from diskplan.ui.dialogs import PathScreen
@@ -466,7 +474,7 @@ class PlanActions(_Base):
 
         def save(path: str) -> str | None:
             try:
-                text = save_plan(s.plan)
+                text = save_plan(s.plan, self._made_against(s))
             except PlanFileError as exc:
                 return str(exc)
             try:
