@@ -65,9 +65,10 @@ class WriteLock:
         self.release()
 
 
-def take(target: str, wait: float = WAIT) -> WriteLock:
+def take(target: str, wait: float | None = None) -> WriteLock:
     """Lock ``target`` (its whole disk, for a partition) for writing. Raises LockBusy when another program
-    still holds a lock on it after ``wait`` seconds, OSError when it cannot be opened."""
+    still holds a lock on it after ``wait`` seconds (default ``WAIT``), OSError when it cannot be opened."""
+    wait = WAIT if wait is None else wait
     path = whole_disk(target)
     # O_NONBLOCK: opening must never wait (a FIFO put in the image's place); the lock needs no mode.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
