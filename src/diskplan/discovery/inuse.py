@@ -250,9 +250,10 @@ def busy(found: list[Node], named: set[str], proc_root: str = "/proc") -> list[U
             keys = {p.path: ("blk", *p.devnum) for p in [disk, *claimed]}
             opened = openers(set(keys.values()), proc_root)
             if not parts or keys[disk.path] in opened or not any(keys[p.path] in opened for p in claimed):
-                what = ("the kernel or another program holds it open exclusively" if not parts else
-                        "the kernel or another program holds it (or each of its partitions) open exclusively")
-                out.append(Use(disk.path, "busy", what + _open_in(opened.get(keys[disk.path], []))))
+                sure = not parts or keys[disk.path] in opened
+                what = "it" if sure else "it (or each of its partitions)"
+                out.append(Use(disk.path, "busy", f"the kernel or another program holds {what} open exclusively"
+                               + _open_in(opened.get(keys[disk.path], []))))
                 continue
             suspects = claimed  # some are open in a process, the disk is not: the partitions are claimed
         opened = openers({("blk", *p.devnum) for p in suspects}, proc_root) if suspects else {}
@@ -325,8 +326,8 @@ def loops_backed_by(image: str, sys_root: str = "/sys") -> list[Node]:
     return loops_reading(_file_key(st), sys_root) if st is not None else []
 
 
-LOCK_KINDS = {"FLOCK": "BSD flock", "POSIX": "POSIX lock", "OFDLCK": "open file description lock (as QEMU takes)",
-              "LEASE": "lease", "DELEG": "NFS delegation"}
+LOCK_KINDS = {"FLOCK": "a BSD flock", "POSIX": "a POSIX lock", "LEASE": "a lease", "DELEG": "an NFS delegation",
+              "OFDLCK": "an open file description lock (as QEMU takes)"}
 
 
 def _holder(path: str, pid: str, proc_root: str) -> str:
@@ -362,7 +363,7 @@ def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> l
             continue
         if hit is not None:
             held.setdefault((hit, kind, pid), mode.lower())  # QEMU locks many byte ranges: one line
-    return [Use(path, "locked", f"a {LOCK_KINDS.get(kind, kind)} ({mode}) held by {_holder(path, pid, proc_root)}")
+    return [Use(path, "locked", f"{LOCK_KINDS.get(kind, 'a ' + kind)} ({mode}) held by {_holder(path, pid, proc_root)}")
             for (path, kind, pid), mode in held.items()]
 
 
