@@ -230,3 +230,19 @@ def test_a_plan_already_on_the_disk_is_nothing_to_do_not_a_refusal(
     assert diskplan("apply", plan, str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup")).returncode == 0
     again = diskplan("apply", plan, str(img), "--yes", "--backup", str(tmp_path / "c.dpbackup"))
     assert again.returncode == 0 and "nothing to do" in again.stdout + again.stderr
+
+
+def test_made_against_round_trips_through_a_plan_file_and_must_be_a_string() -> None:
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.plan import Plan
+    from diskplan.model.planfile import PlanFileError, load_plan, save_plan, to_json
+    from diskplan.model.table import new_table
+
+    geom = Geometry(sectors=131072, logical=512, physical=512)
+    plan = Plan.open(geom, new_table("gpt", geom).with_partitions((Partition(1, 2048, 22527, LINUX.upper()),)))
+    text = save_plan(plan, "sha256:" + "ab" * 32)
+    spec = load_plan(text)
+    assert spec.made_against == "sha256:" + "ab" * 32 and to_json(spec) == text
+    assert "made_against" not in save_plan(plan)  # a plan not made from a disk records nothing
+    with pytest.raises(PlanFileError, match="made_against must be a string"):
+        load_plan(text.replace('"sha256:' + "ab" * 32 + '"', "[1]"))

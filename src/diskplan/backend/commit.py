@@ -7,11 +7,13 @@ The steps, each its own function so a UI can show them one by one:
    a plan libparted cannot place exactly) and asks libparted, in a child, to build the new table in memory.
    Nothing is written. The ``Proposal`` says what to show and what to ask (type the device name for a
    block device, "yes" for an image file).
-2. ``execute(proposal, answer, host)`` checks again (someone may have mounted it meanwhile), saves the
-   backup (backend.backup), then in one child writes the table with one libparted commit, tells the
-   kernel and reads the table back (a new libparted disk from the device, plus diskplan's own checks of
-   the raw GPT copies or EBR chain); the parent compares it with the plan sector for sector. The
-   ``Outcome`` says exactly what state the disk is in, and how to restore when something went wrong.
+2. ``execute(proposal, answer, host)`` takes the write lock (backend.lock) and, under it until the
+   verdict, checks again (someone may have mounted it meanwhile, or written another table: the table is
+   read again and must be the one the proposal was made against), saves the backup (backend.backup),
+   then in one child writes the table with one libparted commit, tells the kernel and reads the table
+   back (a new libparted disk from the device, plus diskplan's own checks of the raw GPT copies or EBR
+   chain); the parent compares it with the plan sector for sector. The ``Outcome`` says exactly what
+   state the disk is in, and how to restore when something went wrong.
 3. backend.restore puts a backup back byte for byte, the same way.
 
 A GPT repair (``plan.pending_repair``) goes through the same two calls: ``prepare(..., repair=...)``
