@@ -246,3 +246,37 @@ def test_made_against_round_trips_through_a_plan_file_and_must_be_a_string() -> 
     assert "made_against" not in save_plan(plan)  # a plan not made from a disk records nothing
     with pytest.raises(PlanFileError, match="made_against must be a string"):
         load_plan(text.replace('"sha256:' + "ab" * 32 + '"', "[1]"))
+
+
+def test_the_planner_saves_what_its_plan_was_made_against_and_apply_checks_it(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    import asyncio
+
+    from textual.widgets import Input
+
+    from diskplan.backend.reader import read
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.target import Target
+
+    img = sparse_image(64 * MiB)
+    sfdisk(img, BEFORE)
+    saved = tmp_path / "saved.json"
+
+    async def go() -> None:
+        app = PlannerApp(start=Target(read(str(img)), "disk.img", path=str(img)))
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            assert app.session is not None
+            assert app._step(app.session.plan.delete(2))
+            await pilot.press("ctrl+s")
+            app.screen.query_one("#path", Input).value = str(saved)
+            await pilot.press("enter")
+            await pilot.pause()
+
+    asyncio.run(go())
+    doc = json.loads(saved.read_text())
+    assert doc["made_against"] == json.loads(diskplan("export", str(img)).stdout)["made_against"]
+    run(need_tool("sfdisk"), "-q", "--part-label", str(img), "1", "written-since")
+    proc = diskplan("apply", str(saved), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 1 and "the plan was made against another table" in proc.stderr
