@@ -44,6 +44,27 @@ def test_a_swap_file_that_is_the_image_is_named(tmp_path: pathlib.Path) -> None:
     assert [str(u) for u in uses] == [f"{img} is in use as swap (file file)"]
 
 
+def test_proc_locks_name_the_holder_and_skip_waiters_our_own_lock_and_udev_probing(tmp_path: pathlib.Path) -> None:
+    me = os.getpid()
+    for pid, comm in ((101, "qemu-system-x86"), (102, "sfdisk"), (103, "(udev-worker)")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
+    (tmp_path / "locks").write_text(
+        f"1: FLOCK  ADVISORY  WRITE {me} fe:00:77 0 EOF\n"  # this process writing: its own lock
+        "2: POSIX  ADVISORY  WRITE 101 fe:00:77 100 100\n"
+        "3: POSIX  ADVISORY  WRITE 101 fe:00:77 103 103\n"  # QEMU's second byte: the same use
+        "4: -> FLOCK  ADVISORY  WRITE 102 00:06:94 0 EOF\n"  # waiting: holds nothing yet
+        "5: FLOCK  ADVISORY  READ 103 00:06:94 0 EOF\n"
+        "6: FLOCK  ADVISORY  WRITE 102 fe:00:78 0 EOF\n"  # another file
+    )
+    uses = inuse.locks({(0xFE, 0, 77): "/img/d.img", (0, 6, 94): "/dev/sdz"}, proc_root=str(tmp_path))
+    assert [(str(u), u.blocking) for u in uses] == [
+        ("/img/d.img is locked: a POSIX lock (write) held by qemu-system-x86 (pid 101)", True),
+        ("/dev/sdz is locked: a BSD flock (read) held by (udev-worker) (pid 103) while it probes the disk; "
+         "the write waits for it", False),
+    ]
+
+
 def test_holders_name_lvm_and_md(tmp_path: pathlib.Path) -> None:
     disk = tmp_path / "block" / "sdz"
     for holder in ("dm-0", "md0"):

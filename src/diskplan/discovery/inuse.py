@@ -330,6 +330,9 @@ LOCK_KINDS = {"FLOCK": "a BSD flock", "POSIX": "a POSIX lock", "LEASE": "a lease
               "OFDLCK": "an open file description lock (as QEMU takes)"}
 
 
+UDEV = {"systemd-udevd", "(udev-worker)", "udevd"}  # process names of udev and its workers
+
+
 def _holder(path: str, pid: str, proc_root: str) -> str:
     """Who holds a lock: its pid, or (an OFD lock names none) the processes that have the file open."""
     if pid.isdigit():
@@ -363,8 +366,16 @@ def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> l
             continue
         if hit is not None:
             held.setdefault((hit, kind, pid), mode.lower())  # QEMU locks many byte ranges: one line
-    return [Use(path, "locked", f"{LOCK_KINDS.get(kind, 'a ' + kind)} ({mode}) held by {_holder(path, pid, proc_root)}")
-            for (path, kind, pid), mode in held.items()]
+    out = []
+    for (path, kind, pid), mode in held.items():
+        who = _holder(path, pid, proc_root)
+        # udev holds a shared lock on a whole disk for the moment it probes it (after every write): the
+        # write lock waits for it (backend.lock), so it is said but refuses nothing.
+        probing = kind == "FLOCK" and mode == "read" and who.split(" (pid")[0] in UDEV
+        what = f"{LOCK_KINDS.get(kind, 'a ' + kind)} ({mode}) held by {who}"
+        out.append(Use(path, "locked", what + (" while it probes the disk; the write waits for it" if probing else ""),
+                       blocking=not probing))
+    return out
 
 
 def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> list[Use]:
