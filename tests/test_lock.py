@@ -157,6 +157,19 @@ def test_a_table_written_by_another_program_after_the_proposal_is_refused(
         assert file_sha(img) == changed
 
 
+def test_a_whole_disk_filesystem_made_after_the_proposal_is_refused(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    p = commit.prepare(str(img), Table("gpt", 34, 131038, (Partition(1, 2048, 22527, LINUX.upper()),)), HOST)
+    assert not p.refusals and p.changes
+    run(need_tool("mkfs.ext4"), "-q", "-F", str(img))
+    made = file_sha(img)
+    o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"))
+    assert o.verdict is Verdict.REFUSED and "changed since it was read" in o.message, o.message
+    assert file_sha(img) == made
+
+
 def test_a_repair_and_a_restore_hold_the_lock_too(tmp_path: pathlib.Path) -> None:
     img = tmp_path / "disk.img"
     with open(img, "wb") as f:

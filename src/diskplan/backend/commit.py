@@ -383,7 +383,7 @@ def prepare(
     refusals += blocking
     notes += idle
     ops = plan_changes(label, current.table, live, fresh)
-    now = table_fingerprint(current.table, target, geom)
+    now = table_fingerprint(current.table, target, geom, current.filesystem)
     if made_against and made_against != now and any(op.kind != "keep" for op in ops.operations):
         refusals.append(plan_made_against_another(target))
     proposal = Proposal(
@@ -582,7 +582,7 @@ def table_changed(p: Proposal, now: Disk | None = None) -> list[str]:
         now = now if now is not None else read(p.target)
     except ReadError as exc:
         return [f"{p.target} cannot be read again: {exc}"]
-    if table_fingerprint(now.table, p.target, now.geometry) != p.made_against:
+    if table_fingerprint(now.table, p.target, now.geometry, now.filesystem) != p.made_against:
         return [f"the table on {p.target} changed since it was read (another program wrote it meanwhile): "
                 "read the disk again and plan anew"]
     return []

@@ -138,7 +138,7 @@ def prepare_repair(
         table_sectors=written,
         protect=tuple(p.extent for p in data),
         repair=r,
-        made_against=table_fingerprint(current.table, target, geom),
+        made_against=table_fingerprint(current.table, target, geom, current.filesystem),
     )
 
 

@@ -15,8 +15,11 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
 
 
-def disk_id(path: str, label: str | None, geometry: Geometry) -> str:
-    """``gpt:<disk GUID>``, ``msdos:<signature>`` or "" (another label, none, or unreadable)."""
+def disk_id(path: str, label: str | None, geometry: Geometry, filesystem: str = "") -> str:
+    """``gpt:<disk GUID>``, ``msdos:<signature>``, ``fs:<type>`` for a whole-disk filesystem without a
+    label (``filesystem``, as the reader found it), or "" (another label, none, or unreadable)."""
+    if label is None and filesystem:
+        return f"fs:{filesystem}"
     try:
         if label == "gpt":
             state = check_gpt(path, geometry.logical, geometry.sectors)
@@ -32,13 +35,14 @@ def disk_id(path: str, label: str | None, geometry: Geometry) -> str:
     return ""
 
 
-def table_fingerprint(table: Table, path: str, geometry: Geometry) -> str:
-    """The fingerprint of ``table`` as read from ``path`` (the disk identifier is read now)."""
-    return fingerprint(table, disk_id(path, table.label, geometry))
+def table_fingerprint(table: Table, path: str, geometry: Geometry, filesystem: str = "") -> str:
+    """The fingerprint of ``table`` as read from ``path`` (the disk identifier is read now); ``filesystem``:
+    what the reader found on the whole disk (``Disk.filesystem``)."""
+    return fingerprint(table, disk_id(path, table.label, geometry, filesystem))
 
 
 def disk_fingerprint(disk: Disk) -> str:
     """The fingerprint of the table on ``disk`` (read from ``disk.source``); "" for a disk without a source."""
     if not disk.source:
         return ""
-    return table_fingerprint(disk.table, disk.source, disk.geometry)
+    return table_fingerprint(disk.table, disk.source, disk.geometry, disk.filesystem)

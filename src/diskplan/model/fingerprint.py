@@ -1,9 +1,10 @@
 """What a plan was made against: a digest of the table on a disk, over what a write depends on.
 
 Two readings of a disk give the same fingerprint when they have the same label, the same disk identifier
-(GPT disk GUID or MBR signature, read raw by backend.tableid) and the same partitions: numbers, extents,
-roles, types, names and flags. A filesystem made inside a partition does not change it; another program's
-table write does, even one that only renames a partition or gives the disk a new GUID.
+(GPT disk GUID or MBR signature, read raw by backend.tableid; without a label, the whole-disk filesystem's
+type) and the same partitions: numbers, extents, roles, types, names and flags. A filesystem made inside a
+partition does not change it; another program's table write does, even one that only renames a partition
+or gives the disk a new GUID.
 """
 
 from __future__ import annotations

@@ -461,8 +461,9 @@ class PlanActions(_Base):
         for a disk without a file or device (a demo shown from the model)."""
         from diskplan.backend.tableid import table_fingerprint
 
-        path = self.target.path if self.target else ""
-        return table_fingerprint(s.plan.base, path, s.plan.geometry) if path else None
+        if self.target is None or not self.target.path:
+            return None
+        return table_fingerprint(s.plan.base, self.target.path, s.plan.geometry, self.target.disk.filesystem)
 
     def action_save_plan(self) -> None:
         from diskplan.model.planfile import PlanFileError, save_plan
