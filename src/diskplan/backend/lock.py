@@ -65,13 +65,26 @@ class WriteLock:
         self.release()
 
 
+def _open(path: str) -> int:
+    """A descriptor to hold the lock with. A block device is opened for writing when it can be: closing
+    it then signals IN_CLOSE_WRITE, on which systemd-udevd probes the disk again, once the lock is gone
+    (it skipped the events of the write itself, which happened under the lock). O_NONBLOCK: opening must
+    never wait (a FIFO put in an image's place)."""
+    flags = os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        if stat.S_ISBLK(os.stat(path).st_mode):
+            return os.open(path, os.O_RDWR | flags)
+    except OSError:
+        pass  # read-only, or mounted as a whole (the checks under the lock say so): the lock needs no mode
+    return os.open(path, os.O_RDONLY | flags)
+
+
 def take(target: str, wait: float | None = None) -> WriteLock:
     """Lock ``target`` (its whole disk, for a partition) for writing. Raises LockBusy when another program
     still holds a lock on it after ``wait`` seconds (default ``WAIT``), OSError when it cannot be opened."""
     wait = WAIT if wait is None else wait
     path = whole_disk(target)
-    # O_NONBLOCK: opening must never wait (a FIFO put in the image's place); the lock needs no mode.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = _open(path)
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
