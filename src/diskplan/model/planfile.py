@@ -221,7 +221,7 @@ def _from_json(text: str) -> PlanSpec:
                                 item.get("role")))
     against = doc.get("made_against")
     if against is not None and not isinstance(against, str):
-        raise PlanFileError(f"made_against must be a string, not {against!r}")
+        raise PlanFileError(f"made_against must be a string (a sha256: fingerprint), not a {type(against).__name__}")
     return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
                              extra["last_lba"], against))
 
