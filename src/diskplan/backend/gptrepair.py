@@ -9,10 +9,11 @@ them new GUIDs. The raw bytes keep every GUID, name and attribute, and ``sgdisk 
 The steps are those of backend.commit, and a UI drives them the same way: ``prepare_repair`` (or
 ``commit.prepare(..., repair=plan.pending_repair)``) gives a ``Proposal`` whose operations are one
 "repair" per run of sectors written plus "keep N" for every partition; ``execute_repair`` (or
-``commit.execute``) checks again that nothing uses the disk and that it still needs the same repair,
-saves a backup of both ends of the disk, writes, syncs, and verifies by reading back: the written bytes,
-both GPT copies valid and equal with the entry array the good copy had, the partitions unchanged, and
-no damage left of the kind repaired. ``diskplan restore`` puts the old bytes back.
+``commit.execute``) takes the write lock (backend.lock) and, under it until the verdict, checks again
+that nothing uses the disk and that it still needs the same repair on the same table, saves a backup of
+both ends of the disk, writes, syncs, and verifies by reading back: the written bytes, both GPT copies
+valid and equal with the entry array the good copy had, the partitions unchanged, and no damage left of
+the kind repaired. ``diskplan restore`` puts the old bytes back.
 """
 
 from __future__ import annotations
