@@ -3,13 +3,20 @@ and seen on real loop devices (exclusive opens, a loop reading an image, the ker
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import pathlib
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+
+import pytest
 
 from conftest import need_tool, run
 from diskplan.discovery import inuse
-from test_commit_support import partx_update
+from lockholders import holding
+from test_commit_support import file_sha, mounted, partx_update
 
 MiB = 1 << 20
 TWO = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
@@ -35,6 +42,27 @@ def test_a_swap_file_that_is_the_image_is_named(tmp_path: pathlib.Path) -> None:
     )
     uses = inuse.swaps({}, os.stat(img), proc_root=str(tmp_path))
     assert [str(u) for u in uses] == [f"{img} is in use as swap (file file)"]
+
+
+def test_proc_locks_name_the_holder_and_skip_waiters_our_own_lock_and_udev_probing(tmp_path: pathlib.Path) -> None:
+    me = os.getpid()
+    for pid, comm in ((101, "qemu-system-x86"), (102, "sfdisk"), (103, "(udev-worker)")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
+    (tmp_path / "locks").write_text(
+        f"1: FLOCK  ADVISORY  WRITE {me} fe:00:77 0 EOF\n"  # this process writing: its own lock
+        "2: POSIX  ADVISORY  WRITE 101 fe:00:77 100 100\n"
+        "3: POSIX  ADVISORY  WRITE 101 fe:00:77 103 103\n"  # QEMU's second byte: the same use
+        "4: -> FLOCK  ADVISORY  WRITE 102 00:06:94 0 EOF\n"  # waiting: holds nothing yet
+        "5: FLOCK  ADVISORY  READ 103 00:06:94 0 EOF\n"
+        "6: FLOCK  ADVISORY  WRITE 102 fe:00:78 0 EOF\n"  # another file
+    )
+    uses = inuse.locks({(0xFE, 0, 77): "/img/d.img", (0, 6, 94): "/dev/sdz"}, proc_root=str(tmp_path))
+    assert [(str(u), u.blocking) for u in uses] == [
+        ("/img/d.img is locked: a POSIX lock (write) held by qemu-system-x86 (pid 101)", True),
+        ("/dev/sdz is locked: a BSD flock (read) held by (udev-worker) (pid 103) while it probes the disk; "
+         "the write waits for it", False),
+    ]
 
 
 def test_holders_name_lvm_and_md(tmp_path: pathlib.Path) -> None:
@@ -91,3 +119,92 @@ def test_kernel_partitions_follow_sysfs(
     assert inuse.kernel_partitions(dev) == {1: (256 * 8, 512 * 8)}  # sysfs counts 512-byte units
     assert [n.name for n in inuse.nodes(inuse.disk_sysdir(dev) or "")] == [os.path.basename(dev),
                                                                             f"{os.path.basename(dev)}p1"]
+
+
+def _comm(pid: int) -> str:
+    return f"{pathlib.Path(f'/proc/{pid}/comm').read_text().strip()} (pid {pid})"
+
+
+@contextlib.contextmanager
+def offset_loop(image: pathlib.Path, offset: int, size: int) -> Iterator[str]:
+    """A second loop device over ``image``, ``size`` bytes from ``offset`` (as `losetup -o` gives)."""
+    proc = subprocess.run(["losetup", "--find", "--show", "--offset", str(offset), "--sizelimit", str(size),
+                           str(image)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"losetup could not attach a loop device: {proc.stderr.strip()}")
+    dev = proc.stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "--detach", dev], capture_output=True)
+
+
+def test_a_loop_target_is_seen_through_to_an_offset_loop_of_its_file_whose_filesystem_is_mounted(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
+    dev = loop_device(img)
+    plan = tmp_path / "plan.json"  # keeps partition 1, deletes partition 2: where the offset loop's data lies
+    plan.write_text(json.dumps({"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 22527}]}))
+    with offset_loop(img, 22528 * 512, 20480 * 512) as other, mounted(other, tmp_path / "mnt"):
+        uses = [str(u) for u in inuse.find_users(dev) if u.blocking]
+        assert uses == [f"{other} is mounted on {tmp_path / 'mnt'} (ext4) ({other} reads {img}, the file {dev} reads)"]
+        before = file_sha(img)
+        proc = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(plan), dev, "--yes", "--backup",
+                               str(tmp_path / "b.dpbackup")], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 1 and f"refused: {dev} is in use: {uses[0]}" in proc.stderr, proc.stderr
+        assert file_sha(img) == before
+    # Idle, the other loop is a note: writing through one loop leaves the other's partition list stale.
+    with offset_loop(img, 22528 * 512, 20480 * 512) as other:
+        uses = inuse.find_users(dev)
+        assert [(u.device, u.blocking) for u in uses] == [(other, False)]
+        assert str(uses[0]).startswith(f"{other} reads {img}, the file {dev} reads too")
+
+
+LOCKS = {"flock": "a BSD flock (write)", "posix": "a POSIX lock (write)",
+         "ofd": "an open file description lock (as QEMU takes) (read)"}
+
+
+@pytest.mark.parametrize("kind", list(LOCKS))
+def test_a_lock_another_process_holds_on_the_image_is_a_use(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], kind: str
+) -> None:
+    img = sparse_image(64 * MiB)
+    dev = loop_device(img)
+    with holding(kind, img) as pid:
+        what = f"{img} is locked: {LOCKS[kind]} held by {_comm(pid)}"
+        assert inuse.culprits(str(img)) == [what]
+        # Through a loop device that reads it, the same lock on its file.
+        assert inuse.culprits(dev) == [f"{what} (the file {dev} reads)"]
+    assert inuse.culprits(str(img)) == []
+
+
+def test_a_lock_on_a_loop_device_of_the_image_is_a_use(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = sparse_image(64 * MiB)
+    dev = loop_device(img)
+    with holding("flock", dev) as pid:  # another partitioner (or diskplan) writing through the loop device
+        assert inuse.culprits(str(img)) == [f"{dev} is locked: a BSD flock (write) held by {_comm(pid)} "
+                                            f"({dev} reads this image)"]
+
+
+def test_a_whole_disk_held_exclusively_is_named_not_its_partition(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
+    dev = loop_device(img)
+    partx_update(dev)
+    busy = "is busy: the kernel or another program holds it open exclusively"
+    with holding("excl", dev) as pid:
+        assert inuse.culprits(dev) == [f"{dev} {busy}; open in {_comm(pid)}"]
+    with holding("excl", f"{dev}p1") as pid:
+        assert inuse.culprits(dev) == [f"{dev}p1 {busy}; open in {_comm(pid)}"]
+    fd = os.open(dev, os.O_RDONLY | os.O_EXCL)  # held by nobody diskplan can see (this process is left out)
+    try:
+        assert inuse.culprits(dev) == [f"{dev} is busy: the kernel or another program holds it (or each of its "
+                                       "partitions) open exclusively"]
+    finally:
+        os.close(fd)

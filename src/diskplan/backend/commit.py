@@ -7,11 +7,13 @@ The steps, each its own function so a UI can show them one by one:
    a plan libparted cannot place exactly) and asks libparted, in a child, to build the new table in memory.
    Nothing is written. The ``Proposal`` says what to show and what to ask (type the device name for a
    block device, "yes" for an image file).
-2. ``execute(proposal, answer, host)`` checks again (someone may have mounted it meanwhile), saves the
-   backup (backend.backup), then in one child writes the table with one libparted commit, tells the
-   kernel and reads the table back (a new libparted disk from the device, plus diskplan's own checks of
-   the raw GPT copies or EBR chain); the parent compares it with the plan sector for sector. The
-   ``Outcome`` says exactly what state the disk is in, and how to restore when something went wrong.
+2. ``execute(proposal, answer, host)`` takes the write lock (backend.lock) and, under it until the
+   verdict, checks again (someone may have mounted it meanwhile, or written another table: the table is
+   read again and must be the one the proposal was made against), saves the backup (backend.backup),
+   then in one child writes the table with one libparted commit, tells the kernel and reads the table
+   back (a new libparted disk from the device, plus diskplan's own checks of the raw GPT copies or EBR
+   chain); the parent compares it with the plan sector for sector. The ``Outcome`` says exactly what
+   state the disk is in, and how to restore when something went wrong.
 3. backend.restore puts a backup back byte for byte, the same way.
 
 A GPT repair (``plan.pending_repair``) goes through the same two calls: ``prepare(..., repair=...)``
@@ -43,8 +45,10 @@ from enum import Enum
 from typing import Protocol
 
 from diskplan.backend import backup as bk
+from diskplan.backend import lock as wlock
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.reader import ReadError, read
+from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.geometry import Geometry
@@ -134,6 +138,7 @@ class Proposal:
     table_sectors: tuple[Extent, ...] = ()  # where the new table's own sectors go
     protect: tuple[Extent, ...] = ()  # data of kept partitions: never in the backup, never written
     repair: GptRepair | None = None  # a repair-only proposal (backend.gptrepair): these bytes are written
+    made_against: str = ""  # fingerprint of ``current`` (model.fingerprint): checked again under the lock
 
     @property
     def changes(self) -> bool:
@@ -317,6 +322,12 @@ def other_disk(target: str, geom: Geometry, sector_size: int | None, sectors: in
     return out
 
 
+def plan_made_against_another(target: str) -> str:
+    return (f"the plan was made against another table than the one on {target} now (its \"made_against\" "
+            "fingerprint differs: the disk was written since, or it is another disk). Plan again from the disk, "
+            "or delete \"made_against\" from the plan file to apply it to the table there now")
+
+
 def prepare(
     target: str,
     desired: Table,
@@ -326,14 +337,16 @@ def prepare(
     sectors: int | None = None,
     current: Disk | None = None,
     repair: GptRepair | None = None,
+    made_against: str | None = None,
 ) -> Proposal:
     """Everything to show before asking: operations, the resulting table, refusals. Writes nothing.
     ``sector_size``/``sectors``: what the plan was made for, when it says. ``current``: the target as
     the caller read it a moment ago (backend.reader.read), so it is not read twice; the write checks
     again that the disk is the same one and still holds what is deleted. ``repair``: the plan's pending
     repair (``Plan.pending_repair``): then the proposal writes that repair and nothing else, and
-    ``desired`` must keep the disk's partitions as they are. Raises CommitError only when the target
-    cannot be read at all."""
+    ``desired`` must keep the disk's partitions as they are. ``made_against``: the fingerprint a plan file
+    recorded (model.fingerprint): a plan that changes the disk is refused when the disk's table is no
+    longer that one. Raises CommitError only when the target cannot be read at all."""
     if repair is not None:
         from diskplan.backend.gptrepair import prepare_repair  # it builds on this module
 
@@ -370,6 +383,9 @@ def prepare(
     refusals += blocking
     notes += idle
     ops = plan_changes(label, current.table, live, fresh)
+    now = table_fingerprint(current.table, target, geom, current.filesystem)
+    if made_against and made_against != now and any(op.kind != "keep" for op in ops.operations):
+        refusals.append(plan_made_against_another(target))
     proposal = Proposal(
         target=target,
         kind=kind,
@@ -387,6 +403,7 @@ def prepare(
         create=(*ops.create, *ops.rewrite),
         change=tuple(new for _, new, _ in ops.change),
         protect=ops.protect,
+        made_against=now,
     )
     if refusals or not proposal.changes:
         return proposal
@@ -526,20 +543,51 @@ def execute(
     stop = stop_before_writing(p, answer, base, "" if p.changes else "nothing to do: the disk already holds the plan")
     if stop is not None:
         return stop
-    step(1, "checking that nothing uses the disk")
-    now = recheck(p, host)
-    if now:
-        return replace(base, message="refused: " + now[0], details=tuple(now))
+    step(1, "locking the disk and checking that nothing uses it")
+    held = take_lock(p.target, host, base)
+    if isinstance(held, Outcome):
+        return held
+    with held:  # from the last check to the verdict: no other writer in between
+        now = recheck(p, host) or table_changed(p)
+        if now:
+            return replace(base, message="refused: " + now[0], details=tuple(now))
 
-    step(2, "saving the backup of the old table")
-    got = save_backup(p, backup_path, base)
-    if isinstance(got, Outcome):
-        return got
-    saved, base = got
-    with uninterruptible():  # from the first written sector to the verdict
-        outcome = _write_and_verify(p, host, saved, base, step, fault)
-    bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
-    return outcome
+        step(2, "saving the backup of the old table")
+        got = save_backup(p, backup_path, base)
+        if isinstance(got, Outcome):
+            return got
+        saved, base = got
+        with uninterruptible():  # from the first written sector to the verdict
+            outcome = _write_and_verify(p, host, saved, base, step, fault)
+        bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
+        return outcome
+
+
+def take_lock(target: str, host: Host, base: Outcome) -> wlock.WriteLock | Outcome:
+    """The write lock on ``target`` (backend.lock), or the refusal naming who holds it."""
+    try:
+        return wlock.take(target)
+    except wlock.LockBusy as exc:
+        return replace(base, message=f"refused: {exc}", details=tuple(usage(target, host)[0]))
+    except FileNotFoundError as exc:
+        return replace(base, message=f"refused: {target} is gone: {exc.strerror}")
+    except OSError as exc:
+        return replace(base, message=f"refused: {target} cannot be locked: {exc.strerror or exc}")
+
+
+def table_changed(p: Proposal, now: Disk | None = None) -> list[str]:
+    """Is the table still the one the proposal was made against (``now``: the disk read again)? Run under
+    the lock: another writer may have finished while this one waited for it."""
+    if not p.made_against:
+        return []
+    try:
+        now = now if now is not None else read(p.target)
+    except ReadError as exc:
+        return [f"{p.target} cannot be read again: {exc}"]
+    if table_fingerprint(now.table, p.target, now.geometry, now.filesystem) != p.made_against:
+        return [f"the table on {p.target} changed since it was read (another program wrote it meanwhile): "
+                "read the disk again and plan anew"]
+    return []
 
 
 def stepper(progress: Progress | None, steps: int) -> Callable[[int, str], None]:

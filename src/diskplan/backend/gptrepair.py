@@ -9,10 +9,11 @@ them new GUIDs. The raw bytes keep every GUID, name and attribute, and ``sgdisk 
 The steps are those of backend.commit, and a UI drives them the same way: ``prepare_repair`` (or
 ``commit.prepare(..., repair=plan.pending_repair)``) gives a ``Proposal`` whose operations are one
 "repair" per run of sectors written plus "keep N" for every partition; ``execute_repair`` (or
-``commit.execute``) checks again that nothing uses the disk and that it still needs the same repair,
-saves a backup of both ends of the disk, writes, syncs, and verifies by reading back: the written bytes,
-both GPT copies valid and equal with the entry array the good copy had, the partitions unchanged, and
-no damage left of the kind repaired. ``diskplan restore`` puts the old bytes back.
+``commit.execute``) takes the write lock (backend.lock) and, under it until the verdict, checks again
+that nothing uses the disk and that it still needs the same repair on the same table, saves a backup of
+both ends of the disk, writes, syncs, and verifies by reading back: the written bytes, both GPT copies
+valid and equal with the entry array the good copy had, the partitions unchanged, and no damage left of
+the kind repaired. ``diskplan restore`` puts the old bytes back.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from diskplan.backend.commit import (
     save_backup,
     stepper,
     stop_before_writing,
+    table_changed,
+    take_lock,
     uninterruptible,
     unsafe,
     write_failed,
@@ -45,6 +48,7 @@ from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.rawtable import PROTECTIVE_ID, mbr_entries
 from diskplan.backend.reader import ReadError, read
+from diskplan.backend.tableid import table_fingerprint
 from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
@@ -135,6 +139,7 @@ def prepare_repair(
         table_sectors=written,
         protect=tuple(p.extent for p in data),
         repair=r,
+        made_against=table_fingerprint(current.table, target, geom, current.filesystem),
     )
 
 
@@ -157,7 +162,7 @@ def _problems_now(p: Proposal) -> list[str]:
         return [f"{p.target} changed since the repair was prepared: read it again"]
     if _extents(now.table) != _extents(p.current.table):
         return [f"the partitions on {p.target} changed since the repair was prepared: read it again"]
-    return []
+    return table_changed(p, now)
 
 
 def verify_repair(p: Proposal, before: GptState | None) -> tuple[list[str], Disk | None]:
@@ -223,25 +228,30 @@ def execute_repair(
     stop = stop_before_writing(p, answer, base, nothing)
     if stop is not None:
         return stop
-    step(1, "checking that nothing uses the disk and that it still needs this repair")
-    now = recheck(p, host) or _problems_now(p)
-    if now:
-        return replace(base, message="refused: " + now[0], details=tuple(now))
-    before = check_gpt(p.target, p.sector_size, p.sectors)
+    step(1, "locking the disk, checking that nothing uses it and that it still needs this repair")
+    held = take_lock(p.target, host, base)
+    if isinstance(held, Outcome):
+        return held
+    with held:  # from the last check to the verdict (kernel told, disk read back): no other writer between
+        now = recheck(p, host) or _problems_now(p)
+        if now:
+            return replace(base, message="refused: " + now[0], details=tuple(now))
+        before = check_gpt(p.target, p.sector_size, p.sectors)
 
-    step(2, "saving the backup of both ends of the disk")
-    got = save_backup(p, backup_path, base)
-    if isinstance(got, Outcome):
-        return got
-    saved, base = got
-    missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
-    if missing:  # never write a sector whose old bytes are not in the backup
-        return replace(base, verdict=Verdict.FAILED,
-                       message=f"the backup lacks sectors {missing[0].start}..{missing[0].end}; nothing was written")
-    with uninterruptible():  # from the first written sector to the verdict
-        outcome = _write_and_verify(p, host, saved, before, base, step, fault)
-    bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
-    return outcome
+        step(2, "saving the backup of both ends of the disk")
+        got = save_backup(p, backup_path, base)
+        if isinstance(got, Outcome):
+            return got
+        saved, base = got
+        missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
+        if missing:  # never write a sector whose old bytes are not in the backup
+            first = missing[0]
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the backup lacks sectors {first.start}..{first.end}; nothing was written")
+        with uninterruptible():  # from the first written sector to the verdict
+            outcome = _write_and_verify(p, host, saved, before, base, step, fault)
+        bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
+        return outcome
 
 
 def _write_and_verify(

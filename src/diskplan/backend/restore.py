@@ -25,6 +25,7 @@ from diskplan.backend.commit import (
     kernel_differences,
     state_after_failure,
     stop_before_writing,
+    take_lock,
     uninterruptible,
     unsafe,
     usage,
@@ -125,6 +126,15 @@ def _inform_child(target: str) -> tuple[bool, str]:
 
 
 def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
+    """The restore, under the write lock (backend.lock) from its checks to the kernel's news."""
+    held = take_lock(r.target, host, Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target))
+    if isinstance(held, Outcome):
+        return held
+    with held:
+        return _execute_restore(r, answer, host, progress=progress)
+
+
+def _execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
     base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target)
     nothing = "" if r.changed else f"nothing to do: {r.target} already holds the backup"
     stop = stop_before_writing(r, answer, base, nothing, done=DiskState.RESTORED)

@@ -128,7 +128,8 @@ def main(argv: list[str]) -> int:
         return 1
     h = host()
     try:
-        proposal = prepare(args.target, desired, h, sector_size=spec.sector_size, current=disk)
+        proposal = prepare(args.target, desired, h, sector_size=spec.sector_size, current=disk,
+                           made_against=spec.made_against)
     except CommitError as exc:
         err.print(f"diskplan apply: {exc}")
         return 2

@@ -10,7 +10,9 @@ import argparse
 import os
 import stat
 import sys
+from dataclasses import replace
 
+from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
 
@@ -75,7 +77,7 @@ def load_source(source: str) -> tuple[PlanSpec, str]:
         return _read_plan(source), "DEVICE"
     disk = open_target(source)
     try:
-        return spec_from_table(disk.table, disk.geometry), source
+        return replace(spec_from_table(disk.table, disk.geometry), made_against=disk_fingerprint(disk)), source
     except PlanFileError as exc:
         raise PlanFileError(f"{source}: {exc}") from exc
 

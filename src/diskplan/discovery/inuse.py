@@ -1,15 +1,20 @@
-"""Who is using a disk: mounts, swap, holders (LVM, md, dm-crypt), exclusive openers, and for an image
-file the loop devices that read it. Writing a table under any of them costs data, so each one is named.
+"""Who is using a disk: mounts, swap, holders (LVM, md, dm-crypt), exclusive openers, locks, and for an
+image file the loop devices that read it (at any offset). A loop device is seen through to the file it
+reads, and from there to every other loop device of that file. Writing a table under any of them costs
+data, so each one is named.
 
-Everything comes from the kernel's own lists: ``/proc/self/mountinfo``, ``/proc/swaps``,
-``/sys/block/<disk>/holders`` and ``/sys/block/<disk>/<part>/holders``, ``/sys/block/loop*/loop``.
+Everything comes from the kernel's own lists: ``/proc/self/mountinfo``, ``/proc/swaps``, ``/proc/locks``,
+``/sys/block/<disk>/holders`` and ``/sys/block/<disk>/<part>/holders``, ``/sys/block/loop*/loop`` (and the
+loop's LOOP_GET_STATUS64), plus an exclusive open tried on each node; /proc/PID/fd names the processes.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import struct
 from dataclasses import dataclass, replace
 
 from diskplan.discovery.topology import sysfs_dir
@@ -23,16 +28,20 @@ class Use:
     how: str  # "mounted", "swap", "held", "busy", "loop"
     detail: str  # where it is mounted, which device holds it, ...
     blocking: bool = True  # False: worth saying, but writing is still safe
-    via: str = ""  # for an image file: the loop device that reads it
+    via: str = ""  # the loop device that reads the image (the target, or the file behind a target loop)
+    behind: str = ""  # for a loop device target: the file it reads, and how this use reaches it
 
     def __str__(self) -> str:
         text = {
             "mounted": f"{self.device} is mounted on {self.detail}",
             "swap": f"{self.device} is in use as swap ({self.detail})",
             "held": f"{self.device} is held by {self.detail}",
+            "locked": f"{self.device} is locked: {self.detail}",
             "loop": f"{self.device} {self.detail}",
         }.get(self.how, f"{self.device} is busy: {self.detail}")
-        return f"{text} ({self.via} reads this image)" if self.via else text
+        if self.via:
+            return f"{text} ({self.via} reads {self.behind or 'this image'})"
+        return f"{text} ({self.behind})" if self.behind else text
 
 
 @dataclass(frozen=True)
@@ -167,82 +176,255 @@ def holders(found: list[Node], sys_root: str = "/sys") -> list[Use]:
     return out
 
 
-def busy(found: list[Node], named: set[str]) -> list[Use]:
-    """An exclusive open fails while the kernel (or anything else) claims the device: catches what the
-    lists above cannot name, e.g. a filesystem mounted in another mount namespace. A claimed partition
-    makes its whole disk refuse too, so the disk is tried only when none of its partitions is in use."""
-    out: list[Use] = []
-    disks = {n.sysdir for n in found if not os.path.exists(os.path.join(n.sysdir, "partition"))}
-    parts = [n for n in found if n.sysdir not in disks]
-    for node in [*parts, *(n for n in found if n.sysdir in disks)]:
-        in_use = {u.device for u in out} | named
-        if node.sysdir in disks and any(p.path in in_use for p in parts if os.path.dirname(p.sysdir) == node.sysdir):
-            continue
-        if node.path in named or not os.path.exists(node.path):
-            continue
+def _excl(path: str) -> int:
+    """0 when ``path`` can be opened exclusively (nothing claims it), else the errno."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.errno or errno.EIO
+    os.close(fd)
+    return 0
+
+
+def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict[tuple[str, int, int], list[str]]:
+    """Which processes (``name (pid N)``) have open one of ``wanted``: ("blk", major, minor) for a block
+    device, ("file", st_dev, st_ino) for a file. Reads every /proc/PID/fd: used only once something is
+    found busy or locked, to name it. This process is left out (it holds the disk for its own write)."""
+    found: dict[tuple[str, int, int], list[str]] = {}
+    me = str(os.getpid())
+    try:
+        pids = [p for p in os.listdir(proc_root) if p.isdigit() and p != me]
+    except OSError:
+        return found
+    for pid in pids:
+        fd_dir = f"{proc_root}/{pid}/fd"
         try:
-            fd = os.open(node.path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:
-                out.append(Use(node.path, "busy", "the kernel or another program holds it open exclusively"))
+            fds = os.listdir(fd_dir)
+        except OSError:
             continue
-        os.close(fd)
+        seen: set[tuple[str, int, int]] = set()
+        for fd in fds:
+            try:
+                st = os.stat(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISBLK(st.st_mode):
+                key = ("blk", os.major(st.st_rdev), os.minor(st.st_rdev))
+            else:
+                key = ("file", st.st_dev, st.st_ino)
+            if key in wanted and key not in seen:
+                seen.add(key)
+                found.setdefault(key, []).append(f"{_read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})")
+    return found
+
+
+def _open_in(names: list[str]) -> str:
+    return f"; open in {', '.join(names[:3])}" + (" …" if len(names) > 3 else "") if names else ""
+
+
+def busy(found: list[Node], named: set[str], proc_root: str = "/proc") -> list[Use]:
+    """An exclusive open fails while the kernel (or anything else) claims the device: catches what the
+    lists above cannot name, e.g. a filesystem mounted in another mount namespace. A claim on a partition
+    makes its whole disk refuse too, and a claim on the whole disk makes every partition refuse: so the
+    disk is tried first (if it opens, nothing on it is claimed), then its partitions; the disk itself is
+    named only when no partition opens either, and then only when nothing else explains it."""
+    out: list[Use] = []
+    disks = [n for n in found if not os.path.exists(os.path.join(n.sysdir, "partition"))]
+    for disk in disks:
+        parts = [n for n in found if os.path.dirname(n.sysdir) == disk.sysdir]
+        if disk.path in named or not os.path.exists(disk.path):
+            continue  # a mounted whole disk makes every partition refuse: already said
+        whole = _excl(disk.path)
+        if whole == 0:
+            continue
+        unnamed = [p for p in parts if p.path not in named and os.path.exists(p.path)]
+        result = {p.path: _excl(p.path) for p in unnamed}
+        claimed = [p for p in unnamed if result[p.path] == errno.EBUSY]
+        if whole != errno.EBUSY:  # the disk could not be tried: say what its partitions say
+            out += [Use(p.path, "busy", "the kernel or another program holds it open exclusively") for p in claimed]
+            continue
+        # Some partition opened, or one is in use for a named reason: the disk has no claim of its own.
+        if len(claimed) < len(unnamed) or len(unnamed) < len(parts):
+            suspects = claimed
+        else:  # every partition refuses: the disk is claimed, or each partition is; ask who has what open
+            keys = {p.path: ("blk", *p.devnum) for p in [disk, *claimed]}
+            opened = openers(set(keys.values()), proc_root)
+            if not parts or keys[disk.path] in opened or not any(keys[p.path] in opened for p in claimed):
+                sure = not parts or keys[disk.path] in opened
+                what = "it" if sure else "it (or each of its partitions)"
+                out.append(Use(disk.path, "busy", f"the kernel or another program holds {what} open exclusively"
+                               + _open_in(opened.get(keys[disk.path], []))))
+                continue
+            suspects = claimed  # some are open in a process, the disk is not: the partitions are claimed
+        opened = openers({("blk", *p.devnum) for p in suspects}, proc_root) if suspects else {}
+        out += [Use(p.path, "busy", "the kernel or another program holds it open exclusively"
+                    + _open_in(opened.get(("blk", *p.devnum), []))) for p in suspects]
+    return out
+
+
+LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64 = struct.Struct("QQ")  # lo_device, lo_inode: the first fields of struct loop_info64
+_LOOP_INFO64_SIZE = 232
+
+
+def _huge_decode(dev: int) -> tuple[int, int]:
+    """The kernel's encoding of a dev_t in loop_info64 (new_encode_dev) as (major, minor)."""
+    return (dev & 0xFFF00) >> 8, (dev & 0xFF) | ((dev >> 12) & 0xFFF00)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _file_key(st: os.stat_result) -> tuple[int, int, int]:
+    """What /proc/locks and LOOP_GET_STATUS64 name a file by: its filesystem's (major, minor), its inode."""
+    return os.major(st.st_dev), os.minor(st.st_dev), st.st_ino
+
+
+def backing_file(sysdir: str) -> tuple[tuple[int, int, int], str] | None:
+    """The file a loop device reads (``_file_key``) and its path as the kernel prints it; None when
+    ``sysdir`` is not a bound loop device. The loop's own answer (LOOP_GET_STATUS64) comes before stat()ing
+    the path: the path may lie in another mount namespace, or name a newer file."""
+    shown = _read(f"{sysdir}/loop/backing_file")
+    if not shown:
+        return None
+    name = shown.removesuffix(" (deleted)")
+    try:
+        fd = os.open(f"/dev/{os.path.basename(sysdir)}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            raw = fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(_LOOP_INFO64_SIZE))
+        finally:
+            os.close(fd)
+        device, inode = _LOOP_INFO64.unpack_from(raw)
+        return (*_huge_decode(device), inode), name
+    except OSError:
+        st = _stat(name)
+        return (_file_key(st), name) if st is not None else None
+
+
+def loops_reading(key: tuple[int, int, int], sys_root: str = "/sys") -> list[Node]:
+    """Loop devices (at any offset) whose backing file is the file ``key`` (``_file_key``)."""
+    try:
+        names = sorted(n for n in os.listdir(f"{sys_root}/block") if n.startswith("loop"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        sysdir = os.path.realpath(f"{sys_root}/block/{name}")
+        backing = backing_file(sysdir)
+        if backing is not None and backing[0] == key:
+            out.append(Node(name, _devnum(_read(f"{sysdir}/dev")) or (0, 0), sysdir))
     return out
 
 
 def loops_backed_by(image: str, sys_root: str = "/sys") -> list[Node]:
     """Loop devices whose backing file is ``image`` (same inode, so a renamed image still matches)."""
-    try:
-        st = os.stat(image)
-    except OSError:
-        return []
-    out = []
-    try:
-        names = sorted(n for n in os.listdir(f"{sys_root}/block") if n.startswith("loop"))
-    except OSError:
-        return []
-    for name in names:
-        sysdir = os.path.realpath(f"{sys_root}/block/{name}")
-        backing = _read(f"{sysdir}/loop/backing_file")  # the kernel's d_path: follows renames
-        if not backing:
+    st = _stat(image)
+    return loops_reading(_file_key(st), sys_root) if st is not None else []
+
+
+LOCK_KINDS = {"FLOCK": "a BSD flock", "POSIX": "a POSIX lock", "LEASE": "a lease", "DELEG": "an NFS delegation",
+              "OFDLCK": "an open file description lock (as QEMU takes)"}
+
+
+UDEV = {"systemd-udevd", "(udev-worker)", "udevd"}  # process names of udev and its workers
+
+
+def _holder(path: str, pid: str, proc_root: str) -> str:
+    """Who holds a lock: its pid, or (an OFD lock names none) the processes that have the file open."""
+    if pid.isdigit():
+        return f"{_read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})"
+    st = _stat(path)
+    if st is None:
+        return "a process diskplan cannot see"
+    key = ("blk", os.major(st.st_rdev), os.minor(st.st_rdev)) if stat.S_ISBLK(st.st_mode) else (
+        "file", st.st_dev, st.st_ino)
+    names = openers({key}, proc_root).get(key, [])
+    return ", ".join(names[:3]) or "a process diskplan cannot see"
+
+
+def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> list[Use]:
+    """Locks on ``files`` (``_file_key`` of each image file or device node -> its name) from /proc/locks:
+    a BSD flock (a partitioner, mkfs --lock, another diskplan), a POSIX or OFD lock (QEMU's on its disk
+    image). This process's own BSD lock (backend.lock, held while it writes) is no use; nor is a waiter
+    (``->``), which holds nothing yet."""
+    me = str(os.getpid())
+    held: dict[tuple[str, str, str], str] = {}
+    for line in (_read(f"{proc_root}/locks") or "").splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == "->":
+            continue
+        kind, mode, pid, where = fields[1], fields[3], fields[4], fields[5].split(":")
+        if len(where) != 3 or (kind == "FLOCK" and pid == me):
             continue
         try:
-            bst = os.stat(backing.removesuffix(" (deleted)"))
-        except OSError:
+            hit = files.get((int(where[0], 16), int(where[1], 16), int(where[2])))
+        except ValueError:
             continue
-        same = (bst.st_dev, bst.st_ino) == (st.st_dev, st.st_ino)
-        if same:
-            out.append(Node(name, _devnum(_read(f"{sysdir}/dev")) or (0, 0), sysdir))
+        if hit is not None:
+            held.setdefault((hit, kind, pid), mode.lower())  # QEMU locks many byte ranges: one line
+    out = []
+    for (path, kind, pid), mode in held.items():
+        who = _holder(path, pid, proc_root)
+        # udev holds a shared lock on a whole disk for the moment it probes it (after every write): the
+        # write lock waits for it (backend.lock), so it is said but refuses nothing.
+        probing = kind == "FLOCK" and mode == "read" and who.split(" (pid")[0] in UDEV
+        what = f"{LOCK_KINDS.get(kind, 'a ' + kind)} ({mode}) held by {who}"
+        out.append(Use(path, "locked", what + (" while it probes the disk; the write waits for it" if probing else ""),
+                       blocking=not probing))
     return out
 
 
 def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> list[Use]:
-    """Everything that uses ``path`` (a block device or an image file), blocking uses first."""
-    image: os.stat_result | None = None
-    loops: list[Node] = []
-    found: list[Node] = []
+    """Everything that uses ``path`` (a block device or an image file), blocking uses first.
+
+    An image file is used through every loop device that reads it (at any offset). A loop device is seen
+    through to its file: every other loop device reading that file, and the file itself (a lock, swap)."""
+    image: os.stat_result | None = None  # the image file written, or the one the target loop device reads
+    image_path = ""
+    key: tuple[int, int, int] | None = None
+    own: list[Node] = []
     sysdir = disk_sysdir(path, sys_root)
     if sysdir is not None:
-        found = nodes(sysdir)
+        own = nodes(sysdir)
+        backing = backing_file(sysdir)
+        if backing is not None:
+            key, image_path = backing
+            image = _stat(image_path)
+            if image is not None and _file_key(image) != key:
+                image = None  # the path names another file now (or one in another mount namespace)
     else:
-        try:
-            image = os.stat(path)
-        except OSError:
+        image = _stat(path)
+        if image is None:
             return []
-        if stat.S_ISREG(image.st_mode):
-            loops = loops_backed_by(path, sys_root)
-            for loop in loops:
-                found.extend(nodes(loop.sysdir))
+        if not stat.S_ISREG(image.st_mode):
+            image = None
+        else:
+            key, image_path = _file_key(image), path
+    loops = [n for n in loops_reading(key, sys_root) if n.sysdir != sysdir] if key else []
+    found = [*own, *(n for loop in loops for n in nodes(loop.sysdir))]
     devnums = {n.devnum: n.path for n in found}
+    files = {_file_key(st): n.path for n in found if (st := _stat(n.path)) is not None}
+    if image is not None:
+        files[_file_key(image)] = image_path
     uses = mounts(devnums, proc_root) + swaps(devnums, image, proc_root) + holders(found, sys_root)
-    uses += busy(found, {u.device for u in uses})
+    uses += locks(files, proc_root)
+    uses += busy(found, {u.device for u in uses}, proc_root)
+    # A loop device target: say how each use reaches it (through the file it reads).
+    behind = f"{image_path}, the file {path} reads" if sysdir is not None and image_path else ""
+    if behind:
+        uses = [replace(u, behind=f"the file {path} reads") if u.device == image_path else u for u in uses]
     for loop in loops:
         def on_loop(u: Use, loop: Node = loop) -> bool:
             return u.device == loop.path or u.device.startswith(loop.path + "p")
 
-        uses = [replace(u, via=loop.path) if on_loop(u) else u for u in uses]
+        uses = [replace(u, via=loop.path, behind=behind) if on_loop(u) else u for u in uses]
         if not any(on_loop(u) for u in uses):
-            note = f"reads this image; the kernel's view of its partitions stays old until `partx -u {loop.path}`"
+            what = f"reads {behind} too" if behind else "reads this image"
+            note = f"{what}; the kernel's view of its partitions stays old until `partx -u {loop.path}`"
             uses.append(Use(loop.path, "loop", note, blocking=False))
     return sorted(uses, key=lambda u: not u.blocking)
 

@@ -9,6 +9,7 @@ JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs
       "sector_size": 512,                     logical sector size in bytes (default 512)
       "sectors": 2097152,                     device size in sectors, when known
       "first_lba": 34, "last_lba": 2097118,   GPT usable area, when known
+      "made_against": "sha256:...",           the disk's table it was made from (model.fingerprint), when known
       "partitions": [*
         {"number": 1, "start": 2048,* "end": 206847, "size": 204800,   sectors, end inclusive; end or size*
          "type": "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "type_name": "EFI system",
@@ -39,7 +40,8 @@ from diskplan.model.table import Table, new_table
 
 FORMAT = "diskplan-plan"
 VERSION = 1
-_TOP_KEYS = {"format", "version", "label", "sector_size", "sectors", "first_lba", "last_lba", "partitions", "comment"}
+_TOP_KEYS = {"format", "version", "label", "sector_size", "sectors", "first_lba", "last_lba", "partitions", "comment",
+             "made_against"}
 _PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "role", "comment"}
 
 
@@ -57,6 +59,7 @@ class PlanSpec:
     sectors: int | None = None  # device size in logical sectors, when known
     first_lba: int | None = None  # GPT usable area, when known
     last_lba: int | None = None
+    made_against: str | None = None  # fingerprint of the table it was made from (apply refuses another)
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -99,9 +102,10 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
     return table
 
 
-def save_plan(plan: Plan) -> str:
-    """The plan's wanted table as a JSON plan file (what the UI saves)."""
-    return to_json(spec_from_table(plan.table, plan.geometry))
+def save_plan(plan: Plan, made_against: str | None = None) -> str:
+    """The plan's wanted table as a JSON plan file (what the UI saves); ``made_against``: the fingerprint
+    of ``plan.base`` on its disk."""
+    return to_json(replace(spec_from_table(plan.table, plan.geometry), made_against=made_against))
 
 
 def load_into(plan: Plan, text: str) -> Outcome:
@@ -120,7 +124,7 @@ def load_into(plan: Plan, text: str) -> Outcome:
 def to_json(spec: PlanSpec) -> str:
     doc: dict[str, object] = {"format": FORMAT, "version": VERSION, "label": spec.label,
                               "sector_size": spec.sector_size}
-    for key in ("sectors", "first_lba", "last_lba"):
+    for key in ("sectors", "first_lba", "last_lba", "made_against"):
         if getattr(spec, key) is not None:
             doc[key] = getattr(spec, key)
     doc["partitions"] = [
@@ -215,8 +219,11 @@ def _from_json(text: str) -> PlanSpec:
         number = _int(item["number"], f"{where}: number", minimum=1) if "number" in item else None
         parts.append(_partition(label, where, number, start, end, item.get("type", ""), name, flags,
                                 item.get("role")))
+    against = doc.get("made_against")
+    if against is not None and not isinstance(against, str):
+        raise PlanFileError(f"made_against must be a string (a sha256: fingerprint), not a {type(against).__name__}")
     return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
-                             extra["last_lba"]))
+                             extra["last_lba"], against))
 
 
 def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,

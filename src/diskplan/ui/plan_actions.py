@@ -497,6 +497,15 @@ class PlanActions(_Base):
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-") or "plan"
         return os.path.join(os.getcwd(), f"diskplan-{slug}.json")
 
+    def _made_against(self, s: Session) -> str | None:
+        """The fingerprint of the disk's table the plan starts from, which `diskplan apply` checks; None
+        for a disk without a file or device (a demo shown from the model)."""
+        from diskplan.backend.tableid import table_fingerprint
+
+        if self.target is None or not self.target.path:
+            return None
+        return table_fingerprint(s.plan.base, self.target.path, s.plan.geometry, self.target.disk.filesystem)
+
     def action_save_plan(self, then: Callable[[], object] | None = None) -> None:
         """Save the plan as a JSON file; ``then``: what to do once it is saved (not when cancelled)."""
         from diskplan.model.planfile import PlanFileError, save_plan
@@ -508,7 +517,7 @@ class PlanActions(_Base):
 
         def save(path: str) -> str | None:
             try:
-                text = save_plan(s.plan)
+                text = save_plan(s.plan, self._made_against(s))
             except PlanFileError as exc:
                 return str(exc)
             try:
