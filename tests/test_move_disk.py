@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-
 from tests.conftest import REPO, need_tool, run
 
 MIB = 1 << 20
