@@ -261,3 +261,23 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
                 assert_intact(d, to, entry(d)[2])
                 continue
             raise AssertionError(f"run {i}: {size} sectors {start} -> {to}, kill at {point}:{n}: {exc}") from exc
+
+
+def test_a_stopped_move_says_so_and_resumes(loop_device, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl+C: the move stops at the next chunk boundary, says where, and resume finishes it."""
+    from diskplan.backend.move import execute_move, prepare_move
+    from diskplan.cli.apply import host
+
+    d = make_disk(loop_device, tmp_path, start=40_000, size=40960, disk_mib=48)
+    monkeypatch.setenv("XDG_STATE_HOME", str(d.state))
+    partuuid = entry(d)[2]
+    p = prepare_move(d.dev, 1, 2048, host())
+    assert not p.refusals and p.plan.count == 3
+    calls = iter([False, False, True])
+    out = execute_move(p, p.confirm_word, host(), stop=lambda: next(calls))
+    assert out.exit_code == 2 and out.resumable and "stopped after 2 of 3 chunks" in out.message
+    assert out.resume_command == f"diskplan resume {d.dev} --yes"
+    assert entry(d)[0] == 40_000  # the table still points at the old place
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_intact(d, 2048, partuuid)

@@ -208,3 +208,46 @@ def test_records_out_of_order_are_refused() -> None:
     with pytest.raises(JournalError):
         resume_point([Written(0)])
     assert resume_point([Read(0, "a"), Written(0), Read(1, "b")]).pending == Read(1, "b")
+
+
+def test_an_io_error_stops_in_a_state_resume_finishes() -> None:
+    """util-linux #984: an I/O error must not abandon a half-moved partition."""
+    from diskplan.backend.datamove import MoveIOError
+
+    rng = random.Random(3)
+    disk = bytearray(rng.randbytes(96))
+    want = bytes(disk[10:60])
+    plan = schedule(10, 14, 50, 1, max_chunk_bytes=8, min_clean_bytes=16)  # small shift: journalled
+    w = World(disk, None, rng)
+
+    class Failing(Mem):
+        def write(self, lba: int, data: memoryview) -> None:
+            if lba == plan.step(3).dst:
+                raise MoveIOError(f"writing sector {lba} failed: Input/output error", lba)
+            super().write(lba, data)
+
+    with pytest.raises(MoveIOError) as err:
+        copy(plan, Failing(w, plan, check=True), MemLog(w), resume_point([]), 1)
+    assert err.value.sector == plan.step(3).dst
+    at = resume_point(w.records)
+    assert at.next == 3 and at.pending is not None and at.pending.index == 3
+    copy(plan, Mem(w, plan, check=True), MemLog(w), at, 1)
+    assert bytes(disk[14:64]) == want
+
+
+def test_a_stop_request_ends_on_a_chunk_boundary() -> None:
+    from diskplan.backend.datamove import Stopped
+
+    rng = random.Random(4)
+    disk = bytearray(rng.randbytes(96))
+    want = bytes(disk[40:80])
+    plan = schedule(40, 0, 40, 1, max_chunk_bytes=8, min_clean_bytes=1)
+    w = World(disk, None, rng)
+    asked = iter([False, False, True])
+    with pytest.raises(Stopped) as stopped:
+        copy(plan, Mem(w, plan, check=True), MemLog(w), resume_point([]), 1, stop=lambda: next(asked))
+    assert stopped.value.done == 2
+    at = resume_point(w.records)
+    assert at.next == 2 and at.pending is None  # both chunks recorded as written: nothing in flight
+    copy(plan, Mem(w, plan, check=True), MemLog(w), at, 1)
+    assert bytes(disk[0:40]) == want
