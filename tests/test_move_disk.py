@@ -281,3 +281,25 @@ def test_a_stopped_move_says_so_and_resumes(loop_device, tmp_path, monkeypatch) 
     done = diskplan(d, "resume", d.dev, "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert_intact(d, 2048, partuuid)
+
+
+def test_realign_every_misaligned_partition(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    d = make_disk(loop_device, tmp_path, start=34, size=20480)
+    run("sfdisk", "-q", "--append", d.dev, input="start=30001, size=20480, type=L\n")
+    with View(d.dev, 30001, 20480, read_only=False) as v:
+        run(*MKFS["ext4"], v)
+        sums2 = _populate(v, "ext4", tmp_path, 7)
+    parts = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    dry = diskplan(d, "realign", d.dev)
+    assert dry.returncode == 1 and "to 2048..22527" in dry.stdout and "to 30720..51199" in dry.stdout, dry.stdout
+    done = diskplan(d, "realign", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    assert [(p["start"], p["size"], p["uuid"]) for p in after] == [
+        (2048, 20480, parts[0]["uuid"]), (30720, 20480, parts[1]["uuid"])]
+    assert_intact(d, 2048, parts[0]["uuid"])
+    with View(d.dev, 30720, 20480) as v:
+        run("e2fsck", "-fn", v)
+        assert _file_sums(v, "ext4", list(sums2)) == sums2
+    again = diskplan(d, "realign", d.dev, "--partition", "2")
+    assert again.returncode == 0 and "already starts" in again.stdout

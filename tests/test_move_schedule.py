@@ -251,3 +251,30 @@ def test_a_stop_request_ends_on_a_chunk_boundary() -> None:
     assert at.next == 2 and at.pending is None  # both chunks recorded as written: nothing in flight
     copy(plan, Mem(w, plan, check=True), MemLog(w), at, 1)
     assert bytes(disk[0:40]) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.integers(34, 5000), size=st.integers(1, 3000), period=st.sampled_from([1, 8, 64, 2048]),
+    gap_before=st.integers(0, 3000), gap_after=st.integers(0, 3000),
+)
+def test_realign_goes_to_the_nearest_boundary_that_fits(start, size, period, gap_before, gap_after) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.model.extent import Extent
+    from diskplan.model.grain import Grain
+    from diskplan.model.move import realign_start
+
+    g = Grain(period)
+    part = Extent(start, start + size - 1)
+    before = Extent(0, max(0, start - gap_before - 1)) if start - gap_before - 1 >= 0 else None
+    after = Extent(part.end + gap_after + 1, part.end + gap_after + 10)
+    others = [e for e in (before, after) if e is not None]
+    usable = Extent(0, 20_000)
+    got = realign_start(part, g, usable, others)
+    fits = [s for s in range(0, 20_000) if g.is_aligned(s) and all(not Extent(s, s + size - 1).overlaps(o)
+            for o in others) and s + size - 1 <= usable.end and
+            (before is None or s > before.end) and s + size - 1 < after.start]
+    if not fits:
+        assert got is None
+    else:
+        assert got is not None and g.is_aligned(got) and got in fits
+        assert abs(got - start) == min(abs(s - start) for s in fits)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from diskplan.model.extent import Extent
+from diskplan.model.grain import Grain
 
 MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
 MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
@@ -149,3 +150,23 @@ def resume_point(records: Iterable[Read | Written]) -> Resume:
                 raise JournalError(f"chunk {r.index} recorded as written out of order")
             done, pending = done + 1, None
     return Resume(done, pending, digests)
+
+
+def realign_start(part: Extent, grain: Grain, usable: Extent, others: Iterable[Extent]) -> int | None:
+    """The grain boundary nearest ``part``'s start where the partition fits with its size unchanged,
+    within ``usable`` and the free space around it (between its neighbours in ``others``); a tie goes
+    up. None when no boundary leaves room (the partition would have to shrink first)."""
+    lo, hi = usable.start, usable.end
+    for o in others:
+        if o.end < part.start:
+            lo = max(lo, o.end + 1)
+        elif o.start > part.end:
+            hi = min(hi, o.start - 1)
+        elif o.overlaps(part):
+            return None  # an overlapping table: nothing sensible to move
+    first, last = grain.align_up(lo), grain.align_down(hi - part.size + 1)
+    if hi - part.size + 1 < lo or first > last:
+        return None
+    down = min(max(grain.align_down(part.start), first), last)
+    up = min(max(grain.align_up(part.start), first), last)
+    return down if part.start - down < up - part.start else up
