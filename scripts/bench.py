@@ -10,6 +10,7 @@ It prints; it asserts nothing. Measured:
            1 GB disk with one partition, driven through the real app headless; median step time
   bytes    bytes written to an 80x25 terminal for one drag step, beside a full redraw's
   write    writing a 128-partition plan to an image: `diskplan apply --yes` vs `sfdisk` from a script
+  move     moving 1 GiB on a loop device vs `dd bs=4M iflag=direct oflag=direct` (scripts/bench_move.py)
 """
 
 from __future__ import annotations
@@ -233,11 +234,14 @@ except ImportError:  # the UI part of the benchmark arrives with the planning UI
     bench_drag = bench_bytes = None  # type: ignore[assignment]
 
 
+from bench_move import bench_move  # noqa: E402
+
 BENCHES: dict[str, Callable[[int], list[Row]] | None] = {
     "startup": bench_startup,
     "drag": bench_drag,
     "bytes": bench_bytes,
     "write": bench_write,
+    "move": bench_move,
 }
 
 

@@ -42,12 +42,12 @@ class World:
 class Mem:
     def __init__(self, w: World, plan, check: bool) -> None:  # type: ignore[no-untyped-def]
         self.w, self.plan, self.check = w, plan, check
-        self.buf = bytearray(max(plan.chunk, 1))
+        self.bufs = [bytearray(max(plan.chunk, 1)) for _ in range(2)]
         self.pending: tuple[int, int] | None = None
 
-    def read(self, lba: int, count: int) -> memoryview:
-        self.buf[:count] = self.w.disk[lba : lba + count]
-        return memoryview(self.buf)[:count]
+    def read(self, lba: int, count: int, buffer: int = 0) -> memoryview:
+        self.bufs[buffer][:count] = self.w.disk[lba : lba + count]
+        return memoryview(self.bufs[buffer])[:count]
 
     def _allowed(self, x: int) -> None:
         p = self.plan

@@ -4,7 +4,7 @@ One text file beside the table backup (``<backup>.dpmove``), append-only, fsynce
 
     # diskplan move journal, format 1 ...
     header {"target": ..., "start": S, "to": T, "length": L, "chunk": C, ...}  *crc
-    R 0 <sha256 of chunk 0's source> [<sha256 of the old bytes saved>]       *crc
+    R 0 <CRC-32 of chunk 0's source> [<CRC-32 of the old bytes saved>]       *crc
     W 0                                                                       *crc
     R 1 ...
     verified / table / done                                                   *crc
