@@ -253,9 +253,8 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
         sub = tmp_path / f"run{i}"
         sub.mkdir()
         d = make_disk(loop_device, sub, start=start, size=size, disk_mib=96, seed=i)
-        chunks_right = "record" if point == "record" else point
         try:
-            kill_and_resume(d, to, f"{chunks_right}:{n}")
+            kill_and_resume(d, to, f"{point}:{n}")
         except AssertionError as exc:
             if "not killed" in str(exc) and n > 1:  # fewer chunks than n: the move finished
                 assert_intact(d, to, entry(d)[2])
