@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from diskplan.model.move import Read, Written
@@ -237,21 +236,19 @@ _counts: dict[str, int] = {}
 
 
 def fault(point: str) -> None:
-    """Tests: DISKPLAN_MOVE_KILL=POINT:N kills this process with SIGKILL the N-th time it reaches POINT
-    (record: a journal record written but not fsynced; read: recorded, before the data write; torn: half
-    a chunk written; write: a chunk written, not synced; synced; verified; table). Nothing otherwise."""
+    """Tests: DISKPLAN_MOVE_KILL=POINT:N[:SIGNAL] sends this process SIGNAL (default KILL; INT is a Ctrl+C)
+    the N-th time it reaches POINT (record: a journal record written but not fsynced; read: recorded, before
+    the data write; torn: half a chunk written; write: a chunk written, not synced; synced; verified;
+    table). Nothing otherwise."""
     spec = os.environ.get("DISKPLAN_MOVE_KILL")
     if not spec:
         return
-    want, _, nth = spec.partition(":")
+    want, _, rest = spec.partition(":")
+    nth, _, sig = rest.partition(":")
     if want != point:
         return
     _counts[point] = _counts.get(point, 0) + 1
     if _counts[point] == int(nth or 1):
         import signal
 
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def records_of(items: Iterable[Read | Written | str]) -> list[Read | Written]:
-    return [i for i in items if not isinstance(i, str)]
+        os.kill(os.getpid(), signal.Signals["SIG" + (sig or "KILL")])
