@@ -297,3 +297,15 @@ def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:  # t
     d = Disk(dev, "dos", 5, 4096, 20000, "ext4", {}, pathlib.Path(img).parent / "state")
     got = diskplan(d, "move", dev, "--partition", "5", "--to", "30000", "--yes")
     assert got.returncode == 1 and "logical" in got.stderr, got.stdout + got.stderr
+
+
+def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.backend.move import boot_warnings
+
+    img = sparse_image(8 * MIB)
+    run("sfdisk", "-q", str(img), input="label: dos\nstart=63, size=8000, type=c\n")
+    assert boot_warnings(str(img), "msdos", "ext4", 63, 512) == []
+    with open(img, "r+b") as f:
+        f.write(b"\xeb\x63\x90" + b"GRUB ")  # GRUB's boot.img says its name in its code
+    said = boot_warnings(str(img), "msdos", "vfat", 63, 512)
+    assert len(said) == 2 and "hidden sectors" in said[0] and "grub-install" in said[1]

@@ -225,8 +225,25 @@ def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk
         if fscheck.checker(fs.fs) is None:
             notes.append(f"partition {number} holds {fs}: moved as raw bytes, with no filesystem check")
         rate = _measure_rate(target, start, length, ss)
+        notes += boot_warnings(target, label, fs.fs, start, ss)
     return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
                         number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate)
+
+
+def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list[str]:
+    """What finds this partition by its sector address and is not updated by the move."""
+    out = []
+    if fs in ("vfat", "ntfs", "exfat"):
+        out.append(f"the {fs} boot sector records the partition's old start ({start}) as its 'hidden sectors': "
+                   "boot code that uses it (Windows, syslinux) must be reinstalled after the move")
+    try:
+        mbr = bk.read_sectors(target, 0, 1, ss)
+    except (OSError, bk.BackupError):
+        return out
+    if label == "msdos" and (b"GRUB" in mbr[:440] or b"SYSLINUX" in mbr[:440].upper()):
+        out.append("a BIOS boot loader is installed in the MBR: if it loads from this partition, reinstall it after "
+                   "the move (grub-install or syslinux --install)")
+    return out
 
 
 # --- executing --------------------------------------------------------------------------------------
