@@ -278,3 +278,17 @@ def test_realign_goes_to_the_nearest_boundary_that_fits(start, size, period, gap
     else:
         assert got is not None and g.is_aligned(got) and got in fits
         assert abs(got - start) == min(abs(s - start) for s in fits)
+
+
+def test_the_read_back_names_a_destination_that_differs() -> None:
+    rng = random.Random(5)
+    disk = bytearray(rng.randbytes(96))
+    plan = schedule(10, 50, 30, 1, max_chunk_bytes=8, min_clean_bytes=1)
+    w = World(disk, None, rng)
+    copy(plan, Mem(w, plan, check=True), MemLog(w), resume_point([]), 1)
+    digests = resume_point(w.records).digests
+    assert verify(plan, Mem(w, plan, check=False), digests, 1) == []
+    step = plan.step(1)
+    disk[step.dst + 2] ^= 1  # one bit rots at the new place
+    bad = verify(plan, Mem(w, plan, check=False), digests, 1)
+    assert bad == [f"sectors {step.dst}..{step.dst + step.count - 1} differ from the source read before the move"]
