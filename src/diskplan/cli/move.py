@@ -57,9 +57,18 @@ def render_move(p: MoveProposal, console: Out) -> None:
         if plan.journals_data:
             console.print("  each chunk overlaps its own source: its old bytes are saved in the journal first")
         if p.estimate:
-            console.print(f"  estimate: {p.estimate:.0f} s (copy and read-back at {human_bytes(int(p.rate))}/s)")
+            console.print(f"  estimate: {duration(p.estimate)} (copy and read-back, reading at "
+                          f"{human_bytes(int(p.rate))}/s)")
     for note in p.notes:
         console.print(("note: ", "cyan"), note)
+
+
+def duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
