@@ -309,3 +309,14 @@ def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> 
         f.write(b"\xeb\x63\x90" + b"GRUB ")  # GRUB's boot.img says its name in its code
     said = boot_warnings(str(img), "msdos", "vfat", 63, 512)
     assert len(said) == 2 and "hidden sectors" in said[0] and "grub-install" in said[1]
+
+
+def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A hybrid MBR names the partition's sectors too: moving it would leave that entry pointing at old bytes."""
+    d = make_disk(loop_device, tmp_path, start=34, size=20480)
+    with open(d.dev, "r+b") as f:
+        f.seek(446 + 16)
+        f.write(bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (34).to_bytes(4, "little") + (20480).to_bytes(4, "little"))
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes")
+    assert got.returncode == 1 and "hybrid MBR" in got.stderr, got.stdout + got.stderr
+    assert entry(d)[0] == 34

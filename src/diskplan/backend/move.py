@@ -50,8 +50,9 @@ from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChang
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.rawtable import mbr_entries
 from diskplan.model.disk import Disk
-from diskplan.model.extent import Extent, Role
+from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.move import JournalError, Schedule, resume_point, schedule
 from diskplan.model.units import human_bytes
 
@@ -182,6 +183,17 @@ def _placement(disk: Disk, number: int, to: int) -> list[str]:
     return []
 
 
+def _entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
+    """The raw entry must be the partition libparted read, and nothing else may name its sectors."""
+    if p is None or (entry.start, entry.end) != (p.start, p.end):
+        return [f"the table's entry {entry.number} ({entry.start}..{entry.end}) is not the partition libparted read"]
+    if entry.label == "gpt":
+        mbr = mbr_entries(bk.read_sectors(target, 0, 1, ss))
+        if any(e.type_id not in (0, 0xEE) and e.size for e in mbr):
+            return ["the disk has a hybrid MBR: its entries would still point at the old place"]
+    return []
+
+
 def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk | None = None) -> MoveProposal:
     """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it.
     Writes nothing. Raises CommitError when the target cannot be read."""
@@ -201,6 +213,7 @@ def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk
     if not refusals:
         try:
             entry = read_entry(target, label, number, ss, geom.sectors)
+            refusals += _entry_problems(target, entry, p, ss)
         except (EntryError, OSError, bk.BackupError) as exc:
             refusals.append(str(exc))
     blocking, idle = unsafe_now(target, host)
