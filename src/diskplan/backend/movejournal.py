@@ -9,6 +9,10 @@ One text file beside the table backup (``<backup>.dpmove``), append-only, fsynce
     R 1 ...
     verified / table / done                                                   *crc
 
+Each chunk's source checksum is recorded in its ``R`` line just before the chunk is written, not all in the
+header: putting them in the header would need a whole extra read of the partition before the first byte
+moves, and gives no more safety (a checksum is durable before its chunk's destination is touched either way).
+
 Every line carries the CRC-32 of its text: a line torn by a crash (only ever the last one) fails it and
 is ignored — it was not fsynced, so nothing was written after it. A bad line anywhere else means the
 journal is damaged: resume refuses rather than guess.
