@@ -320,3 +320,18 @@ def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:  # type: ignore
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes")
     assert got.returncode == 1 and "hybrid MBR" in got.stderr, got.stdout + got.stderr
     assert entry(d)[0] == 34
+
+
+def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A partition at 34 lies inside the first MiB the backup saves: restoring it must not roll its data back."""
+    from diskplan.backend import backup as bk
+    from diskplan.model.extent import Extent
+
+    d = make_disk(loop_device, tmp_path, start=34, size=20480)
+    run("sfdisk", "-q", "--append", d.dev, input="start=180000, size=16000, type=L\n")  # inside the last MiB
+    move(d, 2048)
+    (saved,) = (d.state / "diskplan" / "backups").glob("*.dpbackup")
+    extents = bk.load(str(saved)).extents
+    for data in (Extent(34, 34 + 20480 - 1), Extent(2048, 2048 + 20480 - 1), Extent(180000, 195999)):
+        assert not any(e.overlaps(data) for e in extents), (data, extents)
+    assert any(e.start == 0 for e in extents) and any(e.end >= 196574 for e in extents)  # both tables are in it

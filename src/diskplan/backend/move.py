@@ -76,6 +76,7 @@ class MoveProposal:
     fs: fscheck.Identity = field(default_factory=fscheck.Identity)
     rate: float = 0.0  # bytes/s read from this partition just now (0: not measured)
     journal: str = ""  # resume: the journal to finish
+    protect: tuple[Extent, ...] = ()  # every partition's data and the new place: never in the table backup
 
     @property
     def nbytes(self) -> int:
@@ -239,8 +240,11 @@ def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk
             notes.append(f"partition {number} holds {fs}: moved as raw bytes, with no filesystem check")
         rate = _measure_rate(target, start, length, ss)
         notes += boot_warnings(target, label, fs.fs, start, ss)
+    # Restoring the backup must never roll back partition data: the backup leaves every partition's
+    # sectors and the new place out (a partition inside the first or last MiB would otherwise be in it).
+    protect = (*(q.extent for q in disk.table.live if q.role is not Role.EXTENDED), Extent(to, to + max(length, 1) - 1))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
-                        number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate)
+                        number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect)
 
 
 def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list[str]:
@@ -312,7 +316,7 @@ def execute_move(
                 return replace(base, message=f"refused: the {fs.fs} filesystem on partition {p.number} is not clean; "
                                "repair it first, nothing was written", details=(said,))
             try:
-                extents = bk.backup_extents(p.target, ss, p.sectors, protect=_data_extents(p))
+                extents = bk.backup_extents(p.target, ss, p.sectors, protect=p.protect)
                 saved = bk.capture(p.target, ss, p.sectors, extents, model=p.model)
                 path = bk.save(saved, backup_path or bk.default_path(p.target))
             except (OSError, bk.BackupError) as exc:
@@ -332,12 +336,6 @@ def execute_move(
         return replace(base, message=f"refused: {exc}")
     except fscheck.CheckError as exc:
         return replace(base, message=f"refused: {exc}")
-
-
-def _data_extents(p: MoveProposal) -> list[Extent]:
-    """Sectors that hold data the backup must leave alone: the partition's old and new place."""
-    plan = p.plan
-    return [Extent(plan.start, plan.start + plan.length - 1), Extent(plan.target, plan.target + plan.length - 1)]
 
 
 def _inform_child(target: str) -> tuple[bool, str]:
@@ -399,9 +397,9 @@ def _finish(
                 raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
                                  "new place")
         except (EntryError, OSError, bk.BackupError) as exc:
+            # Not `diskplan restore`: the old entry would point at bytes the move has overwritten.
             return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
-                           f"entry could not be rewritten: {exc}",
-                           details=(f"to put the old table back: diskplan restore {h.backup} {h.target} --yes",))
+                           f"entry could not be rewritten: {exc}")
         fault("table")
         journal.append("table")
     kernel = ""
