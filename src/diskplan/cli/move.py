@@ -110,29 +110,43 @@ def stop_on_interrupt(err: Out) -> Iterator[Callable[[], bool]]:
 def progress_display(err: Out) -> Iterator[Progress]:
     """rich's progress bar on a terminal (bytes, rate, time left); plain lines every few seconds otherwise."""
     if sys.stderr.isatty():
-        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            TaskID,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
         from rich.progress import Progress as Bar
 
         with Bar(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                  TimeRemainingColumn(), transient=False) as bar:
-            tasks: dict[str, int] = {}
+            tasks: dict[str, TaskID] = {}
 
             def show(done: int, total: int, phase: str) -> None:
+                if total <= 1:  # a step, not bytes
+                    if phase not in tasks:
+                        bar.console.print(phase, style="dim")
+                        tasks[phase] = TaskID(-1)
+                    return
                 if phase not in tasks:
                     tasks[phase] = bar.add_task(phase, total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
             yield show
         return
-    last = [0.0, ""]
+    shown = {"at": 0.0}
+    phases: list[str] = []
 
     def line(done: int, total: int, phase: str) -> None:
         now = time.monotonic()
-        if phase != last[1] or now - float(last[0]) >= 2.0 or done >= total:
+        if not phases or phase != phases[-1] or now - shown["at"] >= 2.0 or done >= total:
             pct = f" {100 * done // total}%" if total > 1 else ""
             err.print(f"{phase}{pct}" + (f" ({human_bytes(done)} of {human_bytes(total)})" if total > 1 else ""),
                       style="dim")
-            last[0], last[1] = now, phase
+            shown["at"] = now
+            phases.append(phase)
 
     yield line
 
@@ -145,7 +159,7 @@ def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
     code = before_writing(p.refusals, nothing, yes, hint, console, err)
     if code is not None:
         return code
-    answer = confirm(p, yes)
+    answer = confirm(p, yes)  # type: ignore[arg-type]  # kind is a frozen field: read-only is all confirm needs
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcome = execute(p, answer, host(), progress=show, stop=stop)
     render_outcome(outcome, console, err)
