@@ -10,6 +10,7 @@ It prints; it asserts nothing. Measured:
            1 GB disk with one partition, driven through the real app headless; median step time
   bytes    bytes written to an 80x25 terminal for one drag step, beside a full redraw's
   write    writing a 128-partition plan to an image: `diskplan apply --yes` vs `sfdisk` from a script
+  move     moving 1 GiB on a loop device vs `dd bs=4M iflag=direct oflag=direct` (scripts/bench_move.py)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from bench_move import bench_move
 from bench_ui import bench_bytes, bench_drag
 from benchlib import DISKPLAN, PY, REPO, Row, fmt_s, run_to_exit, term_env
 from rich.console import Console
@@ -118,6 +120,7 @@ BENCHES: dict[str, Callable[[int], list[Row]]] = {
     "drag": bench_drag,
     "bytes": bench_bytes,
     "write": bench_write,
+    "move": bench_move,
 }
 
 

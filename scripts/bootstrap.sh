@@ -17,6 +17,9 @@ declare -A need=(
 )
 if [ "$want_test" = 1 ]; then
   need+=([parted]=/usr/sbin/parted [fdisk]=/usr/sbin/sfdisk [gdisk]=/usr/sbin/gdisk [tmux]=/usr/bin/tmux)
+  # filesystems the data-move tests create, check and read back (tests/test_move_disk.py)
+  need+=([e2fsprogs]=/usr/sbin/e2fsck [xfsprogs]=/usr/sbin/mkfs.xfs [btrfs-progs]=/usr/sbin/mkfs.btrfs
+         [dosfstools]=/usr/sbin/mkfs.vfat [mtools]=/usr/bin/mcopy)
 fi
 
 PY=${PYTHON:-python3}

@@ -13,6 +13,9 @@ COMMANDS = {
     "apply": "diskplan.cli.apply",
     "restore": "diskplan.cli.restore",
     "repair": "diskplan.cli.repair",
+    "move": "diskplan.cli.move",
+    "realign": "diskplan.cli.realign",
+    "resume": "diskplan.cli.resume",
 }
 PLANNER = "diskplan.cli.planner"
 

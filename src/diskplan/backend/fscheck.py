@@ -1,0 +1,110 @@
+"""The filesystem referees of a data move: what blkid sees in a range of sectors (type, UUID, label),
+and whether the filesystem's own checker finds it clean — before the move (a dirty filesystem is not
+moved) and after it, at its new place.
+
+Both look at the bytes through a private read-only loop device over the exact byte range, so they see
+the same sectors whatever the kernel's partition list says at that moment (mid-move it is stale), for a
+disk as well as an image file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
+    # blkid TYPE -> (read-only check command, Debian package)
+    "ext2": (("e2fsck", "-fn"), "e2fsprogs"),
+    "ext3": (("e2fsck", "-fn"), "e2fsprogs"),
+    "ext4": (("e2fsck", "-fn"), "e2fsprogs"),
+    "xfs": (("xfs_repair", "-n"), "xfsprogs"),
+    "btrfs": (("btrfs", "check", "--readonly"), "btrfs-progs"),
+    "vfat": (("fsck.vfat", "-n"), "dosfstools"),
+}
+TIMEOUT = 600.0
+
+
+class CheckError(Exception):
+    """A referee could not run: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What blkid reads in the partition's bytes."""
+
+    fs: str = ""
+    uuid: str = ""
+    label: str = ""
+
+    def __str__(self) -> str:
+        if not self.fs:
+            return "no filesystem blkid knows"
+        return f"{self.fs} UUID={self.uuid or '-'} LABEL={self.label or '-'}"
+
+
+@contextlib.contextmanager
+def view(target: str, offset: int, size: int) -> Iterator[str]:
+    """A read-only loop device showing ``size`` bytes of ``target`` from byte ``offset``."""
+    try:
+        out = subprocess.run(
+            ["losetup", "--find", "--show", "--read-only", "--offset", str(offset), "--sizelimit", str(size), target],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CheckError(f"cannot set up a loop device to check the filesystem: {exc}") from exc
+    if out.returncode != 0:
+        raise CheckError(f"cannot set up a loop device to check the filesystem: {out.stderr.strip()}")
+    loop = out.stdout.strip()
+    try:
+        yield loop
+    finally:
+        subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False)
+
+
+def identify(path: str) -> Identity:
+    try:
+        out = subprocess.run(["blkid", "--probe", "--output", "export", path], capture_output=True, text=True,
+                             timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CheckError(f"blkid could not run: {exc}") from exc
+    fields = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    return Identity(fields.get("TYPE", ""), fields.get("UUID", ""), fields.get("LABEL", ""))
+
+
+def checker(fs: str) -> tuple[tuple[str, ...], str] | None:
+    """The check command for ``fs`` and its Debian package; None when diskplan has no checker for it."""
+    return CHECKERS.get(fs)
+
+
+def missing_tool(fs: str) -> str:
+    """Why ``fs`` cannot be checked here ("" when it can, or has no checker)."""
+    known = checker(fs)
+    if known is None or shutil.which(known[0][0]):
+        return ""
+    return f"{known[0][0]} is needed to check a {fs} filesystem (Debian package {known[1]})"
+
+
+def check(path: str, fs: str) -> tuple[bool, str]:
+    """(clean, the checker's last lines) for the filesystem on ``path``; (True, "") with no checker."""
+    known = checker(fs)
+    if known is None:
+        return True, ""
+    try:
+        out = subprocess.run([*known[0], path], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    except FileNotFoundError as exc:
+        raise CheckError(missing_tool(fs) or str(exc)) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CheckError(f"{known[0][0]} gave no answer within {TIMEOUT:g} s") from exc
+    said = " ".join((out.stdout + out.stderr).split()[-30:])
+    return out.returncode == 0, said
+
+
+def referee(target: str, offset: int, size: int) -> tuple[Identity, bool, str]:
+    """blkid's identity and the checker's verdict for the bytes at ``offset``."""
+    with view(target, offset, size) as loop:
+        ident = identify(loop)
+        clean, said = check(loop, ident.fs)
+    return ident, clean, said

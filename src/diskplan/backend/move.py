@@ -1,0 +1,498 @@
+"""Move a partition that holds data: check, back up, copy (journalled), verify, rewrite its table entry.
+
+``prepare_move(target, number, to, host)`` says what would move and what forbids it; nothing is written.
+``execute_move(proposal, answer, host)`` then, holding a lock on the disk:
+
+1. checks the filesystem with its own checker (through a read-only view of its sectors) and refuses a
+   dirty one; notes what blkid sees (type, UUID, label) and the entry's PARTUUID;
+2. saves a backup of the table (backend.backup; the partitions' data is never in it);
+3. creates the journal beside the backup (backend.movejournal) and fsyncs it before the first byte moves;
+4. copies chunk by chunk (backend.datamove): the table still points at the old place all this time;
+5. reads every chunk back at the new place and compares it with the checksum of its source as first
+   read; marks the journal ``verified``;
+6. only then rewrites the partition's table entry (backend.moveentry: start and end only, the PARTUUID
+   kept), marks ``table``, tells the kernel;
+7. checks the filesystem again at its new place, with the same UUID and label, and marks ``done``.
+
+Why the table is rewritten last: until step 6 the entry points at the old start, so nothing that opens
+the disk by its table finds a half-copied filesystem at the new place with an entry pointing to it; once
+the entry moves, the bytes it points to were already read back and found equal to the source. A crash
+anywhere leaves a journal that ``resume`` finishes:
+
+- before or during the copy: the copy goes on from the first chunk not recorded as written; the chunk
+  in flight is redone from its source (intact, or its overwritten part saved in the journal) after its
+  checksum is checked again;
+- after the copy, before ``verified``: the read-back is done again;
+- after ``verified``: the entry is rewritten (idempotent: if it is already at the new place it is left);
+- after ``table``: the kernel is told and the filesystem checked, then ``done``.
+
+Resume always finishes rather than rolls back: both directions need the same intact or saved chunk, but
+finishing is what was asked and costs only what is left. A Ctrl+C stops between chunks, says so, and
+``resume`` finishes. Until then the partition must not be mounted: its old entry points at bytes that
+are partly overwritten (the lock and the journal keep diskplan itself from touching it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+from diskplan.backend import backup as bk
+from diskplan.backend import fscheck
+from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, identity, read_target
+from diskplan.backend.commit import unsafe as unsafe_now
+from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
+from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.rawtable import mbr_entries
+from diskplan.model.disk import Disk
+from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.move import JournalError, Schedule, resume_point, schedule
+from diskplan.model.units import human_bytes
+
+LABELS = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos"}
+
+
+@dataclass(frozen=True)
+class MoveProposal:
+    target: str
+    kind: str  # "block" or "file"
+    model: str
+    sectors: int
+    sector_size: int
+    number: int
+    entry: Entry | None
+    to: int
+    plan: Schedule
+    refusals: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    identity: Identity | None = None
+    fs: fscheck.Identity = field(default_factory=fscheck.Identity)
+    rate: float = 0.0  # bytes/s read from this partition just now (0: not measured)
+    journal: str = ""  # resume: the journal to finish
+    protect: tuple[Extent, ...] = ()  # every partition's data and the new place: never in the table backup
+
+    @property
+    def nbytes(self) -> int:
+        return self.plan.length * self.sector_size
+
+    @property
+    def direction(self) -> str:
+        return "left (towards the disk's start)" if self.plan.shift < 0 else "right (towards the disk's end)"
+
+    @property
+    def estimate(self) -> float:
+        """Seconds: read and write every byte, then read it back."""
+        return 3 * self.nbytes / self.rate if self.rate else 0.0
+
+    @property
+    def confirm_word(self) -> str:
+        return confirm_word(self.kind, self.target)
+
+    @property
+    def prompt(self) -> str:
+        what = "finish the move on" if self.journal else f"move partition {self.number} on"
+        return f"Type {self.confirm_word} to {what} {self.target}"
+
+    def accepts(self, answer: str) -> bool:
+        return accepts(self.kind, self.target, answer)
+
+
+@dataclass(frozen=True)
+class MoveOutcome:
+    verdict: Verdict
+    message: str
+    target: str = ""
+    details: tuple[str, ...] = ()
+    backup_path: str = ""
+    journal_path: str = ""
+    resumable: bool = False  # the journal holds an unfinished move: ``resume`` finishes it
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    @property
+    def resume_command(self) -> str:
+        return f"diskplan resume {self.target} --yes" if self.resumable else ""
+
+
+# --- the lock ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """BSD flock on the disk for the whole move (what udev and systemd honour, see util-linux's
+    ``--lock``). PRIVATE STOPGAP: backend/lock.py (branch ``lock``) replaces this helper."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise CommitError(f"{path} is locked by another program (flock)") from exc
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- preparing --------------------------------------------------------------------------------------
+
+
+def _measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
+    """Bytes/s of a short direct read of the partition (an estimate, not a promise)."""
+    n = min(length, (32 << 20) // sector_size)
+    try:
+        dev = Device(target, sector_size, n * sector_size, write=False)
+    except OSError:
+        return 0.0
+    try:
+        t = time.perf_counter()
+        dev.read(start, n)
+        return n * sector_size / max(time.perf_counter() - t, 1e-6)
+    except MoveIOError:
+        return 0.0
+    finally:
+        dev.close()
+
+
+def journal_dir(target: str) -> str:
+    return os.path.dirname(bk.default_path(target))
+
+
+def _placement(disk: Disk, number: int, to: int) -> list[str]:
+    t = disk.table
+    p = t.by_number(number)
+    if p is None:
+        return [f"{disk.source} has no partition {number}"]
+    if p.role is not Role.PRIMARY:
+        return [f"partition {number} is {p.role.value}: diskplan moves primary and GPT partitions only "
+                "(a logical one's EBR would have to move too)"]
+    new = Extent(to, to + p.size - 1)
+    if not new.within(t.usable):
+        return [f"partition {number} at {new.start}..{new.end} would leave the usable area "
+                f"{t.usable.start}..{t.usable.end}"]
+    for q in t.live:
+        if q.number != number and q.extent.overlaps(new):
+            return [f"partition {number} at {new.start}..{new.end} would overlap partition {q.number} "
+                    f"({q.start}..{q.end})"]
+    return []
+
+
+def _entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
+    """The raw entry must be the partition libparted read, and nothing else may name its sectors."""
+    if p is None or (entry.start, entry.end) != (p.start, p.end):
+        return [f"the table's entry {entry.number} ({entry.start}..{entry.end}) is not the partition libparted read"]
+    if entry.label == "gpt":
+        mbr = mbr_entries(bk.read_sectors(target, 0, 1, ss))
+        if any(e.type_id not in (0, 0xEE) and e.size for e in mbr):
+            return ["the disk has a hybrid MBR: its entries would still point at the old place"]
+    return []
+
+
+def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk | None = None) -> MoveProposal:
+    """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it.
+    Writes nothing. Raises CommitError when the target cannot be read."""
+    ident, disk = read_target(target, current)
+    geom = disk.geometry
+    ss = geom.logical
+    label = LABELS.get(disk.table.label or "", "")
+    p = disk.table.by_number(number)
+    length = p.size if p is not None else 0
+    refusals: list[str] = []
+    notes: list[str] = []
+    entry = None
+    if not label:
+        refusals.append(f"diskplan moves partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
+    else:
+        refusals += _placement(disk, number, to)
+    if not refusals:
+        try:
+            entry = read_entry(target, label, number, ss, geom.sectors)
+            refusals += _entry_problems(target, entry, p, ss)
+        except (EntryError, OSError, bk.BackupError) as exc:
+            refusals.append(str(exc))
+    blocking, idle = unsafe_now(target, host)
+    refusals += blocking
+    notes += idle
+    waiting = unfinished(journal_dir(target), target, ident.size)
+    if waiting:
+        refusals.append(f"an unfinished move is recorded in {waiting[0]}: run `diskplan resume {target}` first")
+    start = p.start if p is not None else 0
+    plan = schedule(start, to, length, ss)
+    fs = fscheck.Identity()
+    rate = 0.0
+    if not refusals and to != start:
+        try:
+            with fscheck.view(target, start * ss, length * ss) as loop:
+                fs = fscheck.identify(loop)
+        except fscheck.CheckError as exc:
+            refusals.append(str(exc))
+        missing = fscheck.missing_tool(fs.fs)
+        if missing:
+            refusals.append(f"cannot check the filesystem before and after the move: {missing}")
+        if fscheck.checker(fs.fs) is None:
+            notes.append(f"partition {number} holds {fs}: moved as raw bytes, with no filesystem check")
+        rate = _measure_rate(target, start, length, ss)
+        notes += boot_warnings(target, label, fs.fs, start, ss)
+    # Restoring the backup must never roll back partition data: the backup leaves every partition's
+    # sectors and the new place out (a partition inside the first or last MiB would otherwise be in it).
+    protect = (*(q.extent for q in disk.table.live if q.role is not Role.EXTENDED), Extent(to, to + max(length, 1) - 1))
+    return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
+                        number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect)
+
+
+def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list[str]:
+    """What finds this partition by its sector address and is not updated by the move."""
+    out = []
+    if fs in ("vfat", "ntfs", "exfat"):
+        out.append(f"the {fs} boot sector records the partition's old start ({start}) as its 'hidden sectors': "
+                   "boot code that uses it (Windows, syslinux) must be reinstalled after the move")
+    try:
+        mbr = bk.read_sectors(target, 0, 1, ss)
+    except (OSError, bk.BackupError):
+        return out
+    if label == "msdos" and (b"GRUB" in mbr[:440] or b"SYSLINUX" in mbr[:440].upper()):
+        out.append("a BIOS boot loader is installed in the MBR: if it loads from this partition, reinstall it after "
+                   "the move (grub-install or syslinux --install)")
+    return out
+
+
+# --- executing --------------------------------------------------------------------------------------
+
+
+def _refused(p: MoveProposal, answer: str) -> MoveOutcome | None:
+    base = MoveOutcome(Verdict.REFUSED, "", p.target)
+    if p.refusals:
+        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
+    if p.plan.shift == 0:
+        nothing = f"nothing to do: partition {p.number} already starts at {p.to}"
+        return replace(base, verdict=Verdict.NOTHING, message=nothing)
+    if not p.accepts(answer):
+        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
+    return None
+
+
+def _recheck(p: MoveProposal, host: Host) -> list[str]:
+    try:
+        now = identity(p.target)
+    except OSError as exc:
+        return [f"{p.target} is gone: {exc.strerror}"]
+    if now != p.identity:
+        return [f"{p.target} is no longer the disk that was read (it vanished, was replaced or changed size)"]
+    return unsafe_now(p.target, host)[0]
+
+
+def execute_move(
+    p: MoveProposal,
+    answer: str,
+    host: Host,
+    *,
+    backup_path: str | None = None,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> MoveOutcome:
+    """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc)."""
+    gate = _refused(p, answer)
+    if gate is not None:
+        return gate
+    base = MoveOutcome(Verdict.REFUSED, "", p.target)
+    assert p.entry is not None
+    try:
+        with _locked(p.target):
+            now = _recheck(p, host)
+            if now:
+                return replace(base, message="refused: " + now[0], details=tuple(now))
+            ss, plan = p.sector_size, p.plan
+            if progress:
+                progress(0, 1, "checking the filesystem")
+            fs, clean, said = fscheck.referee(p.target, plan.start * ss, plan.length * ss)
+            if not clean:
+                return replace(base, message=f"refused: the {fs.fs} filesystem on partition {p.number} is not clean; "
+                               "repair it first, nothing was written", details=(said,))
+            try:
+                extents = bk.backup_extents(p.target, ss, p.sectors, protect=p.protect)
+                saved = bk.capture(p.target, ss, p.sectors, extents, model=p.model)
+                path = bk.save(saved, backup_path or bk.default_path(p.target))
+            except (OSError, bk.BackupError) as exc:
+                why = getattr(exc, "strerror", None) or str(exc)
+                return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
+            created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
+                            p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
+                            fs.label, created)
+            journal = Journal.create(journal_path(path), header)
+            base = replace(base, backup_path=path, journal_path=journal.path)
+            try:
+                return _finish(journal, base, p.kind, progress, stop)
+            finally:
+                journal.close()
+    except CommitError as exc:
+        return replace(base, message=f"refused: {exc}")
+    except fscheck.CheckError as exc:
+        return replace(base, message=f"refused: {exc}")
+
+
+def _inform_child(target: str) -> tuple[bool, str]:
+    from diskplan.backend.libparted import inform_kernel
+
+    return inform_kernel(target)
+
+
+def _finish(
+    journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None, stop: Callable[[], bool]
+) -> MoveOutcome:
+    """Take the move in ``journal`` from wherever it stands to done."""
+    h = journal.header
+    plan = Schedule(h.start, h.to, h.length, h.chunk)
+    ss = h.sector_size
+    base = replace(base, resumable=True)
+    where = f"partition {h.number} ({h.start}..{h.end} → {h.to}..{h.to + h.length - 1})"
+    try:
+        at = resume_point(journal.records)
+    except JournalError as exc:
+        return replace(base, verdict=Verdict.FAILED, resumable=False,
+                       message=f"the move journal {journal.path} is inconsistent: {exc}")
+    if "verified" not in journal.marks:
+        try:
+            dev = Device(h.target, ss, plan.chunk * ss)
+        except OSError as exc:
+            return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
+        try:
+            copy(plan, dev, journal, at, ss, stop=stop, progress=progress)
+            bad = verify(plan, dev, resume_point(journal.records).digests, ss, progress)
+        except Stopped as s:
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
+                           "half-moved and must not be mounted; `diskplan resume` finishes it")
+        except MoveIOError as exc:
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
+                           "resumable state (`diskplan resume` goes on once the disk answers again)")
+        except SourceChanged as exc:
+            return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
+        finally:
+            dev.close()
+        if bad:
+            return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(bad[:10]),
+                           message=f"the data read back at the new place differs from the source: {where} is not "
+                           "moved; the table still points at the old place")
+        journal.append("verified")
+        fault("verified")
+    if "table" not in journal.marks:
+        if progress:
+            progress(1, 1, "rewriting the partition's table entry")
+        try:
+            entry = read_entry(h.target, h.label, h.number, ss, h.size // ss)
+            if entry.guid != h.guid:
+                raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
+            if (entry.start, entry.end) == (h.start, h.end):
+                rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
+            elif (entry.start, entry.end) != (h.to, h.to + h.length - 1):
+                raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
+                                 "new place")
+        except (EntryError, OSError, bk.BackupError) as exc:
+            # Not `diskplan restore`: the old entry would point at bytes the move has overwritten.
+            return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
+                           f"entry could not be rewritten: {exc}")
+        fault("table")
+        journal.append("table")
+    kernel = ""
+    if kind == "block":
+        try:
+            told, why = run_isolated(_inform_child, h.target, timeout=120.0)
+        except IsolatedFailure as exc:
+            told, why = False, exc.reason
+        if not told:
+            kernel = f"the kernel could not be told ({why}): run `partx -u {h.target}` or reboot before using it"
+    if progress:
+        progress(1, 1, "checking the filesystem at its new place")
+    try:
+        fs, clean, said = fscheck.referee(h.target, h.to * ss, h.length * ss)
+    except fscheck.CheckError as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"moved, but the check afterwards could not run: {exc}")
+    if (fs.fs, fs.uuid, fs.label) != (h.fs, h.fs_uuid, h.fs_label):
+        return replace(base, verdict=Verdict.FAILED, message=f"moved, but blkid now sees {fs} where it saw "
+                       f"{fscheck.Identity(h.fs, h.fs_uuid, h.fs_label)}")
+    if not clean:
+        return replace(base, verdict=Verdict.FAILED, details=(said,),
+                       message=f"moved, but the {fs.fs} checker does not find the filesystem clean at its new place")
+    journal.append("done")
+    details = (kernel,) if kernel else ()
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=details,
+                   message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}, PARTUUID "
+                   f"{h.guid or '-'} unchanged")
+
+
+# --- resuming ---------------------------------------------------------------------------------------
+
+
+def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveProposal:
+    """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
+    finishing it. Raises CommitError when there is none or the target cannot be read."""
+    try:
+        ident = identity(target)
+    except OSError as exc:
+        raise CommitError(f"{target}: {exc.strerror}") from exc
+    paths = [journal] if journal else unfinished(journal_dir(target), target, ident.size)
+    if not paths:
+        raise CommitError(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
+    try:
+        j = Journal.open(paths[0])
+    except (JournalDamaged, OSError) as exc:
+        raise CommitError(str(exc)) from exc
+    try:
+        h = j.header
+        done = resume_point(j.records).next
+        marks = list(j.marks)
+    except JournalError as exc:
+        raise CommitError(f"the move journal {paths[0]} is inconsistent: {exc}") from exc
+    finally:
+        j.close()
+    refusals: list[str] = []
+    if "done" in marks:
+        refusals.append(f"the move in {paths[0]} is already done")
+    if ident.size != h.size:
+        refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
+    entry = None
+    try:
+        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size)
+        if entry.guid != h.guid or (entry.start, entry.end) not in ((h.start, h.end), (h.to, h.to + h.length - 1)):
+            refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
+    except (EntryError, OSError, bk.BackupError) as exc:
+        refusals.append(str(exc))
+    blocking, idle = unsafe_now(target, host)
+    refusals += blocking
+    plan = Schedule(h.start, h.to, h.length, h.chunk)
+    state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
+             + (", table entry rewritten" if "table" in marks else ""))
+    return MoveProposal(target, "block" if ident.kind == "block" else "file", "", h.size // h.sector_size,
+                        h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *idle), ident,
+                        fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]))
+
+
+def execute_resume(
+    p: MoveProposal, answer: str, host: Host, *, progress: Progress | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> MoveOutcome:
+    gate = _refused(p, answer)
+    if gate is not None:
+        return gate
+    base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
+    try:
+        with _locked(p.target):
+            now = _recheck(p, host)
+            if now:
+                return replace(base, message="refused: " + now[0], details=tuple(now))
+            journal = Journal.open(p.journal)
+            try:
+                return _finish(journal, replace(base, backup_path=journal.header.backup), p.kind, progress, stop)
+            finally:
+                journal.close()
+    except (CommitError, JournalDamaged) as exc:
+        return replace(base, message=f"refused: {exc}")

@@ -1,0 +1,258 @@
+"""The journal of a data move: what lets ``diskplan resume`` finish a move from any crash point.
+
+One text file beside the table backup (``<backup>.dpmove``), append-only, fsynced after every append:
+
+    # diskplan move journal, format 1 ...
+    header {"target": ..., "start": S, "to": T, "length": L, "chunk": C, ...}  *crc
+    R 0 <CRC-32 of chunk 0's source> [<CRC-32 of the old bytes saved>]       *crc
+    W 0                                                                       *crc
+    R 1 ...
+    verified / table / done                                                   *crc
+
+Each chunk's source checksum is recorded in its ``R`` line just before the chunk is written, not all in the
+header: putting them in the header would need a whole extra read of the partition before the first byte
+moves, and gives no more safety (a checksum is durable before its chunk's destination is touched either way).
+
+Every line carries the CRC-32 of its text: a line torn by a crash (only ever the last one) fails it and
+is ignored — it was not fsynced, so nothing was written after it. A bad line anywhere else means the
+journal is damaged: resume refuses rather than guess.
+
+The old bytes a chunk's own write overwrites (small shifts only, see model.move) go to ``<journal>.slot``:
+two halves used alternately (chunk k in half k % 2), so saving chunk k+1's bytes never touches chunk k's
+while chunk k may still be redone. Each save is fsynced before the record that names its digest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from dataclasses import asdict, dataclass
+
+from diskplan.model.move import Read, Written
+
+FORMAT = 1
+MARKS = ("verified", "table", "done")  # phases after the copy, in order
+
+
+class JournalDamaged(Exception):
+    """The journal cannot be trusted: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the move is, and enough to recognise its disk and partition again."""
+
+    target: str
+    size: int  # bytes of the whole disk or image
+    sector_size: int
+    label: str  # "gpt" or "msdos"
+    number: int
+    guid: str  # GPT unique partition GUID ("" on msdos)
+    start: int
+    to: int
+    length: int
+    chunk: int
+    backup: str  # the table backup taken before the move
+    fs: str = ""  # what blkid saw before the move: type, UUID, label
+    fs_uuid: str = ""
+    fs_label: str = ""
+    created: str = ""
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length - 1
+
+
+def _line(text: str) -> bytes:
+    return f"{text} *{zlib.crc32(text.encode()) & 0xFFFFFFFF:08x}\n".encode()
+
+
+def _unline(raw: bytes) -> str | None:
+    """The text of a whole, intact line; None when torn or damaged."""
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        text, crc = raw[:-1].decode().rsplit(" *", 1)
+        ok = int(crc, 16) == zlib.crc32(text.encode()) & 0xFFFFFFFF
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return text if ok else None
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """An open journal: ``append`` records (one write, one fsync), ``save``/``saved`` the slot."""
+
+    def __init__(self, path: str, header: Header, records: list[Read | Written], marks: list[str]) -> None:
+        self.path = path
+        self.header = header
+        self.records = records
+        self.marks = marks
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        self._slot = -1
+
+    @classmethod
+    def create(cls, path: str, header: Header) -> Journal:
+        path = os.path.abspath(path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            head = f"# diskplan move journal, format {FORMAT}. Finish the move with: diskplan resume {header.target}\n"
+            os.write(fd, head.encode() + _line("header " + json.dumps(asdict(header), sort_keys=True)))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _sync_dir(path)
+        return cls(path, header, [], [])
+
+    @classmethod
+    def open(cls, path: str) -> Journal:
+        header, records, marks = read(path)
+        return cls(os.path.abspath(path), header, records, marks)
+
+    def close(self) -> None:
+        for fd in (self._fd, self._slot):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._slot = -1
+
+    def append(self, *items: Read | Written | str) -> None:
+        """Write the records as one append and fsync: durable before the caller writes any data."""
+        data = b"".join(_line(_render(i)) for i in items)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        fault("record")
+        os.fsync(self._fd)
+        for i in items:
+            (self.marks if isinstance(i, str) else self.records).append(i)  # type: ignore[arg-type]
+
+    @property
+    def slot_path(self) -> str:
+        return self.path + ".slot"
+
+    def _slot_fd(self) -> int:
+        if self._slot < 0:
+            self._slot = os.open(self.slot_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return self._slot
+
+    def save(self, index: int, data: bytes | memoryview) -> None:
+        """Old bytes of chunk ``index``, synced (half ``index % 2`` of the slot file)."""
+        fd, at = self._slot_fd(), (index % 2) * self.header.chunk * self.header.sector_size
+        view, off = memoryview(data), at
+        while view:
+            n = os.pwrite(fd, view, off)
+            view, off = view[n:], off + n
+        os.fsync(fd)
+
+    def saved(self, index: int, nbytes: int) -> bytes:
+        fd, at = self._slot_fd(), (index % 2) * self.header.chunk * self.header.sector_size
+        return os.pread(fd, nbytes, at)
+
+
+def _render(item: Read | Written | str) -> str:
+    if isinstance(item, Read):
+        return f"R {item.index} {item.digest}" + (f" {item.saved}" if item.saved else "")
+    if isinstance(item, Written):
+        return f"W {item.index}"
+    if item not in MARKS:
+        raise ValueError(item)
+    return item
+
+
+def _parse(text: str) -> Read | Written | str:
+    word, *rest = text.split(" ")
+    if word == "R" and len(rest) in (2, 3):
+        return Read(int(rest[0]), rest[1], rest[2] if len(rest) == 3 else "")
+    if word == "W" and len(rest) == 1:
+        return Written(int(rest[0]))
+    if word in MARKS and not rest:
+        return word
+    raise ValueError(text)
+
+
+def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+    except OSError as exc:
+        raise JournalDamaged(f"cannot read the move journal {path}: {exc.strerror}") from exc
+    if not lines or not lines[0].startswith(b"# diskplan move journal"):
+        raise JournalDamaged(f"{path} is not a diskplan move journal")
+    body = lines[1:]
+    texts: list[str] = []
+    for i, raw in enumerate(body):
+        text = _unline(raw)
+        if text is None:
+            if i == len(body) - 1:
+                break  # torn by a crash before its fsync: nothing was written after it
+            raise JournalDamaged(f"line {i + 2} of the move journal {path} is damaged")
+        texts.append(text)
+    if not texts or not texts[0].startswith("header "):
+        raise JournalDamaged(f"the move journal {path} has no header")
+    try:
+        header = Header(**json.loads(texts[0][len("header ") :]))
+        items = [_parse(t) for t in texts[1:]]
+    except (TypeError, ValueError) as exc:
+        raise JournalDamaged(f"the move journal {path} has a record diskplan cannot read: {exc}") from exc
+    records = [i for i in items if not isinstance(i, str)]
+    marks = [i for i in items if isinstance(i, str)]
+    return header, records, marks
+
+
+def journal_path(backup: str) -> str:
+    """The journal lives beside the table backup taken for the same move."""
+    stem = backup[: -len(".dpbackup")] if backup.endswith(".dpbackup") else backup
+    return stem + ".dpmove"
+
+
+def unfinished(directory: str, target: str, size: int) -> list[str]:
+    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done,
+    newest first."""
+    try:
+        names = sorted((n for n in os.listdir(directory) if n.endswith(".dpmove")), reverse=True)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            header, _, marks = read(path)
+        except JournalDamaged:
+            continue
+        same = os.path.realpath(header.target) == os.path.realpath(target) and header.size == size
+        if same and "done" not in marks:
+            out.append(path)
+    return out
+
+
+# --- fault injection (tests only) -------------------------------------------------------------------
+
+_counts: dict[str, int] = {}
+
+
+def fault(point: str) -> None:
+    """Tests: DISKPLAN_MOVE_KILL=POINT:N[:SIGNAL] sends this process SIGNAL (default KILL; INT is a Ctrl+C)
+    the N-th time it reaches POINT (record: a journal record written but not fsynced; read: recorded, before
+    the data write; torn: half a chunk written; write: a chunk written, not synced; synced; verified;
+    table). Nothing otherwise."""
+    spec = os.environ.get("DISKPLAN_MOVE_KILL")
+    if not spec:
+        return
+    want, _, rest = spec.partition(":")
+    nth, _, sig = rest.partition(":")
+    if want != point:
+        return
+    _counts[point] = _counts.get(point, 0) + 1
+    if _counts[point] == int(nth or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.Signals["SIG" + (sig or "KILL")])

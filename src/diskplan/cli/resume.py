@@ -1,0 +1,35 @@
+"""``diskplan resume TARGET [--yes] [--journal PATH]``: finish a move that was interrupted (a crash, a
+power cut, Ctrl+C, an I/O error), from its journal (backend.move says what it does at each point).
+
+Exit status: 0 finished, 1 refused or not confirmed (nothing written), 2 failed or stopped again.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from diskplan.backend.commit import CommitError, preload
+from diskplan.backend.move import execute_resume, prepare_resume
+from diskplan.cli.apply import consoles, host
+from diskplan.cli.move import run
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="diskplan resume", description="Finish an interrupted partition move.")
+    p.add_argument("target", help="block device or image file")
+    p.add_argument("--yes", action="store_true", help="finish it (without it, only show where it stands)")
+    p.add_argument("--journal", metavar="PATH", help="the move journal (default: the newest unfinished one for TARGET)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    console, err = consoles()
+    preload()
+    try:
+        p = prepare_resume(args.target, host(), args.journal)
+    except CommitError as exc:
+        err.print(f"diskplan resume: {exc}")
+        return 2
+    console.print(f"unfinished move recorded in {p.journal}")
+    return run(p, args.yes, "finish the move", console, err, execute_resume)

@@ -1,0 +1,172 @@
+"""The schedule of a data move: which chunks of a partition are copied in which order, and which old
+bytes must be saved in the journal before a chunk is written. Pure: no I/O (backend.datamove runs it).
+
+Moving ``length`` sectors from ``start`` to ``target``:
+
+- **Direction.** Moving left (target < start) copies chunks in ascending order, moving right in
+  descending order, so a chunk's destination only ever covers sources that are already copied (or its
+  own source), never a source still to come.
+- **Chunk size.** When the shift is at least ``MIN_CLEAN_BYTES`` the chunk is no larger than the shift,
+  so no chunk's destination overlaps its own source and nothing but checksums is journalled: a chunk
+  interrupted half-way is simply copied again from its intact source. A smaller shift (a realign by a
+  few sectors) would need chunks of a few sectors — sfdisk's slow-step problem (util-linux #848) — so
+  chunks stay large and each saves the part of its source its own write overwrites (``Step.saved``)
+  in the journal first.
+- **The last chunk** is cut to what is left; chunks cover the range exactly once (util-linux #938 was a
+  last step that ran past the partition's end).
+- **Resume** (``resume_point``): chunks are written one at a time, each recorded as written (fsynced)
+  before the next begins, so at most one chunk is in flight; it is redone from its source — intact
+  unless its own write overlaps it, and then the overlapping old bytes are in the journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from diskplan.model.extent import Extent
+from diskplan.model.grain import Grain
+
+MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
+MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
+
+
+@dataclass(frozen=True)
+class Step:
+    """Chunk ``index``: ``count`` sectors from ``src`` to ``dst``."""
+
+    index: int
+    src: int
+    dst: int
+    count: int
+
+    @property
+    def source(self) -> Extent:
+        return Extent(self.src, self.src + self.count - 1)
+
+    @property
+    def dest(self) -> Extent:
+        return Extent(self.dst, self.dst + self.count - 1)
+
+    @property
+    def saved(self) -> Extent | None:
+        """The part of this chunk's source that its own write overwrites: saved in the journal first."""
+        return self.source.intersection(self.dest)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    start: int
+    target: int
+    length: int  # sectors
+    chunk: int  # sectors per chunk (the last may be shorter)
+
+    @property
+    def shift(self) -> int:
+        return self.target - self.start
+
+    @property
+    def ascending(self) -> bool:
+        return self.shift < 0
+
+    @property
+    def count(self) -> int:
+        return -(-self.length // self.chunk) if self.shift else 0
+
+    @property
+    def journals_data(self) -> bool:
+        """Whether chunks overlap their own source (then each saves its old bytes first)."""
+        return 0 < abs(self.shift) < self.chunk and self.length > abs(self.shift)
+
+    def step(self, k: int) -> Step:
+        if not 0 <= k < self.count:
+            raise IndexError(f"chunk {k} of {self.count}")
+        offset = k * self.chunk
+        n = min(self.chunk, self.length - offset)
+        rel = offset if self.ascending else self.length - offset - n
+        return Step(k, self.start + rel, self.target + rel, n)
+
+    def steps(self) -> Iterator[Step]:
+        return (self.step(k) for k in range(self.count))
+
+
+def schedule(
+    start: int, target: int, length: int, sector_size: int, *, max_chunk_bytes: int = MAX_CHUNK_BYTES,
+    min_clean_bytes: int = MIN_CLEAN_BYTES,
+) -> Schedule:
+    """The schedule moving ``length`` sectors of ``sector_size`` bytes from ``start`` to ``target``."""
+    if length < 0 or start < 0 or target < 0:
+        raise ValueError("a move needs a non-negative start, target and length")
+    big = max(1, max_chunk_bytes // sector_size)
+    shift = abs(target - start)
+    chunk = min(big, shift) if shift * sector_size >= min_clean_bytes else big
+    return Schedule(start, target, length, max(1, min(chunk, length or 1)))
+
+
+@dataclass(frozen=True)
+class Read:
+    """Journal record: chunk ``index`` was read; ``digest`` of its source, ``saved`` digest of the old
+    bytes saved (empty when its write overlaps nothing of its own source)."""
+
+    index: int
+    digest: str
+    saved: str = ""
+
+
+@dataclass(frozen=True)
+class Written:
+    """Journal record: chunk ``index`` is on the device (synced)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a move stands: chunks ``0..next-1`` are written; ``pending`` is the read record of chunk
+    ``next`` when one was made (its write may have begun: use its saved bytes and check its digest)."""
+
+    next: int
+    pending: Read | None
+    digests: dict[int, str]  # every source digest recorded, for the final verification
+
+
+class JournalError(Exception):
+    """The journal's records are not a sequence this schedule could have written."""
+
+
+def resume_point(records: Iterable[Read | Written]) -> Resume:
+    """Replay the records in order. Chunks are written strictly one after another."""
+    done = 0
+    pending: Read | None = None
+    digests: dict[int, str] = {}
+    for r in records:
+        if isinstance(r, Read):
+            if r.index != done:
+                raise JournalError(f"chunk {r.index} read while chunk {done} was next")
+            pending = r
+            digests[r.index] = r.digest
+        else:
+            if r.index != done or pending is None or pending.index != done:
+                raise JournalError(f"chunk {r.index} recorded as written out of order")
+            done, pending = done + 1, None
+    return Resume(done, pending, digests)
+
+
+def realign_start(part: Extent, grain: Grain, usable: Extent, others: Iterable[Extent]) -> int | None:
+    """The grain boundary nearest ``part``'s start where the partition fits with its size unchanged,
+    within ``usable`` and the free space around it (between its neighbours in ``others``); a tie goes
+    up. None when no boundary leaves room (the partition would have to shrink first)."""
+    lo, hi = usable.start, usable.end
+    for o in others:
+        if o.end < part.start:
+            lo = max(lo, o.end + 1)
+        elif o.start > part.end:
+            hi = min(hi, o.start - 1)
+        elif o.overlaps(part):
+            return None  # an overlapping table: nothing sensible to move
+    first, last = grain.align_up(lo), grain.align_down(hi - part.size + 1)
+    if hi - part.size + 1 < lo or first > last:
+        return None
+    down = min(max(grain.align_down(part.start), first), last)
+    up = min(max(grain.align_up(part.start), first), last)
+    return down if part.start - down < up - part.start else up
