@@ -13,6 +13,7 @@ import sys
 
 from diskplan.cli.options import TargetError, open_target
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
+from diskplan.model.safetext import safe
 
 FORMATS = ("json", "sfdisk", "parted")
 PLAN_PROBE_BYTES = 1 << 16
@@ -99,11 +100,11 @@ def main(argv: list[str]) -> int:
         else:
             sys.stdout.write(text)
     except (TargetError, PlanFileError) as exc:
-        print(f"diskplan export: {exc}", file=sys.stderr)
+        print(f"diskplan export: {safe(str(exc))}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         where = getattr(exc, "filename", None) or args.output or args.source
-        print(f"diskplan export: {where}: {detail}", file=sys.stderr)
+        print(f"diskplan export: {safe(str(where))}: {safe(detail)}", file=sys.stderr)
         return 2
     return 0

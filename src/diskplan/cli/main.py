@@ -6,6 +6,8 @@ import importlib
 import os
 import sys
 
+from diskplan.model.safetext import safe
+
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
 COMMANDS = {
     "check": "diskplan.cli.check",
@@ -32,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("DISKPLAN_DEBUG"):
             raise
-        detail = " ".join(str(exc).split()) or type(exc).__name__
+        detail = safe(" ".join(str(exc).split())) or type(exc).__name__
         print(f"diskplan: {detail} (internal error; run with DISKPLAN_DEBUG=1 for details)", file=sys.stderr)
         return 2
 

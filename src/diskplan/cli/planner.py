@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model import demos
+from diskplan.model.safetext import safe
 from diskplan.ui.glyphs import console_wanted
 from diskplan.ui.target import Target
 
@@ -179,12 +180,12 @@ def main(argv: list[str]) -> int:
         try:
             start = ("demo", demos.find(args.demo).name)
         except KeyError as exc:
-            print(f"diskplan: {exc.args[0]}", file=sys.stderr)
+            print(f"diskplan: {safe(str(exc.args[0]))}", file=sys.stderr)
             return 2
     elif args.target:
         problem = _check_path(args.target)
         if problem:
-            print(f"diskplan: {problem}", file=sys.stderr)
+            print(f"diskplan: {safe(problem)}", file=sys.stderr)
             return 2
         start = ("path", args.target)
     else:

@@ -20,6 +20,7 @@ from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.model.grain import Grain
 from diskplan.model.report import table_findings as findings_of_table
+from diskplan.model.safetext import safe
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
@@ -38,6 +39,8 @@ from diskplan.ui.sectormap import CONSOLE_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
+    from textual.notifications import SeverityLevel
+
     from diskplan.backend.commit import Host
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
@@ -168,11 +171,19 @@ class PlannerApp(PlanActions, App[int]):
         if self._exception is None:  # Pilot re-raises it in tests
             self._exception = error
             self._exception_event.set()
-        detail = " ".join(str(error).split()) or type(error).__name__
+        from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
+
+        detail = safe(" ".join(str(error).split())) or type(error).__name__
         self._exit_renderables.append(
-            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"
+            Text(f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)")
         )
         self._close_messages_no_wait()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification, the widgets' too: its text often quotes a disk, a path or libparted, so it is
+        shown as plain text (no markup) with its control characters escaped."""
+        super().notify(safe(message), title=safe(title), severity=severity, timeout=timeout, markup=False)
 
     # --- layout ---------------------------------------------------------------------------------------
 
@@ -234,7 +245,7 @@ class PlannerApp(PlanActions, App[int]):
         if self.source is None:
             return
         source = self.source
-        self._load(lambda: source.open_path(path), f"Reading {path}...")
+        self._load(lambda: source.open_path(path), f"Reading {safe(path)}...")
 
     def _load(self, opener: Callable[[], Target], what: str) -> None:
         self.query_one(StatusLine).update(" " + what)
