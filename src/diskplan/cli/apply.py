@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.backend.planread import read_plan_text
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
@@ -97,20 +98,13 @@ def render_outcome(o: Outcome, console: Out, err: Out) -> None:
         err.print(f"to put the old table back: {o.restore_command}", style="bold")
 
 
-def _read_plan(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
     try:
-        spec = load_plan(_read_plan(args.plan))
-    except (OSError, UnicodeDecodeError) as exc:
-        err.print(f"diskplan apply: cannot read the plan {args.plan}: {getattr(exc, 'strerror', None) or exc}")
+        spec = load_plan(read_plan_text(args.plan))
+    except OSError as exc:
+        err.print(f"diskplan apply: cannot read the plan {args.plan}: {exc.strerror or exc}")
         return 2
     except PlanFileError as exc:
         err.print(f"diskplan apply: {args.plan}: {exc}")

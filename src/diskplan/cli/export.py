@@ -11,13 +11,13 @@ import os
 import stat
 import sys
 
+from diskplan.backend.planread import read_plan_text
 from diskplan.cli.options import TargetError, open_target
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
 from diskplan.model.safetext import safe
 
 FORMATS = ("json", "sfdisk", "parted")
 PLAN_PROBE_BYTES = 1 << 16
-MAX_PLAN_BYTES = 16 << 20
 
 
 def parser() -> argparse.ArgumentParser:
@@ -57,15 +57,8 @@ def _is_plan_file(path: str) -> bool:
 
 
 def _read_plan(path: str) -> PlanSpec:
-    if path == "-":
-        text = sys.stdin.read(MAX_PLAN_BYTES)
-    else:
-        if os.path.getsize(path) > MAX_PLAN_BYTES:
-            raise PlanFileError(f"{path} is too large to be a plan")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
     try:
-        return load_plan(text)
+        return load_plan(read_plan_text(path))
     except PlanFileError as exc:
         raise PlanFileError(f"{'standard input' if path == '-' else path}: {exc}") from exc
 
@@ -99,6 +92,8 @@ def main(argv: list[str]) -> int:
                 f.write(text)
         else:
             sys.stdout.write(text)
+    except BrokenPipeError:
+        raise  # the reader went away: main ends quietly
     except (TargetError, PlanFileError) as exc:
         print(f"diskplan export: {safe(str(exc))}", file=sys.stderr)
         return 2

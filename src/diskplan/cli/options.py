@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -56,13 +57,18 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend.planread import file_kind
     from diskplan.backend.reader import ReadError, read
     from diskplan.discovery.topology import topology
 
-    if not os.path.exists(path):
-        raise TargetError(f"{path}: no such file or device")
-    if os.path.isdir(path):
-        raise TargetError(f"{path} is a directory, not a disk or an image file")
+    try:
+        mode = os.stat(path).st_mode  # stat opens nothing: a FIFO is not waited on, a tape not rewound
+    except FileNotFoundError:
+        raise TargetError(f"{path}: no such file or device") from None
+    except OSError as exc:
+        raise TargetError(f"{path}: {exc.strerror or exc}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
+        raise TargetError(f"{path} is {file_kind(mode)}, not a disk or an image file")
     if not os.access(path, os.R_OK):
         raise TargetError(f"{path}: permission denied (reading a disk usually needs root)")
     try:

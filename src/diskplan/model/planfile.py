@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -140,9 +141,18 @@ def to_json(spec: PlanSpec) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+MAX_NUMBER = (1 << 64) - 1  # GPT and libparted count sectors in 64 bits
+
+
+def _shown(value: object) -> str:
+    """A value from the plan for a message: its repr, cut short (a message stays one readable line)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "..."
+
+
 def _int(value: object, where: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PlanFileError(f"{where} must be a whole number of at least {minimum}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_NUMBER:
+        raise PlanFileError(f"{where} must be a whole number from {minimum} to 2^64-1, not {_shown(value)}")
     return value
 
 
@@ -158,20 +168,31 @@ def _sectors(value: object, where: str, geom: Geometry, *, position: bool) -> in
 def _from_json(text: str) -> PlanSpec:
     try:
         doc = json.loads(text)
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")  # every string is text (see below)
     except json.JSONDecodeError as exc:
         raise PlanFileError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise PlanFileError("not a plan: its JSON is nested too deeply") from exc
+    except UnicodeEncodeError as exc:  # "\ud800" in JSON: a lone UTF-16 surrogate, which is no character
+        bad = ascii(exc.object[exc.start : exc.end])[1:-1]
+        raise PlanFileError(f"not a plan: it holds {bad}, half of a UTF-16 pair, which is not text") from exc
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise PlanFileError(f"not a plan: a number in it has more than {sys.get_int_max_str_digits()} "
+                            "digits") from exc
     if not isinstance(doc, dict):
         raise PlanFileError("a JSON plan is an object with label and partitions")
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise PlanFileError(f"unknown key {unknown[0]!r} in the plan (keys: {', '.join(sorted(_TOP_KEYS))})")
     if doc.get("format", FORMAT) != FORMAT:
-        raise PlanFileError(f"this JSON is a {doc.get('format')!r}, not a diskplan plan")
+        raise PlanFileError(f"this JSON is a {_shown(doc.get('format'))}, not a diskplan plan")
     version = doc.get("version", VERSION)
     if version != VERSION:
-        raise PlanFileError(f"plan format version {version!r}: this diskplan reads version {VERSION}")
+        raise PlanFileError(f"plan format version {_shown(version)}: this diskplan reads version {VERSION}")
     if "label" not in doc or "partitions" not in doc:
         raise PlanFileError("a plan needs a label and a partitions list")
+    if not isinstance(doc["label"], str):
+        raise PlanFileError("label must be \"gpt\" or \"msdos\"")
     try:
         label = labels.check_label(doc["label"])
     except LabelError as exc:
@@ -222,11 +243,11 @@ def _from_json(text: str) -> PlanSpec:
 def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,
                flags: list[str], role: object) -> Partition:
     try:
-        if role is not None and role not in {r.value for r in Role}:
-            raise LabelError(f"role must be primary, extended or logical, not {role!r}")
+        if role is not None and (not isinstance(role, str) or role not in {r.value for r in Role}):
+            raise LabelError(f"role must be primary, extended or logical, not {_shown(role)}")
         wanted_role = Role(role) if role is not None else None
         if not isinstance(ptype, str):
-            raise LabelError(f"type must be a string, not {ptype!r}")
+            raise LabelError(f"type must be a string, not {_shown(ptype)}")
         code = labels.type_code(label, ptype) if ptype else labels.default_type(label, wanted_role or Role.PRIMARY)
         derived = labels.role_for_type(label, code, number or 0)
         if wanted_role is Role.LOGICAL and derived is Role.PRIMARY and number is None:
@@ -483,6 +504,8 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
 
 def _parted_word(text: str) -> str | None:
     """``text`` as one parted token: parted splits its arguments again and only knows quotes, no escapes."""
+    if not text.isprintable():
+        return None  # a control character would reach the shell and the terminal as it is
     if '"' not in text:
         return f'"{text}"'
     if "'" not in text:
