@@ -21,8 +21,9 @@ EVIL_SFDISK = r"\x1b]0;OWNED\x07\x1b[2J"  # the same name as sfdisk writes it
 
 
 def diskplan(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "COLUMNS": "400"}  # rich wraps long paths at 80 columns off a terminal
     proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, timeout=timeout,
-                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, env=env)
     assert b"Traceback" not in proc.stderr + proc.stdout
     assert b"internal error" not in proc.stderr + proc.stdout
     return proc
@@ -110,3 +111,101 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
             assert app.session is not None and app.session.plan.partition(1).name == EVIL  # type: ignore[union-attr]
 
     asyncio.run(go())
+
+
+# --- 6. hangs and unbounded memory ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plan", ["/dev/zero", "/dev/urandom", "fifo", "directory"])
+def test_a_plan_that_is_no_file_is_refused_without_reading_it(plan: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = evil_image(sparse_image)
+    if plan == "fifo":
+        plan = str(tmp_path / "plan.fifo")
+        os.mkfifo(plan)  # no writer ever comes: opening it to read would wait for ever
+    elif plan == "directory":
+        plan = str(tmp_path)
+    for command in ("apply", "export"):
+        proc = diskplan(command, plan, *([str(img)] if command == "apply" else []), timeout=20)
+        assert proc.returncode == 2
+        assert any(w in one_line(proc) for w in ("a character device", "a FIFO", "a directory"))
+
+
+def test_standard_input_is_read_only_so_far(sparse_image) -> None:  # type: ignore[no-untyped-def]
+    img = evil_image(sparse_image)
+    with open("/dev/zero", "rb") as zero:
+        proc = subprocess.run([sys.executable, "-m", "diskplan", "apply", "-", str(img)], stdin=zero,
+                              capture_output=True, timeout=20)
+    assert proc.returncode == 2 and "too large for a plan" in one_line(proc)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", ["check", "export", "apply"])
+def test_a_fifo_or_a_character_device_as_target_is_refused(command: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    fifo = tmp_path / "disk.fifo"
+    os.mkfifo(fifo)
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"label": "gpt", "partitions": []}')
+    for target, what in ((str(fifo), "is a FIFO (named pipe), not a disk or an image file"),
+                         ("/dev/zero", "/dev/zero is a character device, not a disk or an image file")):
+        proc = diskplan(command, *([str(plan)] if command == "apply" else []), target, timeout=20)
+        assert proc.returncode == 2 and what in one_line(proc)
+
+
+def test_libparted_opens_nothing_beside_an_image(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """libparted opens IMG1..IMG63 for writing beside an image it opens read-write: a FIFO named so hung
+    it until the reader's deadline (30 s)."""
+    import time
+
+    img = evil_image(sparse_image)
+    os.mkfifo(str(img) + "1")
+    os.mkfifo(str(img) + "63")
+    begin = time.monotonic()
+    proc = diskplan("check", str(img), timeout=60)
+    assert proc.returncode == 0 and b"20480" in proc.stdout or b"10 MiB" in proc.stdout, proc.stderr
+    plan = tmp_path / "plan.json"
+    plan.write_text(diskplan("export", str(img)).stdout.decode().replace('"partitions": [', '"partitions": [\n'
+                    '{"start": 40960, "size": 2048},', 1))
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - begin < 15
+    assert "start=       40960, size=        2048" in run("sfdisk", "--dump", str(img))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.dpbackup", "evil.img", "evil.img1", "evil.img63",
+                                                          "plan.json"]  # nothing left behind
+
+
+# --- 7. no "internal error" -----------------------------------------------------------------------------
+
+HOSTILE_PLANS = {
+    "nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "a 5,000-digit number": ('{"label": "gpt", "partitions": [{"start": ' + "9" * 5000 + ', "size": 1}]}',
+                             "more than 4300 digits"),
+    "a number past 2^64": ('{"label": "gpt", "partitions": [{"start": ' + str(1 << 70) + ', "size": 1}]}',
+                           "from 0 to 2^64-1"),
+    "a lone surrogate": ('{"label": "gpt", "partitions": [{"start": 2048, "size": 1, "name": "a\\ud800b"}]}',
+                         "half of a UTF-16 pair"),
+    "a role in a list": ('{"label": "gpt", "partitions": [{"start": 2048, "size": 1, "role": ["primary"]}]}',
+                         "role must be primary, extended or logical"),
+    "a label in a list": ('{"label": ["gpt"], "partitions": []}', "label must be"),
+    "a format as an object": ('{"format": {"a": 1}, "label": "gpt", "partitions": []}', "not a diskplan plan"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_PLANS))
+def test_hostile_json_plans_are_one_clear_line(case: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text, words = HOSTILE_PLANS[case]
+    plan = tmp_path / "plan.json"
+    plan.write_text(text)
+    img = evil_image(sparse_image)
+    for args in (("apply", str(plan), str(img)), ("export", str(plan))):
+        proc = diskplan(*args)
+        assert proc.returncode == 2 and words in one_line(proc)
+
+
+def test_a_closed_standard_output_ends_quietly(sparse_image) -> None:  # type: ignore[no-untyped-def]
+    img = evil_image(sparse_image)
+    for args in (("export", str(img)), ("check", str(img)), ("export", str(img), "-f", "parted")):
+        proc = subprocess.Popen([sys.executable, "-m", "diskplan", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # `| head -0`: the reader is gone before the first line
+        err = proc.stderr.read()
+        assert proc.wait(timeout=30) == 141 and err == b""  # as a shell reports a program SIGPIPE ended

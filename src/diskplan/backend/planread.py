@@ -8,18 +8,10 @@ import stat
 import sys
 from typing import BinaryIO
 
+from diskplan.backend.filekind import file_kind
 from diskplan.model.planfile import PlanFileError
 
 MAX_PLAN_BYTES = 4 << 20  # a plan of 128 partitions takes about 40 KiB
-KINDS = ((stat.S_ISREG, ""), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
-
-
-def file_kind(mode: int) -> str:
-    """What a file of ``mode`` is, for a message: "a FIFO (named pipe)"..., "" for a regular file."""
-    return next((what for test, what in KINDS if test(mode)), "not a regular file")
-
-
 def not_a_file(mode: int) -> str:
     """Why a file of ``mode`` cannot be a plan ("" when it can)."""
     kind = file_kind(mode)

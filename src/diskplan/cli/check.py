@@ -33,6 +33,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich would exit with status 1, which means "findings" here: main ends quietly instead."""
+        raise BrokenPipeError
+
+
 def _yes(ok: bool) -> Text:
     return Text("yes", style="green") if ok else Text("NO", style="bold red")
 
@@ -94,5 +100,5 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
-        render(report, Console(highlight=False))
+        render(report, _Console(highlight=False))
     return 1 if report.all_findings else 0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from diskplan.backend.filekind import target_problem
 from diskplan.model.units import parse_bytes
 
 if TYPE_CHECKING:
@@ -57,20 +56,12 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
-    from diskplan.backend.planread import file_kind
     from diskplan.backend.reader import ReadError, read
     from diskplan.discovery.topology import topology
 
-    try:
-        mode = os.stat(path).st_mode  # stat opens nothing: a FIFO is not waited on, a tape not rewound
-    except FileNotFoundError:
-        raise TargetError(f"{path}: no such file or device") from None
-    except OSError as exc:
-        raise TargetError(f"{path}: {exc.strerror or exc}") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
-        raise TargetError(f"{path} is {file_kind(mode)}, not a disk or an image file")
-    if not os.access(path, os.R_OK):
-        raise TargetError(f"{path}: permission denied (reading a disk usually needs root)")
+    problem = target_problem(path)
+    if problem:
+        raise TargetError(problem)
     try:
         disk = read(path)
     except ReadError as exc:
