@@ -127,6 +127,8 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     render_proposal(proposal, console)
+    for note in spec.notes:  # what the plan file says that is not written (an sfdisk dump's uuid=)
+        console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
     code = before_writing(proposal.refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
                           console, err)

@@ -86,6 +86,8 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         spec, default_device = load_source(args.source)
+        for note in spec.notes:  # what the plan file says that the output does not carry (sfdisk's uuid=)
+            print(f"diskplan export: note: {safe(note)}", file=sys.stderr)
         text = render(spec, args.format, args.device or default_device)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:

@@ -27,7 +27,7 @@ import json
 import re
 import shlex
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from diskplan.model import labels, ptypes
@@ -58,6 +58,8 @@ class PlanSpec:
     sectors: int | None = None  # device size in logical sectors, when known
     first_lba: int | None = None  # GPT usable area, when known
     last_lba: int | None = None
+    # What the plan file said that diskplan does not apply (sfdisk's uuid=): said, not part of the table.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -109,10 +111,12 @@ def load_into(plan: Plan, text: str) -> Outcome:
     """A plan file (JSON or sfdisk dump) made the wanted table of ``plan``: an undoable step, refused with
     the reason when the text is not a plan or does not fit this disk."""
     try:
-        table = table_from_spec(load_plan(text), plan.geometry)
+        spec = load_plan(text)
+        table = table_from_spec(spec, plan.geometry)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
-    return plan.adopt(table)
+    outcome = plan.adopt(table)
+    return replace(outcome, message="; ".join((outcome.message, *spec.notes))) if spec.notes else outcome
 
 
 # --- JSON -----------------------------------------------------------------------------------------------
@@ -295,6 +299,20 @@ _HEADER = re.compile(r"^([a-z-]+)\s*:\s*(.*?)\s*$")
 _PART_LINE = re.compile(r"^(\S.*?)\s*:\s*(start\s*=.*)$")
 _FIELD = re.compile(r'\s*([a-z-]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,]*))?\s*(?:,|$)')
 _SFDISK_ATTRS = {v: k for k, v in labels.GPT_ATTRIBUTES.items()}
+# What `sfdisk --dump` writes (libfdisk's script.c): any other field is a typo, and sfdisk itself refuses it
+# ("unsupported command"); an unknown header it only warns about, but a typo there must not pass either.
+_SFDISK_FIELDS = frozenset(("start", "size", "type", "name", "attrs", "uuid", "bootable"))
+_SFDISK_HEADERS = frozenset(("label", "label-id", "device", "unit", "first-lba", "last-lba", "sector-size",
+                             "table-length", "grain"))
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "２０４８" and "2_048"
+
+
+def _sfdisk_number(value: str, what: str, where: str) -> int:
+    if _DIGITS.fullmatch(value) is None:
+        raise PlanFileError(f"{where}: {what} must be a number of sectors in ASCII digits, not {_shown(value)}")
+    if len(value) > 20 or int(value) > MAX_NUMBER:
+        raise PlanFileError(f"{where}: {what} {value[:24]}... is past 2^64-1")
+    return int(value)
 
 
 def _unescape(value: str) -> str:
@@ -341,6 +359,7 @@ def _gpt_attrs(text: str, where: str) -> list[str]:
 def _from_sfdisk(text: str) -> PlanSpec:
     header: dict[str, str] = {}
     parts: list[Partition] = []
+    with_uuid: list[int] = []
     label = ""
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -354,10 +373,15 @@ def _from_sfdisk(text: str) -> PlanSpec:
                     label = labels.check_label(header.get("label", "dos"))
                 except LabelError as exc:
                     raise PlanFileError(f"{where}: {exc}") from exc
-            parts.append(_sfdisk_partition(label, m.group(1), m.group(2), where))
+            part, uuid = _sfdisk_partition(label, m.group(1), m.group(2), where)
+            parts.append(part)
+            with_uuid += [part.number] if uuid else []
             continue
         h = _HEADER.match(line)
         if h and not parts:
+            if h.group(1) not in _SFDISK_HEADERS:
+                raise PlanFileError(f"{where}: unknown header {h.group(1)!r} "
+                                    f"(sfdisk writes {', '.join(sorted(_SFDISK_HEADERS))})")
             header[h.group(1)] = h.group(2)
             continue
         raise PlanFileError(f"{where}: not an `sfdisk --dump` line: {line[:60]!r}")
@@ -367,24 +391,44 @@ def _from_sfdisk(text: str) -> PlanSpec:
         raise PlanFileError(f"unit {header['unit']!r}: diskplan reads sfdisk dumps in sectors")
     try:
         label = labels.check_label(header["label"])
-        ss = int(header.get("sector-size", "512"))
-        first = int(header["first-lba"]) if "first-lba" in header else None
-        last = int(header["last-lba"]) if "last-lba" in header else None
     except LabelError as exc:
         raise PlanFileError(str(exc)) from exc
-    except ValueError as exc:
-        raise PlanFileError(f"a header value is not a number: {exc}") from exc
+    number = {k: _sfdisk_number(header[k], k, "header") if k in header else None
+              for k in ("sector-size", "first-lba", "last-lba", "table-length")}
+    ss = number["sector-size"] or 512
     if ss < 512 or ss & (ss - 1):
         raise PlanFileError(f"sector-size {ss} is not a power of two of at least 512")
     return _checked(PlanSpec(label, ss, _numbered(label, parts), None,
-                             first if label == "gpt" else None, last if label == "gpt" else None))
+                             number["first-lba"] if label == "gpt" else None,
+                             number["last-lba"] if label == "gpt" else None,
+                             _dump_notes(header, with_uuid, number["table-length"])))
 
 
-def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> Partition:
-    m = re.search(r"(\d+)$", device)
-    if m is None:
-        raise PlanFileError(f"{where}: cannot tell the partition number from {device!r}")
-    number = int(m.group(1))
+def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
+    """What a dump says that diskplan does not write (libparted sets no disk or partition GUID), said."""
+    notes = []
+    if "label-id" in header:
+        notes.append(f"label-id {header['label-id'][:40]} is not applied: the disk keeps the id it has "
+                     "(a new table gets a new random one)")
+    if with_uuid:
+        notes.append(f"uuid= of partition{'s' if len(with_uuid) > 1 else ''} {_numbers_text(with_uuid)} is not "
+                     "applied: a kept partition keeps its own, a new one gets a new random GUID")
+    if entries is not None and entries != 128 and header.get("label") == "gpt":
+        notes.append(f"table-length {entries} is not applied: libparted writes a new GPT with 128 entries")
+    return tuple(notes)
+
+
+def _numbers_text(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:8]))
+    return shown + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
+
+
+def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> tuple[Partition, bool]:
+    """The partition of one dump line, and whether the line gave it a uuid= (which diskplan does not apply)."""
+    m = re.search(r"[0-9]+$", device)
+    if m is None or len(m.group()) > 6 or int(m.group()) < 1:
+        raise PlanFileError(f"{where}: cannot tell the partition number from {_shown(device)}")
+    number = int(m.group())
     values: dict[str, str] = {}
     bootable = False
     pos = 0
@@ -393,26 +437,32 @@ def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> Parti
         if f is None or f.end() == pos:
             raise PlanFileError(f"{where}: cannot read {fields[pos:pos + 40]!r}")
         key, value = f.group(1), f.group(2)
+        if key not in _SFDISK_FIELDS:
+            raise PlanFileError(f"{where}: unknown field {key!r} (sfdisk knows {', '.join(sorted(_SFDISK_FIELDS))})")
+        if (value is None) != (key == "bootable"):
+            raise PlanFileError(f"{where}: 'bootable' takes no value" if key == "bootable" else
+                                f"{where}: {key!r} needs a value")
         if value is None:
-            if key != "bootable":
-                raise PlanFileError(f"{where}: {key!r} needs a value")
             bootable = True
         else:
-            values[key] = value.strip()
+            value = value.strip()
+            if value.startswith('"') and (len(value) < 2 or not value.endswith('"')):
+                raise PlanFileError(f"{where}: the quote opened in {key}= is not closed")
+            values[key] = value
         pos = f.end()
-    try:
-        start, size = int(values["start"]), int(values["size"])
-    except KeyError as exc:
-        raise PlanFileError(f"{where}: partition {number} has no {exc.args[0]}") from exc
-    except ValueError as exc:
-        raise PlanFileError(f"{where}: start and size must be numbers of sectors") from exc
+    for key in ("start", "size"):
+        if key not in values:
+            raise PlanFileError(f"{where}: partition {number} has no {key}")
+    start = _sfdisk_number(values["start"], "start", where)
+    size = _sfdisk_number(values["size"], "size", where)
     if size < 1:
         raise PlanFileError(f"{where}: partition {number} has size {size}")
     flags = ["boot"] if bootable else []
     if "attrs" in values:
         flags += _gpt_attrs(_unescape(values["attrs"]), where) if label == "gpt" else []
     name = _unescape(values.get("name", ""))
-    return _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
+    part = _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
+    return part, "uuid" in values
 
 
 def load_plan(text: str) -> PlanSpec:
