@@ -209,3 +209,42 @@ def test_a_closed_standard_output_ends_quietly(sparse_image) -> None:  # type: i
         proc.stdout.close()  # `| head -0`: the reader is gone before the first line
         err = proc.stderr.read()
         assert proc.wait(timeout=30) == 141 and err == b""  # as a shell reports a program SIGPIPE ended
+
+
+# --- 8. sfdisk input read as sfdisk reads it, or refused --------------------------------------------------
+
+MISREAD = {
+    "a typo in a field": "typ=S",
+    "full-width digits": "start=\uff12\uff10\uff14\uff18",
+    "an unclosed quote": 'name="abc',
+    "an unknown field": "foo=1",
+    "bootable with a value": "bootable=1",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISREAD))
+def test_what_sfdisk_refuses_diskplan_refuses(case: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    field = MISREAD[case]
+    fields = ", ".join(f for f in ("start=2048" if "start" not in field else "", "size=2048", field) if f)
+    script = f"label: gpt\n\nd1 : {fields}\n"
+    img = sparse_image(64 * MiB)
+    referee = subprocess.run([need_tool("sfdisk"), "-q", "--no-reread", str(img)], input=script, text=True,
+                             capture_output=True)
+    assert referee.returncode != 0 and "unsupported command" in referee.stderr  # sfdisk's verdict
+    dump = tmp_path / "plan.dump"
+    dump.write_text(script, encoding="utf-8")
+    proc = diskplan("apply", str(dump), str(img))
+    assert proc.returncode == 2 and "line 3" in one_line(proc)
+
+
+def test_what_a_dump_says_and_is_not_applied_is_said(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = evil_image(sparse_image)
+    dump = tmp_path / "plan.dump"
+    dump.write_text(run("sfdisk", "--dump", str(img)).replace("unit: sectors", "unit: sectors\ntable-length: 32"))
+    assert "label-id:" in dump.read_text() and "uuid=" in dump.read_text()
+    out = diskplan("apply", str(dump), str(img)).stdout.decode()
+    assert "note: label-id " in out and "is not applied" in out
+    assert "note: uuid= of partition 1 is not applied" in out
+    assert "note: table-length 32 is not applied" in out
+    proc = diskplan("export", str(dump))
+    assert proc.returncode == 0 and proc.stderr.decode().count("diskplan export: note: ") == 3
