@@ -225,7 +225,7 @@ MISREAD = {
 @pytest.mark.parametrize("case", sorted(MISREAD))
 def test_what_sfdisk_refuses_diskplan_refuses(case: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
     field = MISREAD[case]
-    fields = ", ".join(f for f in ("start=2048" if "start" not in field else "", "size=2048", field) if f)
+    fields = f"{field}, size=2048" if field.startswith("start") else f"start=2048, size=2048, {field}"
     script = f"label: gpt\n\nd1 : {fields}\n"
     img = sparse_image(64 * MiB)
     referee = subprocess.run([need_tool("sfdisk"), "-q", "--no-reread", str(img)], input=script, text=True,
