@@ -88,6 +88,10 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
         raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
                             f"{geometry.logical}-byte sectors (every position would mean another byte)")
     table = new_table(spec.label, geometry)
+    if table.last_usable < table.first_usable:
+        own = table.first_usable + geometry.sectors - 1 - table.last_usable
+        raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
+                            f"{spec.label} table, whose own structures take {own} sectors before any partition")
     first = table.first_usable if spec.first_lba is None else spec.first_lba
     last = spec.last_lba
     if last is None or (spec.sectors is not None and spec.sectors != geometry.sectors):
