@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     try:
-        desired = table_from_spec(spec, disk.geometry)
+        desired = table_from_spec(spec, disk.geometry, disk.table)
     except PlanFileError as exc:
         err.print(f"diskplan apply: refused: {exc}")
         return 1

@@ -81,13 +81,18 @@ def spec_from_table(table: Table, geometry: Geometry) -> PlanSpec:
                     table.first_usable if gpt else None, table.last_usable if gpt else None)
 
 
-def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
+def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = None) -> Table:
     """The plan as a table on ``geometry`` (all partitions PROPOSED). Raises PlanFileError when it cannot
-    be written there: another sector size, partitions past the usable area, overlaps."""
+    be written there: another sector size, partitions past the usable area, overlaps.
+
+    ``current``: the table on the disk. A plan of the same label is written into it (libparted keeps its
+    usable area and its entry array, which a GPT made by another tool may size other than 128 entries);
+    otherwise the plan gets a new label as libparted makes one."""
     if spec.sector_size != geometry.logical:
         raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
                             f"{geometry.logical}-byte sectors (every position would mean another byte)")
-    table = new_table(spec.label, geometry)
+    same = current is not None and current.label == spec.label and not current.read_only
+    table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
     if table.last_usable < table.first_usable:
         own = table.first_usable + geometry.sectors - 1 - table.last_usable
         raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
@@ -116,7 +121,7 @@ def load_into(plan: Plan, text: str) -> Outcome:
     the reason when the text is not a plan or does not fit this disk."""
     try:
         spec = load_plan(text)
-        table = table_from_spec(spec, plan.geometry)
+        table = table_from_spec(spec, plan.geometry, plan.base)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
     outcome = plan.adopt(table)
