@@ -248,3 +248,68 @@ def test_what_a_dump_says_and_is_not_applied_is_said(sparse_image, tmp_path) -> 
     assert "note: table-length 32 is not applied" in out
     proc = diskplan("export", str(dump))
     assert proc.returncode == 0 and proc.stderr.decode().count("diskplan export: note: ") == 3
+
+
+# --- 9. errors that say what is true ---------------------------------------------------------------------
+
+ONE = '{"label": "gpt", "partitions": [{"start": 2048, "size": 2048}]}'
+
+
+def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = tmp_path / "odd.img"
+    img.write_bytes(b"")
+    os.truncate(img, 64 * MiB + 100)
+    plan = tmp_path / "plan.json"
+    plan.write_text(ONE)
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "holds 67108964 bytes: the last 100 are no whole 512-byte sector" in err
+    assert "vanished" not in err and not (tmp_path / "b.dpbackup").exists()
+
+
+def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = sparse_image(64 * MiB, "new\nline.img")
+    plan = tmp_path / "plan.json"
+    plan.write_text(ONE)
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and r"new\nline.img holds a line break" in err and "read back" not in err
+    assert not (tmp_path / "b.dpbackup").exists()
+
+
+def test_a_disk_too_small_for_any_table_says_so(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = sparse_image(512)
+    plan = tmp_path / "plan.json"
+    plan.write_text(ONE)
+    proc = diskplan("apply", str(plan), str(img))
+    assert proc.returncode == 1
+    assert "1 sector(s) of 512 B: too small for a gpt table, whose own structures take 67 sectors" in one_line(proc)
+    assert "-33s" not in proc.stderr.decode()
+
+
+def test_a_backup_that_cannot_be_saved_names_the_place(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = sparse_image(64 * MiB)
+    plan = tmp_path / "plan.json"
+    plan.write_text(ONE)
+    home = tmp_path / "home"
+    home.write_text("a file where the home directory should be")
+    env = {k: v for k, v in os.environ.items() if k != "XDG_STATE_HOME"} | {"HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(plan), str(img), "--yes"],
+                          capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert f"no backup, so nothing was written: {home}/.local: Not a directory" in proc.stderr
+
+
+def test_a_gpt_with_a_4_entry_array_can_be_edited(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img),
+        input="label: gpt\ntable-length: 4\nstart=2048, size=2048\nstart=8192, size=2048\n")
+    plan = json.loads(diskplan("export", str(img)).stdout)
+    assert plan["last_lba"] == 131069  # 1 header + 1 sector of entries at the end, not 33
+    assert diskplan("apply", "-", str(img), stdin=json.dumps(plan).encode()).returncode == 0  # nothing to do
+    plan["partitions"].append({"start": 131069 - 2047, "size": 2048})  # past where 128 entries would begin
+    proc = diskplan("apply", "-", str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"),
+                    stdin=json.dumps(plan).encode())
+    assert proc.returncode == 0, proc.stderr
+    dump = run("sfdisk", "--dump", str(img))
+    assert "table-length: 4" in dump and "start=      129022, size=        2048" in dump
