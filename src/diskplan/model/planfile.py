@@ -35,6 +35,7 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
 from diskplan.model.plan import Outcome, Plan, validate
+from diskplan.model.safetext import safe
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
 
@@ -46,6 +47,9 @@ _PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "fl
 
 class PlanFileError(ValueError):
     """The text is not a plan diskplan can use: ``str(exc)`` is one line saying where and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(safe(message))  # it may quote the plan: escaped once, wherever it is shown
 
 
 @dataclass(frozen=True)
