@@ -8,7 +8,6 @@ import stat
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from diskplan.backend.filekind import target_problem
 from diskplan.model.safetext import safe
 from diskplan.model.units import parse_bytes
 
@@ -59,6 +58,7 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend.filekind import target_problem
     from diskplan.backend.reader import ReadError, read
     from diskplan.discovery.topology import topology
 

@@ -16,7 +16,6 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from diskplan.backend.filekind import target_problem
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model import demos
 from diskplan.model.safetext import safe
@@ -173,6 +172,8 @@ def main(argv: list[str]) -> int:
             print(f"diskplan: {safe(str(exc.args[0]))}", file=sys.stderr)
             return 2
     elif args.target:
+        from diskplan.backend.filekind import target_problem  # stat only: no libparted in this process
+
         problem = target_problem(args.target)  # the cheap checks; the read happens in the planner
         if problem:
             print(f"diskplan: {safe(problem)}", file=sys.stderr)
