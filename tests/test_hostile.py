@@ -313,3 +313,13 @@ def test_a_gpt_with_a_4_entry_array_can_be_edited(sparse_image, tmp_path) -> Non
     assert proc.returncode == 0, proc.stderr
     dump = run("sfdisk", "--dump", str(img))
     assert "table-length: 4" in dump and "start=      129022, size=        2048" in dump
+
+
+def test_a_json_export_escapes_what_json_itself_leaves_raw(sparse_image) -> None:  # type: ignore[no-untyped-def]
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img),
+        input='label: gpt\nstart=2048, size=2048, name="\\xc2\\x9b2J\\xe2\\x80\\xae\\xc3\\xa9"\n')  # CSI, RLO, é
+    proc = diskplan("export", str(img))
+    assert "\u009b".encode() not in proc.stdout and "\u202e".encode() not in proc.stdout
+    assert '"name": "\\u009b2J\\u202eé"' in proc.stdout.decode()
+    assert json.loads(proc.stdout)["partitions"][0]["name"] == "\u009b2J\u202eé"  # the same name, read back

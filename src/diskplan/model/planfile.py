@@ -27,6 +27,7 @@ import json
 import re
 import shlex
 import sys
+import unicodedata
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -35,7 +36,7 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
 from diskplan.model.plan import Outcome, Plan, validate
-from diskplan.model.safetext import safe
+from diskplan.model.safetext import UNSAFE, safe
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
 
@@ -155,7 +156,11 @@ def to_json(spec: PlanSpec) -> str:
         }
         for p in sorted(spec.partitions, key=lambda p: p.number)
     ]
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    # Readable names in any script, but JSON's own \uXXXX for what a terminal acts on: json escapes only
+    # C0 controls, and a C1 control or a bidi override in a name would reach the terminal as it is.
+    return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unicodedata.category(ch) in UNSAFE else ch
+                   for ch in text) + "\n"
 
 
 MAX_NUMBER = (1 << 64) - 1  # GPT and libparted count sectors in 64 bits
