@@ -113,6 +113,29 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
     asyncio.run(go())
 
 
+def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_device) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.discovery.udev import list_disks
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.screens import DevicePicker
+
+    img = evil_image(sparse_image, "[b]evil\x1b]0;OWNED\x07.img")
+    node = loop_device(img)
+
+    async def go() -> None:
+        app = PlannerApp(None, None, lister=list_disks, watch_devices=False)
+        async with app.run_test(size=(160, 40)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, DevicePicker) and app.screen.query_one("DataTable").row_count:
+                    break
+            await pilot.pause(0.2)
+            text = "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+            assert node in text and r"[b]evil\x1b]0;OWNED\x07.img" in text  # not markup, not an escape
+            assert "\x1b" not in text and "\x07" not in text
+
+    asyncio.run(go())
+
+
 # --- 6. hangs and unbounded memory ----------------------------------------------------------------------
 
 

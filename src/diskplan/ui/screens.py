@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from diskplan.model import demos
 from diskplan.model.geometry import Geometry
+from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes, parse_bytes
 from diskplan.ui.glyphs import Glyphs
@@ -283,7 +285,8 @@ class DevicePicker(Screen[str | None]):
         for d in disks:
             table.add_row(
                 d.node,
-                d.model or (d.backing_file and f"file {d.backing_file}") or "-",
+                # From the device or a path: escaped, and plain text (a DataTable string is markup).
+                Text(safe(d.model or (d.backing_file and f"file {d.backing_file}") or "-")),
                 human_bytes(d.size_bytes),
                 f"{d.logical}/{d.physical}",
                 d.table,
