@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -44,6 +45,15 @@ def _own_namespace(libc: ctypes.CDLL) -> bool:
     return True
 
 
+def _holds_python(directory: str) -> bool:
+    """The directory holds (or is above) what this Python may still import: hiding it would break that."""
+    inside = directory.rstrip("/") + "/"
+    # (Not all of sys.path: `python -m` puts the working directory there, where images often are.)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))  # what holds the diskplan package
+    places = (sys.prefix, sys.base_prefix, here)
+    return any(os.path.realpath(p) == directory or os.path.realpath(p).startswith(inside) for p in places)
+
+
 def stand_alone(path: str) -> bool:
     """Make the regular file ``path`` the only entry of its directory, for this process and its children
     only. Call it in a forked child that runs libparted, never in the main process. True when done;
@@ -53,7 +63,7 @@ def stand_alone(path: str) -> bool:
         return True
     directory = os.path.dirname(real)
     try:
-        if not stat.S_ISREG(os.stat(real).st_mode) or directory in NEEDED:
+        if not stat.S_ISREG(os.stat(real).st_mode) or directory in NEEDED or _holds_python(directory):
             return False
     except OSError:
         return False
