@@ -346,3 +346,35 @@ def test_a_json_export_escapes_what_json_itself_leaves_raw(sparse_image) -> None
     assert "\u009b".encode() not in proc.stdout and "\u202e".encode() not in proc.stdout
     assert '"name": "\\u009b2J\\u202eé"' in proc.stdout.decode()
     assert json.loads(proc.stdout)["partitions"][0]["name"] == "\u009b2J\u202eé"  # the same name, read back
+
+
+def test_the_planner_refuses_to_write_an_image_that_ends_in_part_of_a_sector(sparse_image, tmp_path,  # type: ignore[no-untyped-def]
+                                                                            monkeypatch) -> None:
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.commit_screen import CommitScreen
+    from test_ui_commit import image_target, text_of, wait_for
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    img = evil_image(sparse_image)
+    with open(img, "ab") as f:
+        f.write(b"\0" * 100)
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(img))
+        async with app.run_test(size=(100, 32)) as pilot:
+            await wait_for(pilot, lambda: app.session is not None)
+            app.sector_map.move_to(20 * MiB)
+            await pilot.press("n")
+            await pilot.press("ctrl+a", "ctrl+k", *"16MiB", "enter")
+            await pilot.pause()
+            await pilot.press("w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            assert "the last 100 are no whole 512-byte sector" in text_of(screen)
+            await pilot.press(*"yes", "enter")
+            await pilot.pause(0.3)
+            assert screen.outcome is None  # refused: nothing tried
+
+    asyncio.run(go())
+    assert not (tmp_path / "state").exists()  # no backup left behind

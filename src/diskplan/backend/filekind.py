@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import stat
 
+from diskplan.model.safetext import safe
+
 KINDS = ((stat.S_ISREG, ""), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
 
@@ -28,3 +30,23 @@ def target_problem(path: str) -> str | None:
     if not os.access(path, os.R_OK):
         return f"{path}: permission denied (reading a disk usually needs root)"
     return None
+
+
+def write_refusals(path: str, sector_size: int) -> tuple[str, ...]:
+    """Why a write must not start on a target that could be read, each in one line (none: it may): a path
+    the backup cannot record, an image that ends in part of a sector (its size would no longer match the
+    sectors that were read, and the write would fail after the backup)."""
+    out = []
+    if not path.isprintable():
+        out.append(f"the path {safe(path)} holds a line break or another control character, which the backup "
+                   "cannot record (rename the image, or give a symlink to it)")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return tuple(out)
+    extra = st.st_size % sector_size if stat.S_ISREG(st.st_mode) else 0
+    if extra:
+        out.append(f"{safe(path)} holds {st.st_size} bytes: the last {extra} are no whole {sector_size}-byte "
+                   f"sector, and diskplan writes only to images of whole sectors (make its size a multiple of "
+                   f"{sector_size} first)")
+    return tuple(out)

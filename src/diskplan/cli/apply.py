@@ -16,9 +16,10 @@ import argparse
 import sys
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, open_target, write_refusals
+from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
 from diskplan.discovery import inuse
 from diskplan.model import ptypes
@@ -130,7 +131,7 @@ def main(argv: list[str]) -> int:
     for note in spec.notes:  # what the plan file says that is not written (an sfdisk dump's uuid=)
         console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
-    refusals = (*proposal.refusals, *write_refusals(args.target, disk))
+    refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))
     code = before_writing(refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
                           console, err)
     if code is not None:

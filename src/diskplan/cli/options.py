@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from diskplan.model.safetext import safe
 from diskplan.model.units import parse_bytes
 
 if TYPE_CHECKING:
@@ -85,21 +82,3 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
         disk = replace(disk, geometry=geom, kind="block")
     return apply_overrides(disk, args) if args is not None else disk
 
-
-def write_refusals(path: str, disk: Disk) -> tuple[str, ...]:
-    """What the write commands refuse about a target they could read, each in one line: a path the backup
-    cannot record, an image that ends in part of a sector (its size would no longer match what was read)."""
-    out = []
-    if not path.isprintable():
-        out.append(f"the path {safe(path)} holds a line break or another control character, which the backup "
-                   "cannot record (rename the image, or give a symlink to it)")
-    try:
-        st = os.stat(path)
-    except OSError:
-        return tuple(out)
-    ss = disk.geometry.logical
-    extra = st.st_size % ss if stat.S_ISREG(st.st_mode) else 0
-    if extra:
-        out.append(f"{safe(path)} holds {st.st_size} bytes: the last {extra} are no whole {ss}-byte sector, and "
-                   f"diskplan writes only to images of whole sectors (make its size a multiple of {ss} first)")
-    return tuple(out)

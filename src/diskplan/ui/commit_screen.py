@@ -8,6 +8,7 @@ write has begun the screen cannot be left until the outcome is known.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import on, work
@@ -19,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.backend.filekind import write_refusals
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
 from diskplan.model.repair import GptRepair
@@ -158,6 +160,8 @@ class CommitScreen(ModalScreen[Outcome | None]):
         try:
             proposal = prepare(self.path, self.desired, self.host, sector_size=self.sector_size,
                                sectors=self.sectors, repair=self.repair)
+            proposal = replace(proposal, refusals=(*proposal.refusals,
+                                                   *write_refusals(self.path, proposal.sector_size)))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return
