@@ -635,7 +635,9 @@ def save_backup(p: Proposal, backup_path: str | None, base: Outcome) -> tuple[bk
         saved = bk.capture(p.target, p.sector_size, p.sectors, extents, model=p.model)
         path = bk.save(saved, backup_path or bk.default_path(p.target))
     except (OSError, bk.BackupError) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
+        why = str(exc)
+        if isinstance(exc, OSError):  # which file: an unwritable home says "Permission denied" and nothing more
+            why = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else exc.strerror or why
         return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
     return saved, replace(base, backup_path=path)
 

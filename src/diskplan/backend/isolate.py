@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+IN_CHILD = False  # this process is a child forked here (it may change what only it sees: backend.siblings)
+
+
 class IsolatedFailure(Exception):
     """The child died, hung, or raised: ``reason`` is one line for the user."""
 
@@ -101,6 +104,8 @@ def start_isolated(fn: Callable[..., Any], *args: Any) -> Child:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
+        global IN_CHILD
+        IN_CHILD = True
         os.close(r)
         status = 0
         try:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import _ped
 import parted
 
+from diskplan.backend import isolate, siblings
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -192,12 +193,20 @@ def _no_label(device: parted.Device) -> bool:
     return False
 
 
+def _device(path: str) -> parted.Device:
+    """libparted's device for ``path``; in a forked child, an image file is first made to stand alone in
+    its directory, so libparted opens nothing but it (backend.siblings)."""
+    if isolate.IN_CHILD:
+        siblings.stand_alone(path)
+    return parted.getDevice(path)
+
+
 def read_disk(path: str) -> Disk:
     """Read ``path`` (image file or block device). Raises BackendError with a one-line reason.
     Run it in a child (backend.reader): some tables crash libparted."""
     with answering(_read_handler) as messages:
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
         except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
             raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
         geom = Geometry(
@@ -510,7 +519,7 @@ def preview_table(
     written, its messages). Run it in a child (backend.isolate)."""
     with answering() as messages:
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
             disk = build_disk(device, label, fresh=fresh, delete=delete, create=create, change=change)
             return placed(disk), table_sectors(disk), tuple(messages)
         except _PED_ERRORS as exc:
@@ -554,7 +563,7 @@ def commit_table(
             was = sectors * sector_size
             raise BackendError(f"{path} now has {size} bytes, not the {was} that were read: it vanished or changed")
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
             if (device.length, device.sectorSize) != (sectors, sector_size):
                 raise BackendError(f"{path} changed: {device.length} sectors of {device.sectorSize} B")
             disk = build_disk(device, label, fresh=fresh, delete=delete, create=create, change=change)
@@ -634,7 +643,7 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
     without pyparted's per-call locale switching, none of the reader's findings."""
     with answering(_read_handler):
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
             with _no_filesystem_probing():
                 disk = parted.newDisk(device)
         except _PED_ERRORS as exc:
@@ -687,7 +696,7 @@ def inform_kernel(path: str) -> tuple[bool, str]:
     with answering() as messages:
         before = 0
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
             if device.type == parted.DEVICE_FILE:
                 return True, ""
             try:
@@ -708,7 +717,7 @@ def write_table(path: str, label: str, partitions: tuple[Partition, ...]) -> Non
     live = tuple(p for p in partitions if p.state is not State.DELETE)
     with answering() as messages:
         try:
-            device = parted.getDevice(path)
+            device = _device(path)
             disk = build_disk(device, label, fresh=True, create=live)
             got = sorted((p.geometry.start, p.geometry.end) for p in disk.partitions)
             want = sorted((p.start, p.end) for p in live)

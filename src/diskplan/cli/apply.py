@@ -16,6 +16,8 @@ import argparse
 import sys
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.backend.filekind import write_refusals
+from diskplan.backend.planread import read_plan_text
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
@@ -97,20 +99,13 @@ def render_outcome(o: Outcome, console: Out, err: Out) -> None:
         err.print(f"to put the old table back: {o.restore_command}", style="bold")
 
 
-def _read_plan(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
     try:
-        spec = load_plan(_read_plan(args.plan))
-    except (OSError, UnicodeDecodeError) as exc:
-        err.print(f"diskplan apply: cannot read the plan {args.plan}: {getattr(exc, 'strerror', None) or exc}")
+        spec = load_plan(read_plan_text(args.plan))
+    except OSError as exc:
+        err.print(f"diskplan apply: cannot read the plan {args.plan}: {exc.strerror or exc}")
         return 2
     except PlanFileError as exc:
         err.print(f"diskplan apply: {args.plan}: {exc}")
@@ -122,7 +117,7 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     try:
-        desired = table_from_spec(spec, disk.geometry)
+        desired = table_from_spec(spec, disk.geometry, disk.table)
     except PlanFileError as exc:
         err.print(f"diskplan apply: refused: {exc}")
         return 1
@@ -134,8 +129,11 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     render_proposal(proposal, console)
+    for note in spec.notes:  # what the plan file says that is not written (an sfdisk dump's uuid=)
+        console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
-    code = before_writing(proposal.refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
+    refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))
+    code = before_writing(refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
                           console, err)
     if code is not None:
         return code

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from diskplan.cli.options import TargetError, add_overrides, open_target
 from diskplan.model.report import Report, build_report, report_json
+from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -32,17 +33,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich would exit with status 1, which means "findings" here: main ends quietly instead."""
+        raise BrokenPipeError
+
+
 def _yes(ok: bool) -> Text:
     return Text("yes", style="green") if ok else Text("NO", style="bold red")
 
 
 def render(report: Report, console: Console) -> None:
     disk, geom = report.disk, report.disk.geometry
-    console.print(
-        f"[bold]{disk.source}[/]: {geom.sectors} sectors × {geom.logical} B = {human_bytes(geom.size_bytes)}, "
+    # Every string from the disk (its path, names, messages) goes through safe() and into Text, never
+    # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
+    console.print(Text.assemble(
+        (safe(disk.source), "bold"),
+        f": {geom.sectors} sectors × {geom.logical} B = {human_bytes(geom.size_bytes)}, "
         f"physical block {geom.physical} B, alignment offset {geom.alignment_offset} B, "
-        f"table {disk.table.label or 'none'}"
-    )
+        f"table {disk.table.label or 'none'}",
+    ))
     g = report.grain
     console.print(
         f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
@@ -63,7 +73,7 @@ def render(report: Report, console: Console) -> None:
                 f"{p.start}s",
                 f"{p.end}s",
                 human_bytes(p.size * geom.logical),
-                p.name or p.role.value,
+                Text(safe(p.name) or p.role.value),
                 _yes(r.aligned_physical),
                 _yes(r.aligned_grain),
                 ", ".join(f.code for f in r.findings) or "-",
@@ -71,9 +81,10 @@ def render(report: Report, console: Console) -> None:
         console.print(t)
     for f in report.all_findings:
         where = f"partition {f.partition}" if f.partition is not None else "table"
-        console.print(Text.assemble((f"{f.severity}", SEVERITY_STYLE[f.severity]), f" {where}: {f.message} [{f.code}]"))
+        console.print(Text.assemble((f"{f.severity}", SEVERITY_STYLE[f.severity]),
+                                    f" {where}: {safe(f.message)} [{f.code}]"))
         for line in f.explanation:
-            console.print(f"    {line}", highlight=False)
+            console.print(Text(f"    {safe(line)}"))
     if not report.all_findings:
         console.print("[green]No findings: every partition is aligned.[/]")
 
@@ -83,11 +94,11 @@ def main(argv: list[str]) -> int:
     try:
         disk = open_target(args.target, args)
     except TargetError as exc:
-        print(f"diskplan check: {exc}", file=sys.stderr)
+        print(f"diskplan check: {safe(str(exc))}", file=sys.stderr)
         return 2
     report = build_report(disk)
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
-        render(report, Console(highlight=False))
+        render(report, _Console(highlight=False))
     return 1 if report.all_findings else 0

@@ -12,13 +12,14 @@ import stat
 import sys
 from dataclasses import replace
 
+from diskplan.backend.planread import read_plan_text
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
+from diskplan.model.safetext import safe
 
 FORMATS = ("json", "sfdisk", "parted")
 PLAN_PROBE_BYTES = 1 << 16
-MAX_PLAN_BYTES = 16 << 20
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,15 +59,8 @@ def _is_plan_file(path: str) -> bool:
 
 
 def _read_plan(path: str) -> PlanSpec:
-    if path == "-":
-        text = sys.stdin.read(MAX_PLAN_BYTES)
-    else:
-        if os.path.getsize(path) > MAX_PLAN_BYTES:
-            raise PlanFileError(f"{path} is too large to be a plan")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
     try:
-        return load_plan(text)
+        return load_plan(read_plan_text(path))
     except PlanFileError as exc:
         raise PlanFileError(f"{'standard input' if path == '-' else path}: {exc}") from exc
 
@@ -94,18 +88,22 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         spec, default_device = load_source(args.source)
+        for note in spec.notes:  # what the plan file says that the output does not carry (sfdisk's uuid=)
+            print(f"diskplan export: note: {safe(note)}", file=sys.stderr)
         text = render(spec, args.format, args.device or default_device)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
         else:
             sys.stdout.write(text)
+    except BrokenPipeError:
+        raise  # the reader went away: main ends quietly
     except (TargetError, PlanFileError) as exc:
-        print(f"diskplan export: {exc}", file=sys.stderr)
+        print(f"diskplan export: {safe(str(exc))}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         where = getattr(exc, "filename", None) or args.output or args.source
-        print(f"diskplan export: {where}: {detail}", file=sys.stderr)
+        print(f"diskplan export: {safe(str(where))}: {safe(detail)}", file=sys.stderr)
         return 2
     return 0

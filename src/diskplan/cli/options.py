@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -56,15 +55,13 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend.filekind import target_problem
     from diskplan.backend.reader import ReadError, read
     from diskplan.discovery.topology import topology
 
-    if not os.path.exists(path):
-        raise TargetError(f"{path}: no such file or device")
-    if os.path.isdir(path):
-        raise TargetError(f"{path} is a directory, not a disk or an image file")
-    if not os.access(path, os.R_OK):
-        raise TargetError(f"{path}: permission denied (reading a disk usually needs root)")
+    problem = target_problem(path)
+    if problem:
+        raise TargetError(problem)
     try:
         disk = read(path)
     except ReadError as exc:
@@ -84,3 +81,4 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
         )
         disk = replace(disk, geometry=geom, kind="block")
     return apply_overrides(disk, args) if args is not None else disk
+

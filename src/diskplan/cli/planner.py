@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model import demos
+from diskplan.model.safetext import safe
 from diskplan.ui.glyphs import console_wanted, mono_wanted
 from diskplan.ui.target import Target
 
@@ -151,17 +152,6 @@ class CliSource:
         self.workspace.close()
 
 
-def _check_path(path: str) -> str | None:
-    """The cheap checks, done before the screen opens; the read itself happens in the planner."""
-    if not os.path.exists(path):
-        return f"{path}: no such file or device"
-    if os.path.isdir(path):
-        return f"{path} is a directory, not a disk or an image file"
-    if not os.access(path, os.R_OK):
-        return f"{path}: permission denied (reading a disk usually needs root)"
-    return None
-
-
 def list_demos() -> None:
     width = max(len(n) for n in demos.names())
     for s in demos.SCENARIOS:
@@ -182,12 +172,14 @@ def main(argv: list[str]) -> int:
         try:
             start = ("demo", demos.find(args.demo).name)
         except KeyError as exc:
-            print(f"diskplan: {exc.args[0]}", file=sys.stderr)
+            print(f"diskplan: {safe(str(exc.args[0]))}", file=sys.stderr)
             return 2
     elif args.target:
-        problem = _check_path(args.target)
+        from diskplan.backend.filekind import target_problem  # stat only: no libparted in this process
+
+        problem = target_problem(args.target)  # the cheap checks; the read happens in the planner
         if problem:
-            print(f"diskplan: {problem}", file=sys.stderr)
+            print(f"diskplan: {safe(problem)}", file=sys.stderr)
             return 2
         start = ("path", args.target)
     else:

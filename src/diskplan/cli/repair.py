@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 
 from diskplan.backend.commit import CommitError, Proposal, Verdict, preload
+from diskplan.backend.filekind import write_refusals
 from diskplan.backend.gptrepair import NEEDS_REPAIR, execute_repair, prepare_repair
 from diskplan.backend.reader import ReadError, read
 from diskplan.cli.apply import consoles, host, render_outcome
@@ -89,7 +90,8 @@ def main(argv: list[str]) -> int:
     render(proposal, console)
     nothing = "" if proposal.repair is not None else (
         f"nothing to repair: {args.target} has no damaged GPT copy and no missing protective MBR")
-    code = before_writing(proposal.refusals, nothing, args.yes,
+    refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))
+    code = before_writing(refusals, nothing, args.yes,
                           "repair (a backup of both ends of the disk is saved first)", console, err)
     if code is not None:
         return code

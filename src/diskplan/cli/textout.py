@@ -13,22 +13,11 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
+from diskplan.model.safetext import safe as clean  # text from a disk or a plan, made safe to show
+
 SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 Part = str | tuple[str, str]  # text, or (text, style) with style like "bold red"
-
-
-UNSAFE = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # controls, format (bidi overrides), surrogates, separators
-
-
-def clean(text: str) -> str:
-    """``text`` with control, format (bidi override) and line-separator characters shown as escapes
-    (``\\x1b``); a tab becomes a space."""
-    if text.isprintable():
-        return text
-    return "".join(
-        " " if ch == "\t" else ascii(ch)[1:-1] if unicodedata.category(ch) in UNSAFE else ch for ch in text
-    )
 
 
 def width(text: str) -> int:

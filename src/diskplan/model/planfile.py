@@ -27,7 +27,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, replace
+import sys
+import unicodedata
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from diskplan.model import labels, ptypes
@@ -35,6 +37,7 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
 from diskplan.model.plan import Outcome, Plan, validate
+from diskplan.model.safetext import UNSAFE, safe
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
 
@@ -48,6 +51,9 @@ _PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "fl
 class PlanFileError(ValueError):
     """The text is not a plan diskplan can use: ``str(exc)`` is one line saying where and why."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(safe(message))  # it may quote the plan: escaped once, wherever it is shown
+
 
 @dataclass(frozen=True)
 class PlanSpec:
@@ -60,6 +66,8 @@ class PlanSpec:
     first_lba: int | None = None  # GPT usable area, when known
     last_lba: int | None = None
     made_against: str | None = None  # fingerprint of the table it was made from (apply refuses another)
+    # What the plan file said that diskplan does not apply (sfdisk's uuid=): said, not part of the table.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -81,13 +89,22 @@ def spec_from_table(table: Table, geometry: Geometry) -> PlanSpec:
                     table.first_usable if gpt else None, table.last_usable if gpt else None)
 
 
-def table_from_spec(spec: PlanSpec, geometry: Geometry) -> Table:
+def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = None) -> Table:
     """The plan as a table on ``geometry`` (all partitions PROPOSED). Raises PlanFileError when it cannot
-    be written there: another sector size, partitions past the usable area, overlaps."""
+    be written there: another sector size, partitions past the usable area, overlaps.
+
+    ``current``: the table on the disk. A plan of the same label is written into it (libparted keeps its
+    usable area and its entry array, which a GPT made by another tool may size other than 128 entries);
+    otherwise the plan gets a new label as libparted makes one."""
     if spec.sector_size != geometry.logical:
         raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
                             f"{geometry.logical}-byte sectors (every position would mean another byte)")
-    table = new_table(spec.label, geometry)
+    same = current is not None and current.label == spec.label and not current.read_only
+    table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
+    if table.last_usable < table.first_usable:
+        own = table.first_usable + geometry.sectors - 1 - table.last_usable
+        raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
+                            f"{spec.label} table, whose own structures take {own} sectors before any partition")
     first = table.first_usable if spec.first_lba is None else spec.first_lba
     last = spec.last_lba
     if last is None or (spec.sectors is not None and spec.sectors != geometry.sectors):
@@ -112,10 +129,12 @@ def load_into(plan: Plan, text: str) -> Outcome:
     """A plan file (JSON or sfdisk dump) made the wanted table of ``plan``: an undoable step, refused with
     the reason when the text is not a plan or does not fit this disk."""
     try:
-        table = table_from_spec(load_plan(text), plan.geometry)
+        spec = load_plan(text)
+        table = table_from_spec(spec, plan.geometry, plan.base)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
-    return plan.adopt(table)
+    outcome = plan.adopt(table)
+    return replace(outcome, message="; ".join((outcome.message, *spec.notes))) if spec.notes else outcome
 
 
 # --- JSON -----------------------------------------------------------------------------------------------
@@ -141,12 +160,25 @@ def to_json(spec: PlanSpec) -> str:
         }
         for p in sorted(spec.partitions, key=lambda p: p.number)
     ]
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    # Readable names in any script, but JSON's own \uXXXX for what a terminal acts on: json escapes only
+    # C0 controls, and a C1 control or a bidi override in a name would reach the terminal as it is.
+    return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unicodedata.category(ch) in UNSAFE else ch
+                   for ch in text) + "\n"
+
+
+MAX_NUMBER = (1 << 64) - 1  # GPT and libparted count sectors in 64 bits
+
+
+def _shown(value: object) -> str:
+    """A value from the plan for a message: its repr, cut short (a message stays one readable line)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "..."
 
 
 def _int(value: object, where: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PlanFileError(f"{where} must be a whole number of at least {minimum}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_NUMBER:
+        raise PlanFileError(f"{where} must be a whole number from {minimum} to 2^64-1, not {_shown(value)}")
     return value
 
 
@@ -162,20 +194,31 @@ def _sectors(value: object, where: str, geom: Geometry, *, position: bool) -> in
 def _from_json(text: str) -> PlanSpec:
     try:
         doc = json.loads(text)
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")  # every string is text (see below)
     except json.JSONDecodeError as exc:
         raise PlanFileError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise PlanFileError("not a plan: its JSON is nested too deeply") from exc
+    except UnicodeEncodeError as exc:  # "\ud800" in JSON: a lone UTF-16 surrogate, which is no character
+        bad = ascii(exc.object[exc.start : exc.end])[1:-1]
+        raise PlanFileError(f"not a plan: it holds {bad}, half of a UTF-16 pair, which is not text") from exc
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise PlanFileError(f"not a plan: a number in it has more than {sys.get_int_max_str_digits()} "
+                            "digits") from exc
     if not isinstance(doc, dict):
         raise PlanFileError("a JSON plan is an object with label and partitions")
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise PlanFileError(f"unknown key {unknown[0]!r} in the plan (keys: {', '.join(sorted(_TOP_KEYS))})")
     if doc.get("format", FORMAT) != FORMAT:
-        raise PlanFileError(f"this JSON is a {doc.get('format')!r}, not a diskplan plan")
+        raise PlanFileError(f"this JSON is a {_shown(doc.get('format'))}, not a diskplan plan")
     version = doc.get("version", VERSION)
     if version != VERSION:
-        raise PlanFileError(f"plan format version {version!r}: this diskplan reads version {VERSION}")
+        raise PlanFileError(f"plan format version {_shown(version)}: this diskplan reads version {VERSION}")
     if "label" not in doc or "partitions" not in doc:
         raise PlanFileError("a plan needs a label and a partitions list")
+    if not isinstance(doc["label"], str):
+        raise PlanFileError("label must be \"gpt\" or \"msdos\"")
     try:
         label = labels.check_label(doc["label"])
     except LabelError as exc:
@@ -229,11 +272,11 @@ def _from_json(text: str) -> PlanSpec:
 def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,
                flags: list[str], role: object) -> Partition:
     try:
-        if role is not None and role not in {r.value for r in Role}:
-            raise LabelError(f"role must be primary, extended or logical, not {role!r}")
+        if role is not None and (not isinstance(role, str) or role not in {r.value for r in Role}):
+            raise LabelError(f"role must be primary, extended or logical, not {_shown(role)}")
         wanted_role = Role(role) if role is not None else None
         if not isinstance(ptype, str):
-            raise LabelError(f"type must be a string, not {ptype!r}")
+            raise LabelError(f"type must be a string, not {_shown(ptype)}")
         code = labels.type_code(label, ptype) if ptype else labels.default_type(label, wanted_role or Role.PRIMARY)
         derived = labels.role_for_type(label, code, number or 0)
         if wanted_role is Role.LOGICAL and derived is Role.PRIMARY and number is None:
@@ -281,6 +324,20 @@ _HEADER = re.compile(r"^([a-z-]+)\s*:\s*(.*?)\s*$")
 _PART_LINE = re.compile(r"^(\S.*?)\s*:\s*(start\s*=.*)$")
 _FIELD = re.compile(r'\s*([a-z-]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,]*))?\s*(?:,|$)')
 _SFDISK_ATTRS = {v: k for k, v in labels.GPT_ATTRIBUTES.items()}
+# What `sfdisk --dump` writes (libfdisk's script.c): any other field is a typo, and sfdisk itself refuses it
+# ("unsupported command"); an unknown header it only warns about, but a typo there must not pass either.
+_SFDISK_FIELDS = frozenset(("start", "size", "type", "name", "attrs", "uuid", "bootable"))
+_SFDISK_HEADERS = frozenset(("label", "label-id", "device", "unit", "first-lba", "last-lba", "sector-size",
+                             "table-length", "grain"))
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "２０４８" and "2_048"
+
+
+def _sfdisk_number(value: str, what: str, where: str) -> int:
+    if _DIGITS.fullmatch(value) is None:
+        raise PlanFileError(f"{where}: {what} must be a number of sectors in ASCII digits, not {_shown(value)}")
+    if len(value) > 20 or int(value) > MAX_NUMBER:
+        raise PlanFileError(f"{where}: {what} {value[:24]}... is past 2^64-1")
+    return int(value)
 
 
 def _unescape(value: str) -> str:
@@ -327,6 +384,7 @@ def _gpt_attrs(text: str, where: str) -> list[str]:
 def _from_sfdisk(text: str) -> PlanSpec:
     header: dict[str, str] = {}
     parts: list[Partition] = []
+    with_uuid: list[int] = []
     label = ""
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -340,10 +398,15 @@ def _from_sfdisk(text: str) -> PlanSpec:
                     label = labels.check_label(header.get("label", "dos"))
                 except LabelError as exc:
                     raise PlanFileError(f"{where}: {exc}") from exc
-            parts.append(_sfdisk_partition(label, m.group(1), m.group(2), where))
+            part, uuid = _sfdisk_partition(label, m.group(1), m.group(2), where)
+            parts.append(part)
+            with_uuid += [part.number] if uuid else []
             continue
         h = _HEADER.match(line)
         if h and not parts:
+            if h.group(1) not in _SFDISK_HEADERS:
+                raise PlanFileError(f"{where}: unknown header {h.group(1)!r} "
+                                    f"(sfdisk writes {', '.join(sorted(_SFDISK_HEADERS))})")
             header[h.group(1)] = h.group(2)
             continue
         raise PlanFileError(f"{where}: not an `sfdisk --dump` line: {line[:60]!r}")
@@ -353,24 +416,44 @@ def _from_sfdisk(text: str) -> PlanSpec:
         raise PlanFileError(f"unit {header['unit']!r}: diskplan reads sfdisk dumps in sectors")
     try:
         label = labels.check_label(header["label"])
-        ss = int(header.get("sector-size", "512"))
-        first = int(header["first-lba"]) if "first-lba" in header else None
-        last = int(header["last-lba"]) if "last-lba" in header else None
     except LabelError as exc:
         raise PlanFileError(str(exc)) from exc
-    except ValueError as exc:
-        raise PlanFileError(f"a header value is not a number: {exc}") from exc
+    number = {k: _sfdisk_number(header[k], k, "header") if k in header else None
+              for k in ("sector-size", "first-lba", "last-lba", "table-length")}
+    ss = number["sector-size"] or 512
     if ss < 512 or ss & (ss - 1):
         raise PlanFileError(f"sector-size {ss} is not a power of two of at least 512")
     return _checked(PlanSpec(label, ss, _numbered(label, parts), None,
-                             first if label == "gpt" else None, last if label == "gpt" else None))
+                             number["first-lba"] if label == "gpt" else None,
+                             number["last-lba"] if label == "gpt" else None,
+                             _dump_notes(header, with_uuid, number["table-length"])))
 
 
-def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> Partition:
-    m = re.search(r"(\d+)$", device)
-    if m is None:
-        raise PlanFileError(f"{where}: cannot tell the partition number from {device!r}")
-    number = int(m.group(1))
+def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
+    """What a dump says that diskplan does not write (libparted sets no disk or partition GUID), said."""
+    notes = []
+    if "label-id" in header:
+        notes.append(f"label-id {header['label-id'][:40]} is not applied: the disk keeps the id it has "
+                     "(a new table gets a new random one)")
+    if with_uuid:
+        notes.append(f"uuid= of partition{'s' if len(with_uuid) > 1 else ''} {_numbers_text(with_uuid)} is not "
+                     "applied: a kept partition keeps its own, a new one gets a new random GUID")
+    if entries is not None and entries != 128 and header.get("label") == "gpt":
+        notes.append(f"table-length {entries} is not applied: libparted writes a new GPT with 128 entries")
+    return tuple(notes)
+
+
+def _numbers_text(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:8]))
+    return shown + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
+
+
+def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> tuple[Partition, bool]:
+    """The partition of one dump line, and whether the line gave it a uuid= (which diskplan does not apply)."""
+    m = re.search(r"[0-9]+$", device)
+    if m is None or len(m.group()) > 6 or int(m.group()) < 1:
+        raise PlanFileError(f"{where}: cannot tell the partition number from {_shown(device)}")
+    number = int(m.group())
     values: dict[str, str] = {}
     bootable = False
     pos = 0
@@ -379,26 +462,32 @@ def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> Parti
         if f is None or f.end() == pos:
             raise PlanFileError(f"{where}: cannot read {fields[pos:pos + 40]!r}")
         key, value = f.group(1), f.group(2)
+        if key not in _SFDISK_FIELDS:
+            raise PlanFileError(f"{where}: unknown field {key!r} (sfdisk knows {', '.join(sorted(_SFDISK_FIELDS))})")
+        if (value is None) != (key == "bootable"):
+            raise PlanFileError(f"{where}: 'bootable' takes no value" if key == "bootable" else
+                                f"{where}: {key!r} needs a value")
         if value is None:
-            if key != "bootable":
-                raise PlanFileError(f"{where}: {key!r} needs a value")
             bootable = True
         else:
-            values[key] = value.strip()
+            value = value.strip()
+            if value.startswith('"') and (len(value) < 2 or not value.endswith('"')):
+                raise PlanFileError(f"{where}: the quote opened in {key}= is not closed")
+            values[key] = value
         pos = f.end()
-    try:
-        start, size = int(values["start"]), int(values["size"])
-    except KeyError as exc:
-        raise PlanFileError(f"{where}: partition {number} has no {exc.args[0]}") from exc
-    except ValueError as exc:
-        raise PlanFileError(f"{where}: start and size must be numbers of sectors") from exc
+    for key in ("start", "size"):
+        if key not in values:
+            raise PlanFileError(f"{where}: partition {number} has no {key}")
+    start = _sfdisk_number(values["start"], "start", where)
+    size = _sfdisk_number(values["size"], "size", where)
     if size < 1:
         raise PlanFileError(f"{where}: partition {number} has size {size}")
     flags = ["boot"] if bootable else []
     if "attrs" in values:
         flags += _gpt_attrs(_unescape(values["attrs"]), where) if label == "gpt" else []
     name = _unescape(values.get("name", ""))
-    return _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
+    part = _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
+    return part, "uuid" in values
 
 
 def load_plan(text: str) -> PlanSpec:
@@ -490,6 +579,8 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
 
 def _parted_word(text: str) -> str | None:
     """``text`` as one parted token: parted splits its arguments again and only knows quotes, no escapes."""
+    if not text.isprintable():
+        return None  # a control character would reach the shell and the terminal as it is
     if '"' not in text:
         return f'"{text}"'
     if "'" not in text:

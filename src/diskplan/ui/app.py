@@ -22,6 +22,7 @@ from diskplan.model.extent import State
 from diskplan.model.grain import Grain
 from diskplan.model.plan import Plan
 from diskplan.model.report import table_findings as findings_of_table
+from diskplan.model.safetext import safe
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
@@ -40,6 +41,8 @@ from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, Sector
 from diskplan.ui.target import Source, Target
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
+    from textual.notifications import SeverityLevel
+
     from diskplan.backend.commit import Host
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
@@ -182,7 +185,7 @@ class PlannerApp(PlanActions, App[int]):
         self._console_glyphs = ConsoleGlyphs()
         self._saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
         self._confirming: list[Screen[object]] = []  # screens asking for consent: no toast may cover them
-        self._held: list[tuple[tuple[object, ...], dict[str, object]]] = []  # toasts raised meanwhile
+        self._held: list[tuple[str, str, SeverityLevel, float | None]] = []  # toasts raised meanwhile
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
@@ -200,11 +203,23 @@ class PlannerApp(PlanActions, App[int]):
         if self._exception is None:  # Pilot re-raises it in tests
             self._exception = error
             self._exception_event.set()
-        detail = " ".join(str(error).split()) or type(error).__name__
+        from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
+
+        detail = safe(" ".join(str(error).split())) or type(error).__name__
         self._exit_renderables.append(
-            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"
+            Text(f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)")
         )
         self._close_messages_no_wait()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification, the widgets' too: its text often quotes a disk, a path or libparted, so it is
+        shown as plain text (no markup) with its control characters escaped. Nothing covers a confirmation:
+        while one is up, notifications wait until it is answered."""
+        if self._confirming:
+            self._held.append((message, title, severity, timeout))
+            return
+        super().notify(safe(message), title=safe(title), severity=severity, timeout=timeout, markup=False)
 
     # --- layout ---------------------------------------------------------------------------------------
 
@@ -270,7 +285,8 @@ class PlannerApp(PlanActions, App[int]):
         if self.source is None:
             return
         source = self.source
-        self.keep_or_lose(f"opening {path}", lambda: self._load(lambda: source.open_path(path), f"Reading {path}..."))
+        shown = safe(path)
+        self.keep_or_lose(f"opening {shown}", lambda: self._load(lambda: source.open_path(path), f"Reading {shown}..."))
 
     # --- consent --------------------------------------------------------------------------------------
 
@@ -291,16 +307,10 @@ class PlannerApp(PlanActions, App[int]):
             callback(result)
             if not self._confirming:
                 held, self._held = self._held, []
-                for args, kwargs in held:
-                    self.notify(*args, **kwargs)  # type: ignore[arg-type]
+                for message, title, severity, timeout in held:
+                    self.notify(message, title=title, severity=severity, timeout=timeout)
 
         self.push_screen(screen, answered)
-
-    def notify(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
-        if self._confirming:
-            self._held.append((args, kwargs))
-            return
-        super().notify(*args, **kwargs)  # type: ignore[arg-type]
 
     def _load(self, opener: Callable[[], Target], what: str) -> None:
         self.query_one(StatusLine).update(" " + what)

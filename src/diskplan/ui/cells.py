@@ -29,6 +29,7 @@ from diskplan.model.findings import (
 )
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, mib_grain, physical_grain
+from diskplan.model.safetext import safe
 from diskplan.model.table import Region, Table
 
 
@@ -458,7 +459,7 @@ def _partition_item(p: Partition, slot: int, findings: tuple[Finding, ...]) -> I
 
 
 def _part_label(p: Partition) -> str:
-    name = f" {p.name}" if p.name else ""
+    name = f" {safe(p.name)}" if p.name else ""  # the label is shown: the map, the status line, explain
     state = {State.PROPOSED: " (proposed)", State.DELETE: " (to delete)"}.get(p.state, "")
     role = " (logical)" if p.role is Role.LOGICAL else ""
     return f"partition {p.number}{name}{role}{state}"

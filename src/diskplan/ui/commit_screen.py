@@ -8,6 +8,7 @@ write has begun the screen cannot be left until the outcome is known.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import on, work
@@ -19,9 +20,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.backend.filekind import write_refusals
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
 from diskplan.model.repair import GptRepair
+from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.ui.dialogs import FORM_CSS
@@ -36,8 +39,9 @@ def proposal_text(p: Proposal, model_hint: str = "") -> Content:
     """What will be written, as ``diskplan apply`` prints it: operations, then the resulting table.
     ``model_hint``: the model the planner knows when the target cannot say (an image file, a demo)."""
     parts: list[str | tuple[str, str]] = []
-    model = f" ({p.model or model_hint})" if p.model or model_hint else ""
-    parts.append((f"{p.target}{model}\n", "bold"))
+    # The target, its model, names, notes and libparted's messages come from outside: shown through safe().
+    model = f" ({safe(p.model or model_hint)})" if p.model or model_hint else ""
+    parts.append((f"{safe(p.target)}{model}\n", "bold"))
     parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n")
     was = p.current.table.label or "no table"
     parts.append(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}\n\n")
@@ -49,10 +53,10 @@ def proposal_text(p: Proposal, model_hint: str = "") -> Content:
     parts.append(table_text(p.result, p.sector_size))
     for note in p.notes:
         parts.append(("note: ", "$accent"))
-        parts.append(f"{note}\n")
+        parts.append(f"{safe(note)}\n")
     for refusal in p.refusals:
         parts.append(("refused: ", "bold $warning"))
-        parts.append(f"{refusal}\n")
+        parts.append(f"{safe(refusal)}\n")
     return Content.assemble(*parts)
 
 
@@ -64,7 +68,7 @@ def table_text(table: Table, sector_size: int) -> str:
     for q in sorted(table.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number)):
         kind = "" if q.role is Role.EXTENDED else ptypes.describe(q.type)
         rows.append([str(q.number), str(q.start), str(q.end), str(q.size), human_bytes(q.size * sector_size),
-                     *([q.role.value] if msdos else []), kind[:20], q.name[:14],
+                     *([q.role.value] if msdos else []), kind[:20], safe(q.name)[:14],
                      "new" if q.state is State.PROPOSED else "kept"])
     if not rows:
         return "  (no partitions)\n"
@@ -80,19 +84,19 @@ def table_text(table: Table, sector_size: int) -> str:
 
 def outcome_text(o: Outcome) -> Content:
     parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
-                                          (o.message + "\n", VERDICT_STYLE[o.verdict])]
+                                          (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
     if o.backup_path:
         parts.append("backup of the old table: ")
-        parts.append((o.backup_path + "\n", "bold"))
+        parts.append((safe(o.backup_path) + "\n", "bold"))
     if o.verdict is Verdict.FAILED:
         parts.append(f"disk state: {o.state.value}\n")
     for line in o.details:
-        parts.append(f"  {line}\n")
+        parts.append(f"  {safe(line)}\n")
     if o.kernel:
-        parts.append((f"warning: {o.kernel}\n", "$warning"))
+        parts.append((f"warning: {safe(o.kernel)}\n", "$warning"))
     if o.restore_command:
         parts.append("to put the old table back: ")
-        parts.append((o.restore_command + "\n", "bold"))
+        parts.append((safe(o.restore_command) + "\n", "bold"))
     return Content.assemble(*parts)
 
 
@@ -156,6 +160,8 @@ class CommitScreen(ModalScreen[Outcome | None]):
         try:
             proposal = prepare(self.path, self.desired, self.host, sector_size=self.sector_size,
                                sectors=self.sectors, repair=self.repair)
+            proposal = replace(proposal, refusals=(*proposal.refusals,
+                                                   *write_refusals(self.path, proposal.sector_size)))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return

@@ -27,6 +27,7 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.grain import SnapTarget, bytes_grain, mib_grain, optimal_grain, physical_grain, user_grain
 from diskplan.model.plan import Outcome, Plan
+from diskplan.model.safetext import safe
 from diskplan.model.sizes import SizeError, format_size, parse_lba, parse_size
 from diskplan.model.snap import Gap
 from diskplan.model.units import human_bytes
@@ -234,7 +235,9 @@ class PartitionScreen(ModalScreen[Outcome | None]):
             if self.label == "gpt":
                 with Horizontal(classes="row"):
                     yield Static("Name", classes="label")
-                    yield Input(p.name if p else "", id="name", classes="field", max_length=labels.GPT_NAME_UNITS)
+                    # A name read from the disk is shown with its control characters escaped (see _compute).
+                    shown = safe(p.name) if p else ""
+                    yield Input(shown, id="name", classes="field", max_length=max(len(shown), labels.GPT_NAME_UNITS))
             have = set(labels.plan_flags(self.label, p.flags)) if p else set()
             with Horizontal(classes="row"):
                 yield Static("Flags", classes="label")
@@ -305,6 +308,8 @@ class PartitionScreen(ModalScreen[Outcome | None]):
         p = self.editing
         ptype, name, flags = self._value("type"), self._value("name"), self._flags()
         if p is not None:
+            if name == safe(p.name):
+                name = p.name  # left as shown: the stored name stays, escapes and all
             step = self.plan.set_type(p.number, ptype) if ptype else None
             plan = step.plan if step is not None and step.ok else self.plan
             if step is not None and not step.ok:

@@ -11,6 +11,7 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
+from diskplan.model.safetext import safe
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.units import MiB, human_bytes, human_si
 from diskplan.ui.cells import Item, Kind
@@ -205,7 +206,7 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
 def _findings(item: Item) -> list[Line]:
     out: list[Line] = []
     for f in item.findings:
-        out.append(Line(f.severity, f"{f.severity.upper()}: {f.message} [{f.code}]"))
+        out.append(Line(f.severity, f"{f.severity.upper()}: {safe(f.message)} [{f.code}]"))
         out.extend(Line("text", "  " + e) for e in f.explanation)
     return out
 
@@ -268,7 +269,7 @@ def _explain_blank(item: Item, geom: Geometry, grain: Grain) -> list[Line]:
 def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
     g, t = disk.geometry, disk.table
     rows = [
-        ("Model", g.model or "-"),
+        ("Model", safe(g.model) or "-"),
         ("Size", f"{num(g.sectors)} sectors x {g.logical} B = {human_bytes(g.size_bytes)} ({human_si(g.size_bytes)})"),
         ("Logical sector", f"{g.logical} B"),
         ("Physical block", f"{g.physical} B = {g.sectors_per_physical} sector(s)"),

@@ -21,6 +21,7 @@ from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
 from diskplan.model.plan import History, Plan
+from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item
 from diskplan.ui.explain import Line, facts, shorten
@@ -161,6 +162,7 @@ class TitleBar(OneLine):
     def show(self, title: str, zoom: str, snap: str = "", short_zoom: str = "") -> None:
         """``title`` left; the snapping target and the zoom right. What does not fit goes, least useful first:
         the program's name, then the zoom's detail, then the zoom."""
+        title = safe(title)  # a path or a model string
         width = max(0, self.size.width)
         right_side = [f"{snap} │ {zoom}" if snap else zoom, f"{snap} │ {short_zoom or zoom}" if snap else zoom, snap]
         for right in right_side:
@@ -342,8 +344,8 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         """The device facts (and a demo's lesson)."""
         parts: list[str | tuple[str, str]] = []
         for f in table_findings:
-            parts.append((f"{f.severity.upper()}: {f.message} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
-            parts.extend(f"  {line}\n" for line in f.explanation)
+            parts.append((f"{f.severity.upper()}: {safe(f.message)} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
+            parts.extend(f"  {safe(line)}\n" for line in f.explanation)
         if table_findings:
             parts.append("\n")
         if target.demo:
@@ -353,7 +355,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                 parts.append(line + "\n")
             parts.append(("Move the cursor (arrows, ] [) and the explanation (e) follows it.\n\n", "$text-muted"))
         if target.note:
-            parts.append((f"Note: {target.note}\n\n", "$warning"))
+            parts.append((f"Note: {safe(target.note)}\n\n", "$warning"))
         rows = facts(target.disk, grain)
         if target.disk.table.read_only:
             rows.append(("Read-only", target.disk.table.read_only))

@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from diskplan.model.extent import State
+from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import MapContent
 from diskplan.ui.explain import num
@@ -111,7 +112,7 @@ class PartitionList(ScrollView, can_focus=True):
         for item in content.partition_items():
             p = item.partition
             assert p is not None
-            name = p.name or (p.role.value if p.role.value != "primary" else "")
+            name = safe(p.name) or (p.role.value if p.role.value != "primary" else "")
             if p.state is State.PROPOSED:
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:

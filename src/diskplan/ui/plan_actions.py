@@ -537,7 +537,7 @@ class PlanActions(_Base):
                                     "diskplan export read it).", self._default_plan_path(), save), saved)
 
     def action_load_plan(self) -> None:
-        from diskplan.model.planfile import load_into
+        from diskplan.model.planfile import PlanFileError, load_into
         from diskplan.ui.dialogs import PathScreen
 
         s = self._plan_session()
@@ -545,11 +545,14 @@ class PlanActions(_Base):
             return
 
         def load(path: str) -> str | None:
-            try:
-                with open(os.path.expanduser(path), encoding="utf-8") as f:
-                    text = f.read(4 << 20)
-            except (OSError, UnicodeDecodeError) as exc:
-                return f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+            from diskplan.backend.planread import read_plan_text
+
+            try:  # bounded, and never a wait on a FIFO
+                text = read_plan_text(os.path.expanduser(path))
+            except OSError as exc:
+                return f"cannot read {path}: {exc.strerror or exc}"
+            except PlanFileError as exc:
+                return str(exc)
             outcome = load_into(s.plan, text)
             if not outcome.ok:
                 return outcome.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from diskplan.model import demos
 from diskplan.model.geometry import Geometry
+from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes, parse_bytes
 from diskplan.ui.glyphs import Glyphs
@@ -316,10 +318,12 @@ class DevicePicker(Screen[str | None]):
         table = self.query_one(DataTable)
         at = table.cursor_row
         table.clear()
-        rows = [[d.node, d.model or (d.backing_file and f"file {d.backing_file}") or "-", human_bytes(d.size_bytes),
-                 f"{d.logical}/{d.physical}", d.table, d.kind, d.scheduler or "-"] for d in disks]
+        # The model comes from the device or a path: escaped, and plain text (a DataTable string is markup).
+        rows = [[d.node, safe(d.model or (d.backing_file and f"file {d.backing_file}") or "-"),
+                 human_bytes(d.size_bytes), f"{d.logical}/{d.physical}", d.table, d.kind, d.scheduler or "-"]
+                for d in disks]
         for d, row in zip(disks, fit_model(rows, (self.size.width or self.app.size.width) - 1), strict=True):
-            table.add_row(*row, key=d.node)
+            table.add_row(row[0], Text(row[1]), *row[2:], key=d.node)
         if 0 < at < table.row_count:  # a refresh or a resize keeps the row the user was on
             table.move_cursor(row=at)
         mode = getattr(self._watcher, "mode", "off")
