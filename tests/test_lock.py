@@ -10,6 +10,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 
 import pytest
@@ -126,7 +127,9 @@ def test_the_lock_is_held_from_the_backup_through_the_verification(
     img = sparse_image(64 * MiB)
     sfdisk(img, BEFORE)
     p = commit.prepare(str(img), exported_table(img), HOST)
-    log = tmp_path / "seen"
+    # Not beside the image: the writing child sees the image's directory with the image alone in it
+    # (backend.siblings), so a file written there from the child would not reach this process.
+    log = pathlib.Path(tempfile.mkdtemp(prefix="diskplan-lock-probe-")) / "seen"
 
     def probe(stage: str) -> None:  # "write" and "verify" run in the writing child: a file carries the answer
         with open(log, "a") as f:

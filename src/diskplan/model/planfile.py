@@ -426,7 +426,7 @@ def _from_sfdisk(text: str) -> PlanSpec:
     return _checked(PlanSpec(label, ss, _numbered(label, parts), None,
                              number["first-lba"] if label == "gpt" else None,
                              number["last-lba"] if label == "gpt" else None,
-                             _dump_notes(header, with_uuid, number["table-length"])))
+                             notes=_dump_notes(header, with_uuid, number["table-length"])))
 
 
 def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
