@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.model.extent import Role
 from diskplan.model.report import Report, build_report, report_json
 from diskplan.model.units import human_bytes
 
@@ -34,6 +35,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _yes(ok: bool) -> Text:
     return Text("yes", style="green") if ok else Text("NO", style="bold red")
+
+
+NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
 
 
 def render(report: Report, console: Console) -> None:
@@ -64,8 +68,8 @@ def render(report: Report, console: Console) -> None:
                 f"{p.end}s",
                 human_bytes(p.size * geom.logical),
                 p.name or p.role.value,
-                _yes(r.aligned_physical),
-                _yes(r.aligned_grain),
+                *((NOT_JUDGED, NOT_JUDGED) if p.role is Role.EXTENDED
+                  else (_yes(r.aligned_physical), _yes(r.aligned_grain))),
                 ", ".join(f.code for f in r.findings) or "-",
             )
         console.print(t)
@@ -76,6 +80,14 @@ def render(report: Report, console: Console) -> None:
             console.print(f"    {line}", highlight=False)
     if not report.all_findings:
         console.print("[green]No findings: every partition is aligned.[/]")
+
+
+def console() -> Console:
+    """On a terminal, lines fit its width; piped, they are never wrapped (rich would cut them at 80
+    columns, arithmetic included, and a script reads whole lines)."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True, width=1 << 16)
 
 
 def main(argv: list[str]) -> int:
@@ -89,5 +101,5 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
-        render(report, Console(highlight=False))
+        render(report, console())
     return 1 if report.all_findings else 0
