@@ -42,3 +42,12 @@ def test_an_extended_partition_is_not_judged_twice(sparse_image: Callable[..., p
     row = next(line.split() for line in check_text(str(img)) if line.split()[:2] == ["1", "63s"])
     # the row's verdict columns and its findings agree: the container is not judged (its logicals are)
     assert row[-3:] == ["-", "-", "-"], row
+
+
+def test_check_reads_sizes_as_the_planner_does(sparse_image: Callable[..., pathlib.Path]) -> None:
+    img = sparse_image(64 * MiB)
+    ambiguous = subprocess.run([sys.executable, "-m", "diskplan", "check", str(img), "--grain", "100M"],
+                               capture_output=True, text=True)
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr and "100MiB" in ambiguous.stderr
+    lines = check_text(str(img), "--grain", "6144s")  # sectors of the disk: 6,144 × 512 B = 3 MiB
+    assert any(line.startswith("grain: 6144 sectors = 3 MiB") for line in lines), lines
