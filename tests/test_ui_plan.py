@@ -328,7 +328,7 @@ async def test_delete_undelete_clear_and_the_pending_changes() -> None:
         await pilot.press("x", "c")
         assert plan_of(app).table.by_number(target.number).state is State.DELETE  # type: ignore[union-attr]
         changes = app.query_one(ViewsPanel).text("changes")
-        assert f"delete partition {target.number} at {target.start}s..{target.end}s" in changes
+        assert f"delete {target.number} ({target.start}..{target.end})" in changes
         assert "Changes (c): 1" in str(app.query_one(ViewsPanel).border_title)
         listing = app.query_one(PartitionList)
         assert any("(del)" in str(listing.get_row_at(i)[3]) for i in range(listing.row_count))

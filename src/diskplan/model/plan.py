@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
-from itertools import pairwise
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -38,7 +37,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
-from diskplan.model.ptypes import describe
+from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
     Gap,
@@ -121,15 +120,6 @@ class Outcome:
     @property
     def changed(self) -> bool:
         return self.plan is not self.before
-
-
-@dataclass(frozen=True)
-class Change:
-    """One pending change against the table on disk, for the list the user reviews."""
-
-    kind: str  # "repair", "label", "delete", "create", "type", "name", "flags"
-    number: int | None
-    text: str
 
 
 class _Refused(Exception):
@@ -772,96 +762,30 @@ class Plan:
 
     # --- what will change -----------------------------------------------------------------------------
 
-    def changes(self) -> list[Change]:
-        """The pending changes against the table on disk, in the order they would be written."""
-        out: list[Change] = []
-        ss = self.geometry.logical
+    @cached_property
+    def _writes(self) -> Changes:
+        return plan_writes(self.base, self.table, self.geometry, fresh=self.fresh)
 
-        def where(p: Partition) -> str:
-            return f"{p.start}s..{p.end}s ({human_bytes(p.size * ss)})"
+    def writes(self) -> Changes:
+        """The one list of operations that writes this plan (model.operations.plan_writes), built once per
+        plan: the Changes panel shows it, the confirmation lists it and the commit executes it."""
+        return self._writes
 
+    def operations(self) -> tuple[Operation, ...]:
+        """Every operation a commit of this plan performs, kept partitions included; for a pending
+        repair, the sectors it writes."""
         if self.repairing and self.offer is not None:
-            n = self.offer.sectors_written(ss)
-            out.append(Change("repair", None, f"repair: {self.offer.summary} ({n} sectors; no partition changes)"))
-        if self.fresh:
-            old = f"{self.base.label} table" if self.base.label else "disk without a table"
-            out.append(Change("label", None, f"new {self.table.label} label (replaces the {old})"))
-        for p in sorted((p for p in self.table.partitions if p.state is State.DELETE), key=attrgetter("number")):
-            out.append(Change("delete", p.number, f"delete partition {p.number} at {where(p)}"))
-        for p in sorted((p for p in self.table.partitions if p.state is State.PROPOSED), key=_order):
-            extra = f", {p.role.value}" if self.table.label == "msdos" else ""
-            named = f", name {p.name!r}" if p.name else ""
-            flags = f", flags {' '.join(p.flags)}" if p.flags else ""
-            out.append(Change("create", p.number, f"create partition {p.number} at {where(p)}, "
-                              f"type {describe(p.type)}{extra}{named}{flags}"))
-        if not self.fresh:
-            before = {p.number: p for p in self.base.partitions}
-            for p in sorted((p for p in self.table.partitions if p.state is State.EXISTING),
-                            key=attrgetter("number")):
-                old_p = before.get(p.number)
-                if old_p is None:
-                    continue
-                if old_p.type != p.type:
-                    out.append(Change("type", p.number, f"partition {p.number}: type {describe(old_p.type)} -> "
-                                      f"{describe(p.type)}"))
-                if old_p.name != p.name:
-                    out.append(Change("name", p.number, f"partition {p.number}: name {old_p.name!r} -> {p.name!r}"))
-                label = self.table.label or ""
-                was, now = labels.plan_flags(label, old_p.flags), labels.plan_flags(label, p.flags)
-                if was != now:
-                    out.append(Change("flags", p.number, f"partition {p.number}: flags {' '.join(was) or '-'} -> "
-                                      f"{' '.join(now) or '-'}"))
-        return out
+            return repair_operations(self.offer, self.base, self.geometry.logical)
+        return self._writes.operations
 
+    def changes(self) -> tuple[Operation, ...]:
+        """The pending changes against the table on disk, in the order they are written: the operations
+        a user reviews (all but the partitions kept untouched)."""
+        return tuple(op for op in self.operations() if op.pending)
 
-def validate(table: Table, geom: Geometry) -> list[str]:
-    """What makes ``table`` unwritable on ``geom``: overlaps, partitions outside the usable area or the
-    extended partition, msdos numbering and counts. Empty when it can be written."""
-    problems: list[str] = []
-    label = table.label
-    if label not in labels.LABELS:
-        return [f"diskplan writes gpt and msdos tables, not {label}"]
-    if table.last_usable >= geom.sectors or table.first_usable < 1:
-        problems.append(f"usable area {table.first_usable}s..{table.last_usable}s does not fit a disk of "
-                        f"{geom.sectors} sectors")
-    live = sorted(table.live, key=_order)
-    numbers = [p.number for p in live]
-    if len(set(numbers)) != len(numbers):
-        problems.append("two partitions have the same number")
-    tops = [p for p in live if p.role is not Role.LOGICAL]
-    logicals = [p for p in live if p.role is Role.LOGICAL]
-    for a, b in pairwise(tops):
-        if b.start <= a.end:
-            problems.append(f"partitions {a.number} and {b.number} overlap")
-    for p in tops:
-        if not (table.first_usable <= p.start and p.end <= table.last_usable):
-            problems.append(f"partition {p.number} ({p.start}s..{p.end}s) is outside the usable area "
-                            f"{table.first_usable}s..{table.last_usable}s")
-    if label == "gpt":
-        if any(p.role is not Role.PRIMARY for p in live):
-            problems.append("GPT has no extended or logical partitions")
-        if any(not 1 <= n <= table.max_partitions for n in numbers):
-            problems.append(f"GPT partition numbers go from 1 to {table.max_partitions}")
-        return problems
-    extended = [p for p in tops if p.role is Role.EXTENDED]
-    if len(tops) > labels.MSDOS_PRIMARIES or any(not 1 <= p.number <= 4 for p in tops):
-        problems.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
-    if len(extended) > 1:
-        problems.append("msdos has at most one extended partition")
-    if logicals:
-        if not extended:
-            problems.append("logical partitions need an extended partition")
-        else:
-            ext = extended[0]
-            prev_end = ext.start
-            for p in logicals:
-                if p.number < labels.FIRST_LOGICAL:
-                    problems.append(f"logical partition {p.number} must be numbered 5 or more")
-                if p.start <= prev_end or p.end > ext.end:
-                    problems.append(f"logical partition {p.number} ({p.start}s..{p.end}s) needs a free sector "
-                                    f"for its EBR and must lie inside extended partition {ext.number}")
-                prev_end = p.end + 1
-    return problems
+    def problems(self) -> tuple[str, ...]:
+        """Why this plan cannot be written as it is (the commit refuses it for the same reasons)."""
+        return () if self.repairing else self._writes.problems
 
 
 class History:

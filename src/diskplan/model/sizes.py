@@ -159,7 +159,7 @@ def _to_sectors(
     fam = {UnitFamily.IEC: "IEC, binary", UnitFamily.SI: "SI, decimal", UnitFamily.BYTES: "bytes"}[family]
     note = f"{shown} = {_grouped(nbytes)} B ({fam}) = {sectors:,} sectors of {ss} B"
     if exact_sectors != sectors:
-        note += f" (rounded {how} from {_grouped(exact_sectors)}; {what} are whole sectors)"
+        note += f" (rounded {how} from {_grouped(exact_sectors)}; {what} must be whole sectors)"
     twin = _TWIN.get(unit)
     if twin:
         other = value * _UNITS[twin.lower()][2]  # type: ignore[operator]

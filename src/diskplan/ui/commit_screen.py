@@ -21,6 +21,7 @@ from textual.widgets import Input, Static
 from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
+from diskplan.model.operations import Changes
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
@@ -118,9 +119,11 @@ class CommitScreen(ModalScreen[Outcome | None]):
     CommitScreen #commit-answer-row .label { width: auto; padding-right: 1; }
     """
 
-    def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int,
+    def __init__(self, path: str, desired: Table | Changes, host: Host, *, sector_size: int, sectors: int,
                  model: str = "", repair: GptRepair | None = None) -> None:
-        """``repair``: the plan's pending repair (``Plan.pending_repair``), written instead of a table."""
+        """``desired``: the plan's one list of operations (``Plan.writes()``: listed here as the Changes
+        panel showed it, and executed), or a table. ``repair``: the plan's pending repair
+        (``Plan.pending_repair``), written instead of a table."""
         super().__init__()
         self.repair = repair
         self.model = model

@@ -520,7 +520,7 @@ class PlanActions(_Base):
             self.notify("Nothing to write: the plan is the table on the disk.", timeout=4)
             return
         geom = s.plan.geometry
-        screen = CommitScreen(self.target.path, s.plan.table, self.host or default_host(),
+        screen = CommitScreen(self.target.path, s.plan.writes(), self.host or default_host(),
                               sector_size=geom.logical, sectors=geom.sectors, model=geom.model,
                               repair=s.plan.pending_repair)
         self.push_screen(screen, self._written)
