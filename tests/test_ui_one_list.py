@@ -28,18 +28,25 @@ def logicals_image(sparse_image: Callable[..., pathlib.Path]) -> pathlib.Path:
     return img
 
 
-def test_the_commit_executes_the_list_the_plan_shows(sparse_image: Callable[..., pathlib.Path]) -> None:
+def test_the_commit_executes_the_list_the_plan_shows(sparse_image: Callable[..., pathlib.Path],
+                                                     tmp_path: pathlib.Path) -> None:
     img = logicals_image(sparse_image)
     disk = read(str(img))
     plan = Plan.open(disk.geometry, disk.table).delete(5).plan
+    assert [(q.number, q.start) for q in plan.live if q.number >= 5] == [(5, 14336), (6, 24576)]  # as libparted
     p = commit.prepare(str(img), plan.writes(), HOST)
     assert all(a is b for a, b in zip(p.operations, plan.operations(), strict=True))  # the same objects
     assert [str(op) for op in plan.changes()] == [
         "delete 5 (4096..12287): logical",
-        "rewrite the EBR of logical 6 at 14336..22527 (its data is not touched)",
-        "rewrite the EBR of logical 7 at 24576..32767 (its data is not touched)",
+        "keep 5 at 14336..22527 (untouched): was number 6",
+        "keep 6 at 24576..32767 (untouched): was number 7",
     ]
-    assert p.refusals[:1] == plan.problems()[:1]  # one validator: what the planner says is what the commit refuses
+    assert plan.problems() == () and p.refusals == ()  # one validator: the planner and the commit agree
+    o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"))
+    assert o.verdict is commit.Verdict.WRITTEN, o.details
+    dump = run("sfdisk", "--dump", str(img))
+    assert "img5 : start=       14336, size=        8192" in dump and "img6 : start=       24576" in dump
+    assert "img7" not in dump and "start=        4096" not in dump
 
 
 def test_a_disk_changed_since_the_review_is_refused(sparse_image: Callable[..., pathlib.Path]) -> None:
@@ -80,3 +87,15 @@ def test_the_panel_and_the_confirmation_list_the_same_operations(sparse_image: C
             assert all(line in text for line in shown)
 
     asyncio.run(go())
+
+
+def test_a_deleted_logical_partition_kept_after_all_takes_its_number_back(
+        sparse_image: Callable[..., pathlib.Path]) -> None:
+    img = logicals_image(sparse_image)
+    disk = read(str(img))
+    start = Plan.open(disk.geometry, disk.table)
+    gone = start.delete(6)
+    assert gone.ok and "are now 6" in gone.message
+    assert [(q.number, q.start) for q in gone.plan.live if q.number >= 5] == [(5, 4096), (6, 24576)]
+    back = gone.plan.undelete(6)
+    assert back.ok and back.plan == start and not back.plan.dirty

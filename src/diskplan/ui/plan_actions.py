@@ -278,8 +278,13 @@ class PlanActions(_Base):
         g = plan.grain
         from diskplan.model.units import human_bytes
 
-        size = human_bytes(g.sectors * plan.geometry.logical) if plan.target is not SnapTarget.NONE else "off"
-        return f"snap {plan.target.value} {size}" if plan.target is not SnapTarget.NONE else "snap none"
+        ss = plan.geometry.logical
+        snap = f"snap {plan.target.value} {human_bytes(g.sectors * ss)}" if plan.target is not SnapTarget.NONE \
+            else "snap none"
+        judged = self.grain  # what findings judge: the device's grain, whatever the snapping target
+        if judged is not None and judged != g:
+            snap += f" · findings {human_bytes(judged.sectors * ss)}"
+        return snap
 
     # --- moving and resizing with the keys --------------------------------------------------------------
 
