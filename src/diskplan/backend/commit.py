@@ -2,9 +2,11 @@
 
 The steps, each its own function so a UI can show them one by one:
 
-1. ``prepare(target, desired, host)`` reads the disk, lists the operations (new label, delete N,
-   create N at start..end, change N, keep N), checks what would make the write unsafe (in use, read-only,
-   a plan libparted cannot place exactly) and asks libparted, in a child, to build the new table in memory.
+1. ``prepare(target, desired, host)`` reads the disk, takes the one list of operations (new label,
+   delete N, create N at start..end, change N, keep N) the planner built and showed (``Plan.writes()``;
+   for a plan file, ``operations.plan_writes`` builds it here), checks what would make the write unsafe
+   (in use, read-only, a plan libparted cannot place exactly) and asks libparted, in a child, to build
+   the new table in memory.
    Nothing is written. The ``Proposal`` says what to show and what to ask (type the device name for a
    block device, "yes" for an image file).
 2. ``execute(proposal, answer, host)`` checks again (someone may have mounted it meanwhile), saves the
