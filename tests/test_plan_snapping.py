@@ -85,3 +85,25 @@ def test_the_title_shows_both_grains_and_the_findings_stay() -> None:
             assert "snap custom 100 KiB · findings 1 MiB" in title, title
 
     asyncio.run(go())
+
+
+def test_go_to_a_decimal_size_lands_on_the_nearest_sector_and_says_so() -> None:
+    from diskplan.ui.screens import GotoScreen
+
+    async def go() -> None:
+        app = PlannerApp(start=demo("advanced-format"))
+        async with app.run_test(size=(120, 30)) as pilot:
+            smap = await started(app, pilot)
+            await pilot.press("g")
+            assert isinstance(app.screen, GotoScreen)
+            await pilot.press(*"17.4kB", "enter")
+            await pilot.pause()
+            assert smap.cursor_lba == 34  # 34 × 512 B = 17,408 B is what "17.4 kB" shows
+            said = " | ".join(str(n.message) for n in app._notifications)
+            assert "rounded to the nearest sector from 33.98" in said, said
+            await pilot.press("g", *"100M", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, GotoScreen)  # refused, as the partition dialog refuses it
+            assert "ambiguous" in str(app.screen.query_one("#goto-error").render())
+
+    asyncio.run(go())
