@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.operations import differences, plan_changes, problems, unwritable_flags
+from diskplan.model.geometry import Geometry
+from diskplan.model.operations import differences, plan_changes, unwritable_flags, validate
 from diskplan.model.table import Table
 
 L, E = Role.LOGICAL, Role.EXTENDED
@@ -61,15 +62,15 @@ def test_changed_attributes_are_changes_not_deletions() -> None:
     assert why == ["type Linux filesystem -> Linux swap", "name 'a' -> 'b'", "legacy_boot flag on"]
 
 
-def test_problems_name_what_libparted_would_refuse() -> None:
-    usable = Extent(34, 131038)
-    found = problems("gpt", [part(1, 2048, 4095), part(2, 4000, 5000), part(3, 10, 20)], usable, 131072, 128)
+def test_the_validator_names_what_libparted_would_refuse() -> None:
+    disk = Geometry(131072, 512)
+    found = validate(Table("gpt", 34, 131038, (part(1, 2048, 4095), part(2, 4000, 5000), part(3, 10, 20))), disk)
     assert "partitions 1 and 2 overlap" in found
-    assert any("partition 3 (10..20) lies outside the usable area 34..131038" in f for f in found)
-    gap = problems("msdos", [part(1, 2048, 9999, E), part(5, 2049, 3000, L), part(7, 4000, 5000, L)],
-                   Extent(1, 131071), 131072, 4)
+    assert any("partition 3 (10s..20s) is outside the usable area 34s..131038s" in f for f in found)
+    gap = validate(Table("msdos", 1, 131071, (part(1, 2048, 9999, E), part(5, 2049, 3000, L),
+                                              part(7, 4000, 5000, L))), disk)
     assert any("without gaps" in f for f in gap)
-    orphan = problems("msdos", [part(5, 2049, 3000, L)], Extent(1, 131071), 131072, 4)
+    orphan = validate(Table("msdos", 1, 131071, (part(5, 2049, 3000, L),)), disk)
     assert orphan == ["logical partitions need an extended partition"]
 
 

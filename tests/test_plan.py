@@ -207,12 +207,14 @@ def test_changes_against_the_disk() -> None:
     plan = ok(plan.set_type(2, "linux home"))
     plan = ok(plan.propose(300_000, 20480, name="new", flags=("legacy_boot",)))
     kinds = [(c.kind, c.number) for c in plan.changes()]
-    assert kinds == [("delete", 1), ("create", 1), ("type", 2), ("name", 2)]
-    create = plan.changes()[1].text
-    assert "create partition 1 at 299008s..319487s (10 MiB)" in create and "legacy_boot" in create
+    assert kinds == [("delete", 1), ("create", 1), ("change", 2)]  # the operations a commit performs
+    create = str(plan.changes()[1])
+    assert create.startswith("create 1 at 299008..319487: 20480 sectors") and "flags legacy_boot" in create
+    assert str(plan.changes()[2]) == ("change 2 (100352..200000): type Linux filesystem -> Linux home, "
+                                      "name 'old' -> 'home'")
     relabeled = ok(plan.new_label("msdos"))
-    texts = [c.text for c in relabeled.changes()]
-    assert texts[0].startswith("new msdos label (replaces the gpt table")
+    texts = [str(c) for c in relabeled.changes()]
+    assert texts[0] == "new msdos label (every old partition is removed)"
     assert [c.kind for c in relabeled.changes()] == ["label", "delete", "delete"]
     refused(relabeled.undelete(2), "new label")
     assert ok(relabeled.clear()) == Plan.open(GIB, plan.base)
@@ -315,7 +317,8 @@ def test_adopting_a_plan_keeps_what_matches() -> None:
     assert plan.partition(1).state is State.EXISTING and plan.partition(1).name == "data"  # type: ignore[union-attr]
     assert plan.deleted(2) is not None
     assert plan.partition(3).state is State.PROPOSED  # type: ignore[union-attr]
-    assert [c.kind for c in plan.changes()] == ["delete", "create", "name"]
+    assert [c.kind for c in plan.changes()] == ["delete", "create", "change"]
+    assert str(plan.changes()[2]) == "change 1 (2048..100000): name '' -> 'data'"
     clash = wanted.with_partitions((Partition(1, 2048, 100_000, LINUX), Partition(2, 50_000, 60_000, LINUX)))
     refused(disk.adopt(clash), "overlap")
 
@@ -357,7 +360,7 @@ def test_a_new_type_on_an_existing_partition_drops_the_old_types_flags() -> None
     plan = ok(plan_on(GIB, efi).set_type(1, "linux filesystem"))
     p = plan.partition(1)
     assert p is not None and p.type == LINUX and p.flags == ("hidden",)
-    assert [c.text for c in plan.changes()] == ["partition 1: type EFI system -> Linux filesystem"]
+    assert [str(c) for c in plan.changes()] == ["change 1 (2048..206847): type EFI system -> Linux filesystem"]
 
 
 def test_a_wild_drag_is_reported_as_asked() -> None:

@@ -207,13 +207,14 @@ def test_the_plan_step_commits_through_the_ordinary_commit_calls(image: pathlib.
     history = History(Plan.open(disk.geometry, disk.table, offer=disk.repair))
     assert history.apply(history.present.repair())
     plan = history.present
-    assert [c.kind for c in plan.changes()] == ["repair"]
+    assert [c.kind for c in plan.changes()] == ["repair", "repair"]
     assert plan.pending_repair is disk.repair
 
     p = commit.prepare(str(image), plan.table, HOST, sector_size=512, sectors=disk.geometry.sectors,
                        repair=plan.pending_repair)
     assert p.refusals == () and p.changes and p.repair is not None
     assert [op.kind for op in p.operations] == ["repair", "repair", "keep", "keep", "keep"]
+    assert p.operations == plan.operations()  # the Changes panel showed what is written
     last = last_lba(image)
     assert [(op.start, op.end) for op in p.operations[:2]] == [(last - 32, last - 1), (last, last)]
     assert p.prompt == f"Type yes to repair the table on {image}"

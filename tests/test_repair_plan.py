@@ -58,8 +58,9 @@ def test_the_repair_is_a_pending_change_that_undo_takes_back() -> None:
     assert plan.repairing and plan.dirty and plan.pending_repair is start.offer
     assert plan != start and plan.table == start.table  # the partitions are the disk's
     changes = plan.changes()
-    assert [c.kind for c in changes] == ["repair"]
-    assert "rewrite the backup GPT from the primary copy" in changes[0].text and "33 sectors" in changes[0].text
+    assert [c.kind for c in changes] == ["repair", "repair"]  # the operations the confirmation lists
+    assert str(changes[0]).endswith("2097119..2097150: backup GPT entry array, copied from the primary copy")
+    assert str(changes[1]) == "repair: write sector 2097151: backup GPT header, rebuilt from the primary header"
     assert plan.repair().plan is plan  # already planned: nothing changes
     assert history.undo() == out.message and history.present is start and start.pending_repair is None
     assert history.redo() == out.message and history.present is plan
@@ -156,7 +157,7 @@ def test_a_pending_repair_never_travels_with_other_changes(steps: list[str]) -> 
         now = history.present
         seen.append(now)
         if now.repairing:
-            assert [c.kind for c in now.changes()] == ["repair"] and now.table == now.base and not now.fresh
+            assert {c.kind for c in now.changes()} == {"repair"} and now.table == now.base and not now.fresh
         else:
             assert "repair" not in {c.kind for c in now.changes()}
         assert now.offer is seen[0].offer

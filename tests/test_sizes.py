@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent
 from diskplan.model.geometry import Geometry
-from diskplan.model.sizes import SizeError, UnitFamily, format_size, parse_lba, parse_size
+from diskplan.model.sizes import (
+    SizeError,
+    UnitFamily,
+    format_size,
+    parse_lba,
+    parse_option,
+    parse_position,
+    parse_size,
+)
 
 GEOMS = [Geometry(1 << 30, 512), Geometry(1 << 28, 4096, 4096)]
 IEC = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -144,3 +152,64 @@ def test_anything_typed_parses_or_raises_size_error(text: str) -> None:
         assert str(exc)
     else:
         assert got.sectors > 0 and got.family in UnitFamily
+
+
+# --- one parser: the dialog, go-to and the command line agree ------------------------------------------------
+
+def _dialog(text: str, geom: Geometry) -> int | None:
+    try:
+        return parse_size(text, geom).nbytes
+    except SizeError:
+        return None
+
+
+def _goto(text: str, geom: Geometry) -> int | None:
+    try:
+        return parse_position(text, geom).sectors
+    except SizeError:
+        return None
+
+
+def _cli(text: str, geom: Geometry) -> int | None:
+    try:
+        return parse_option(text).nbytes(geom.logical)
+    except SizeError:
+        return None
+
+
+def test_the_issue_examples() -> None:
+    af = GEOMS[0]
+    for refused in ("100M", "1G", "4k"):
+        assert _dialog(refused, af) is _goto(refused, af) is _cli(refused, af) is None
+    assert _cli("3s", af) == 1536 and _cli("3s", GEOMS[1]) == 3 * 4096  # the disk's own sectors
+    assert _cli("4096", af) == 4096  # a bare number on the command line is bytes, as the README shows
+    got = parse_position("17.4kB", af)  # the README's example: 34 × 512 B = 17,408 B, shown as 17.4 kB
+    assert got.sectors == 34 and not got.exact and "rounded to the nearest sector from 33.98" in got.explanation
+    assert parse_position("2048", af).sectors == 2048  # go-to: a bare number is an LBA, as its help says
+    size = parse_size("100MB", af)
+    assert size.sectors == 195313 and "rounded up" in size.explanation  # a size never gets less than asked
+
+
+NUMBERS = st.one_of(st.integers(0, 10**7).map(str), st.decimals(0, 10**5, places=3).map(str),
+                    st.integers(1000, 10**9).map(lambda n: f"{n:,}"))
+UNITS = st.sampled_from(["s", "S", "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "kib", "M", "G", "k", "m", "%", "x"])
+
+
+@given(st.sampled_from(GEOMS), NUMBERS, UNITS, st.sampled_from(["", " "]))
+def test_dialog_goto_and_command_line_read_a_unit_the_same_way(geom: Geometry, number: str, unit: str,
+                                                                 space: str) -> None:
+    text = f"{number}{space}{unit}"
+    dialog, goto, cli = _dialog(text, geom), _goto(text, geom), _cli(text, geom)
+    if unit == "%":  # of a region: the dialog's free space, go-to's disk; never a device property
+        assert cli is None
+        return
+    if cli is None:  # refused on the command line (ambiguous, unknown, a fraction of a byte): everywhere
+        assert dialog is None and goto is None
+        return
+    exact = cli
+    lba = (2 * exact + geom.logical) // (2 * geom.logical)  # the nearest sector boundary, ties up
+    assert goto == (lba if lba <= geom.last_lba else None)
+    if exact > 0:
+        assert dialog == -(-exact // geom.logical) * geom.logical  # whole sectors, never less than asked
+    else:
+        assert dialog is None

@@ -159,7 +159,7 @@ def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None
     assert "units: IEC" in shots["propose dialog"] and "ambiguous" in shots["propose refused"]
     assert "move #2" in shots["moving with the keys"] and "10 grains" in shots["moving with the keys"]
     assert "Snapping target" in shots["snapping dialog"] and "Save plan" in shots["save dialog"]
-    assert "create partition 2" in shots["changes"]
+    assert "create 2 at" in shots["changes"]
     assert "Type yes to write" in shots["confirmation"] and "delete 1" in shots["confirmation"]
     # Proposed and selected partitions carry glyphs: the proposal's fill and the selection's brackets.
     assert CONSOLE.proposed in shots["proposed"] and CONSOLE.sel_start in shots["proposed"]

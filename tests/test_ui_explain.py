@@ -78,11 +78,11 @@ def test_facts_of_a_striped_volume() -> None:
 
 def test_go_to_parses_what_people_type() -> None:
     table = new_table("gpt", AF).with_partitions((Partition(1, 34, 2047), Partition(2, 2048, 4095)))
-    cases = {"2048": 2048, "2,048s": 2048, "1MiB": 2048, "1 MiB": 2048, "17408B": 34, "17.4kB": 33, "#2": 2048,
+    cases = {"2048": 2048, "2,048s": 2048, "1MiB": 2048, "1 MiB": 2048, "17408B": 34, "17.4kB": 34, "#2": 2048,
              "p1": 34, "end": AF.last_lba, "0%": 0, "100%": AF.last_lba, "50%": AF.sectors // 2}
     for text, lba in cases.items():
         assert parse_position(text, AF, table) == lba, text
-    for text, message in (("", "type an LBA"), ("#9", "no partition 9"), ("101%", "between 0 and 100"),
-                          ("99999999999", "disk ends"), ("lots", "not a size")):
+    for text, message in (("", "type an LBA"), ("#9", "no partition 9"), ("101%", "more than 100%"),
+                          ("100M", "ambiguous"), ("99999999999", "disk ends"), ("lots", "not a size")):
         with pytest.raises(ValueError, match=message):
             parse_position(text, AF, table)

@@ -47,7 +47,7 @@ def test_the_planner_offers_plans_and_writes_the_gpt_repair(tmp_path, monkeypatc
             await pilot.press("R")
             await pilot.pause()
             plan = s.plan
-            assert plan.repairing and [c.kind for c in plan.changes()] == ["repair"]
+            assert plan.repairing and {c.kind for c in plan.changes()} == {"repair"}
             assert plan.blocked() == REPAIR_PENDING
             assert not app.check_action("repair", ())  # planned: no longer offered
             # Other edits are refused with the reason while the repair is pending.

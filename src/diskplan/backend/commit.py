@@ -2,9 +2,11 @@
 
 The steps, each its own function so a UI can show them one by one:
 
-1. ``prepare(target, desired, host)`` reads the disk, lists the operations (new label, delete N,
-   create N at start..end, change N, keep N), checks what would make the write unsafe (in use, read-only,
-   a plan libparted cannot place exactly) and asks libparted, in a child, to build the new table in memory.
+1. ``prepare(target, desired, host)`` reads the disk, takes the one list of operations (new label,
+   delete N, create N at start..end, change N, keep N) the planner built and showed (``Plan.writes()``;
+   for a plan file, ``operations.plan_writes`` builds it here), checks what would make the write unsafe
+   (in use, read-only, a plan libparted cannot place exactly) and asks libparted, in a child, to build
+   the new table in memory.
    Nothing is written. The ``Proposal`` says what to show and what to ask (type the device name for a
    block device, "yes" for an image file).
 2. ``execute(proposal, answer, host)`` takes the write lock (backend.lock) and, under it until the
@@ -52,7 +54,7 @@ from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import Operation, differences, plan_changes, problems, unwritable_flags
+from diskplan.model.operations import Changes, Operation, differences, plan_writes
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
@@ -60,7 +62,6 @@ from diskplan.model.units import human_bytes
 WRITE_TIMEOUT = 300.0  # seconds for one libparted commit (a slow USB stick syncing)
 BLKROGET = 0x125E
 BLKGETDISKSEQ = 0x80081280
-LABELS = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
 
 Progress = Callable[[int, int, str], None]  # (step, steps, what is happening now)
 Fault = Callable[[str], None]  # tests: called at "backup", "write" (in the child, after the write), "verify"
@@ -330,7 +331,7 @@ def plan_made_against_another(target: str) -> str:
 
 def prepare(
     target: str,
-    desired: Table,
+    desired: Table | Changes,
     host: Host,
     *,
     sector_size: int | None = None,
@@ -340,6 +341,9 @@ def prepare(
     made_against: str | None = None,
 ) -> Proposal:
     """Everything to show before asking: operations, the resulting table, refusals. Writes nothing.
+    ``desired``: the one list of operations the planner built and showed (``Plan.writes()``), which is
+    then shown and executed as it is, or the table wanted (a plan file), from which
+    ``operations.plan_writes`` builds that list against the disk read now.
     ``sector_size``/``sectors``: what the plan was made for, when it says. ``current``: the target as
     the caller read it a moment ago (backend.reader.read), so it is not read twice; the write checks
     again that the disk is the same one and still holds what is deleted. ``repair``: the plan's pending
@@ -350,41 +354,31 @@ def prepare(
     if repair is not None:
         from diskplan.backend.gptrepair import prepare_repair  # it builds on this module
 
-        return prepare_repair(target, host, current=current, expect=repair, desired=desired,
+        table = desired.current if isinstance(desired, Changes) else desired
+        return prepare_repair(target, host, current=current, expect=repair, desired=table,
                               sector_size=sector_size, sectors=sectors)
     ident, current = read_target(target, current)
     geom = current.geometry
     kind = "block" if ident.kind == "block" else "file"
-    refusals: list[str] = []
-    notes: list[str] = []
-    label = LABELS.get((desired.label or "").lower(), "")
-    if not label:
-        refusals.append(f"diskplan writes gpt and msdos tables, not {desired.label or 'no table'}")
-        label = "gpt"
-    refusals += other_disk(target, geom, sector_size, sectors)
-    cur_label = current.table.label
-    live = sorted(desired.live, key=lambda p: (p.role is Role.LOGICAL, p.number))
-    keeps_any = cur_label == label and any(
-        (p.number, p.start, p.end) == (q.number, q.start, q.end) or (p.role is Role.LOGICAL and p.extent == q.extent)
-        for p in live
-        for q in current.table.partitions
-    )
-    fresh = cur_label != label or (bool(current.table.read_only) and not keeps_any)
-    if current.table.read_only and not fresh:
-        refusals.append(f"the table on {target} cannot be changed in place: {current.table.read_only}")
-    if current.filesystem and cur_label is None:
-        notes.append(f"{target} holds a {current.filesystem} filesystem on the whole disk: the new label replaces it")
-    if fresh and cur_label not in (None, label) and current.table.partitions:
-        notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
-    base = new_table(label, geom) if fresh else current.table
-    refusals += problems(label, live, base.usable, geom.sectors, base.max_partitions)
-    refusals += unwritable_flags(label, current.table if not fresh else base, live)
+    refusals = other_disk(target, geom, sector_size, sectors)
+    if isinstance(desired, Changes):
+        ops = desired
+        moved = differences(ops.current, current.table)
+        if moved:  # the list was reviewed against another table: it must not be written on this one
+            refusals.append(f"{target} no longer holds the table the plan was made on ({moved[0]}): "
+                            "read the disk again and review the plan")
+    else:
+        ops = plan_writes(current.table, desired, geom, filesystem=current.filesystem)
+    refusals += ops.problems
     blocking, idle = unsafe(target, host)
     refusals += blocking
-    notes += idle
-    ops = plan_changes(label, current.table, live, fresh)
+    notes = [*ops.notes, *idle]
+    fresh = ops.fresh
+    done = ops.operations  # executed from this list: what is deleted, created, re-added, changed, kept
+    parts = {k: tuple(op.partition for op in done if op.kind in k and op.partition is not None)
+             for k in (("delete", "rewrite"), ("create", "rewrite"), ("change",), ("keep", "change", "rewrite"))}
     now = table_fingerprint(current.table, target, geom, current.filesystem)
-    if made_against and made_against != now and any(op.kind != "keep" for op in ops.operations):
+    if made_against and made_against != now and any(op.kind != "keep" for op in done):
         refusals.append(plan_made_against_another(target))
     proposal = Proposal(
         target=target,
@@ -393,16 +387,16 @@ def prepare(
         sectors=geom.sectors,
         sector_size=geom.logical,
         current=current,
-        result=ops.result(base),
-        operations=ops.operations,
+        result=ops.result(new_table(ops.label, geom) if fresh else current.table),
+        operations=done,
         refusals=tuple(refusals),
         notes=tuple(notes),
         identity=ident,
         fresh=fresh,
-        delete=() if fresh else tuple(p.extent for p in ops.delete),
-        create=(*ops.create, *ops.rewrite),
-        change=tuple(new for _, new, _ in ops.change),
-        protect=ops.protect,
+        delete=() if fresh else tuple(p.extent for p in parts["delete", "rewrite"]),
+        create=parts["create", "rewrite"],
+        change=parts["change",],
+        protect=tuple(p.extent for p in parts["keep", "change", "rewrite"] if p.role is not Role.EXTENDED),
         made_against=now,
     )
     if refusals or not proposal.changes:

@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.model.extent import Role
 from diskplan.model.report import Report, build_report, report_json
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
@@ -41,6 +42,9 @@ class _Console(Console):
 
 def _yes(ok: bool) -> Text:
     return Text("yes", style="green") if ok else Text("NO", style="bold red")
+
+
+NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
 
 
 def render(report: Report, console: Console) -> None:
@@ -74,8 +78,8 @@ def render(report: Report, console: Console) -> None:
                 f"{p.end}s",
                 human_bytes(p.size * geom.logical),
                 Text(safe(p.name) or p.role.value),
-                _yes(r.aligned_physical),
-                _yes(r.aligned_grain),
+                *((NOT_JUDGED, NOT_JUDGED) if p.role is Role.EXTENDED
+                  else (_yes(r.aligned_physical), _yes(r.aligned_grain))),
                 ", ".join(f.code for f in r.findings) or "-",
             )
         console.print(t)
@@ -89,6 +93,14 @@ def render(report: Report, console: Console) -> None:
         console.print("[green]No findings: every partition is aligned.[/]")
 
 
+def console() -> Console:
+    """On a terminal, lines fit its width; piped, they are never wrapped (rich would cut them at 80
+    columns, arithmetic included, and a script reads whole lines)."""
+    if sys.stdout.isatty():
+        return _Console(highlight=False)
+    return _Console(highlight=False, soft_wrap=True, width=1 << 16)
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
@@ -100,5 +112,5 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
-        render(report, _Console(highlight=False))
+        render(report, console())
     return 1 if report.all_findings else 0

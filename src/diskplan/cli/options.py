@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from diskplan.model.units import parse_bytes
+from diskplan.model.sizes import Amount, SizeError, parse_option
 
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
@@ -16,10 +16,12 @@ class TargetError(Exception):
     """The target could not be opened or read: one line for the user."""
 
 
-def _size(text: str) -> int:
+def _size(text: str) -> Amount:
+    """The planner's size parser (model.sizes): ``100M`` is refused as ambiguous there and here, ``3s`` is
+    three sectors of the disk's own size; a bare number is bytes (``--physical-block 4096``)."""
     try:
-        return parse_bytes(text)
-    except ValueError as exc:
+        return parse_option(text)
+    except SizeError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
@@ -39,13 +41,18 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
+    ss = disk.geometry.logical
+
+    def nbytes(amount: Amount | None) -> int | None:
+        return None if amount is None else amount.nbytes(ss)
+
     try:
         geom = disk.geometry.with_overrides(
-            physical=args.physical_block,
-            alignment_offset=args.alignment_offset,
-            optimal_io=args.optimal_io,
-            min_io=args.min_io,
-            grains=tuple(args.grain) if args.grain else None,
+            physical=nbytes(args.physical_block),
+            alignment_offset=nbytes(args.alignment_offset),
+            optimal_io=nbytes(args.optimal_io),
+            min_io=nbytes(args.min_io),
+            grains=tuple(a.nbytes(ss) for a in args.grain) if args.grain else None,
         )
     except ValueError as exc:
         raise TargetError(str(exc)) from exc

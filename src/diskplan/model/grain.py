@@ -119,12 +119,14 @@ def optimal_grain(geom: Geometry) -> Grain:
     return grain
 
 
-def user_grain(geom: Geometry) -> Grain | None:
-    """The lcm of the user's grains with the physical block, or None when the user gave none."""
-    if not geom.user_grains:
+def user_grain(geom: Geometry, grains: tuple[int, ...] | None = None) -> Grain | None:
+    """The lcm of the user's grains (``grains`` in bytes, else those declared with --grain) with the
+    physical block, or None when there are none."""
+    grains = geom.user_grains if grains is None else grains
+    if not grains:
         return None
     grain = physical_grain(geom)
-    for g in geom.user_grains:
+    for g in grains:
         grain = grain.combine(bytes_grain(geom, g))
     return grain
 
@@ -137,11 +139,12 @@ class SnapTarget(Enum):
     CUSTOM = "custom"
     NONE = "none"
 
-    def grain(self, geom: Geometry) -> Grain:
+    def grain(self, geom: Geometry, custom: tuple[int, ...] | None = None) -> Grain:
+        """``custom``: the grains (bytes) CUSTOM snaps to, when not the ones declared with --grain."""
         if self is SnapTarget.OPTIMAL:
             return optimal_grain(geom)
         if self is SnapTarget.PHYSICAL:
             return physical_grain(geom)
         if self is SnapTarget.CUSTOM:
-            return user_grain(geom) or physical_grain(geom)
+            return user_grain(geom, custom) or physical_grain(geom)
         return Grain(1)

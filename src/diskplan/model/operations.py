@@ -1,7 +1,11 @@
 """What writing a plan does to a table, worked out before anything is written: the operations (new
 label, delete N, create N at start..end, change N, rewrite an EBR, keep N), the table the disk will hold,
-what makes a plan unwritable, and how a table read back differs from the plan. Pure: the backend's commit
-uses it, and a UI can show the same list while the user plans.
+what makes a plan unwritable, and how a table read back differs from the plan.
+
+``plan_writes`` builds the one list (a ``Changes``), as blivet's ActionList: the planner's Changes panel
+shows its operations, the confirmation lists the same objects, and backend.commit executes them
+(``prepare`` takes the ``Changes``). ``validate`` is the one validator: the planner, plan files and the
+commit refuse the same tables for the same reasons.
 
 libparted's rules are built in here because they decide the outcome: a kept partition (same number,
 start, end and role) is never deleted and re-added; msdos logical partitions are renumbered 5, 6, … in
@@ -12,16 +16,21 @@ stays where it is).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import pairwise
+from operator import attrgetter
 
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.geometry import Geometry
 from diskplan.model.repair import GptRepair
-from diskplan.model.table import Table
+from diskplan.model.table import Table, new_table
 
 DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.LABELS}  # what libparted gives
 ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flags libparted 3.5 can set
+LABEL_NAMES = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
+_order = attrgetter("start", "number")
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,13 @@ class Operation:
     start: int = 0
     end: int = 0
     detail: str = ""
+    # What the commit writes: the partition deleted (as on disk), created, re-added, changed or kept.
+    partition: Partition | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        """A change to review: everything but a partition kept as it is (a kept one renumbered counts)."""
+        return self.kind != "keep" or bool(self.detail)
 
     def __str__(self) -> str:
         where = f"{self.start}..{self.end}"
@@ -109,45 +125,60 @@ def differences(expected: Table, found: Table) -> list[str]:
 # --- planning ---------------------------------------------------------------------------------------
 
 
-def problems(label: str, live: list[Partition], usable: Extent, sectors: int, max_parts: int) -> list[str]:
-    """What makes ``live`` (the partitions to hold) unwritable as a ``label`` table."""
-    out = []
+def validate(table: Table, geom: Geometry) -> list[str]:
+    """What makes ``table`` unwritable on ``geom`` (empty when it can be written): the one validator,
+    for the planner, plan files and the commit. Overlaps, partitions outside the usable area, past the
+    disk or the extended partition, numbering, and msdos rules: 4 primary partitions (the extended one
+    counts), one extended partition, logical ones inside it with a free sector before each for its EBR,
+    numbered 5, 6, … without gaps (libparted numbers them in the order of their EBR chain)."""
+    label = table.label
+    if label not in labels.LABELS:
+        return [f"diskplan writes gpt and msdos tables, not {label or 'no table'}"]
+    out: list[str] = []
+    if table.last_usable >= geom.sectors or table.first_usable < 1:
+        out.append(f"usable area {table.first_usable}s..{table.last_usable}s does not fit a disk of "
+                   f"{geom.sectors} sectors")
+    live = sorted(table.live, key=_order)
+    numbers = [p.number for p in live]
+    out += [f"two partitions are numbered {n}" for n in sorted({n for n in numbers if numbers.count(n) > 1})]
+    tops = [p for p in live if p.role is not Role.LOGICAL]
+    logicals = [p for p in live if p.role is Role.LOGICAL]
     for p in live:
         if p.end < p.start:
             out.append(f"partition {p.number} ends before it starts")
-        elif not p.extent.within(usable) and p.end > sectors - 1:
-            out.append(f"partition {p.number} ({p.start}..{p.end}) ends past the last sector {sectors - 1}")
-        elif not p.extent.within(usable):
-            out.append(
-                f"partition {p.number} ({p.start}..{p.end}) lies outside the usable area "
-                f"{usable.start}..{usable.end} of a {label} table"
-            )
-    numbers = [p.number for p in live]
-    for n in sorted({n for n in numbers if numbers.count(n) > 1}):
-        out.append(f"two partitions are numbered {n}")
+        elif p.role is not Role.LOGICAL and not (table.first_usable <= p.start and p.end <= table.last_usable):
+            past = f" (it ends past the last sector {geom.sectors - 1})" if p.end > geom.sectors - 1 else ""
+            out.append(f"partition {p.number} ({p.start}s..{p.end}s) is outside the usable area "
+                       f"{table.first_usable}s..{table.last_usable}s of a {label} table{past}")
+        elif p.end > geom.sectors - 1:
+            out.append(f"partition {p.number} ({p.start}s..{p.end}s) ends past the last sector {geom.sectors - 1}")
+    for a, b in pairwise(tops):
+        if b.start <= a.end:
+            out.append(f"partitions {a.number} and {b.number} overlap")
     if label == "gpt":
-        out += [f"partition number {p.number} is not in 1..{max_parts}" for p in live if not 0 < p.number <= max_parts]
-        out += [f"partition {p.number}: GPT has no {p.role.value} ones" for p in live if p.role is not Role.PRIMARY]
-    else:
-        outer = [p for p in live if p.role is not Role.LOGICAL]
-        out += [f"partition {p.number}: msdos numbers primary partitions 1..4" for p in outer if not 1 <= p.number <= 4]
-        ext = [p for p in live if p.role is Role.EXTENDED]
-        if len(ext) > 1:
-            out.append("msdos allows one extended partition")
-        logicals = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
-        if logicals and not ext:
-            out.append("logical partitions need an extended partition")
+        if any(p.role is not Role.PRIMARY for p in live):
+            out.append("GPT has no extended or logical partitions")
+        if any(not 1 <= n <= table.max_partitions for n in numbers):
+            out.append(f"GPT partition numbers go from 1 to {table.max_partitions}")
+        return out
+    extended = [p for p in tops if p.role is Role.EXTENDED]
+    if len(tops) > labels.MSDOS_PRIMARIES or any(not 1 <= p.number <= labels.MSDOS_PRIMARIES for p in tops):
+        out.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
+    if len(extended) > 1:
+        out.append("msdos has at most one extended partition")
+    if logicals and not extended:
+        out.append("logical partitions need an extended partition")
+    elif logicals:
+        ext = extended[0]
+        prev_end = ext.start
         for p in logicals:
-            if ext and not (ext[0].start < p.start and p.end <= ext[0].end):
-                out.append(f"logical partition {p.number} is not inside the extended partition")
-        if [p.number for p in logicals] != list(range(5, 5 + len(logicals))):
-            out.append("msdos numbers logical partitions 5, 6, … without gaps (the order of their EBR chain)")
-    groups = [[p for p in live if p.role is not Role.LOGICAL], [p for p in live if p.role is Role.LOGICAL]]
-    for group in groups:
-        ordered = sorted(group, key=lambda p: p.start)
-        for a, b in itertools.pairwise(ordered):
-            if a.extent.overlaps(b.extent):
-                out.append(f"partitions {a.number} and {b.number} overlap")
+            if p.start <= prev_end or p.end > ext.end:
+                out.append(f"logical partition {p.number} ({p.start}s..{p.end}s) needs a free sector "
+                           f"for its EBR and must lie inside extended partition {ext.number}")
+            prev_end = p.end + 1
+    chain = sorted(p.number for p in logicals)
+    if chain != list(range(labels.FIRST_LOGICAL, labels.FIRST_LOGICAL + len(chain))):
+        out.append("msdos numbers logical partitions 5, 6, … without gaps (the order of their EBR chain)")
     return out
 
 
@@ -186,6 +217,9 @@ class Changes:
 
     label: str
     fresh: bool  # a new label: libparted starts from an empty table
+    current: Table = field(default_factory=lambda: Table(None, 0, -1))  # the table on disk it was built from
+    problems: tuple[str, ...] = ()  # why it cannot be written (validate, flags libparted cannot set)
+    notes: tuple[str, ...] = ()  # what the user should know (a whole-disk filesystem or another label replaced)
     delete: list[Partition] = field(default_factory=list)
     create: list[Partition] = field(default_factory=list)
     change: list[tuple[Partition, Partition, list[str]]] = field(default_factory=list)
@@ -202,8 +236,9 @@ class Changes:
         held = [*self.keep, *(old for old, _, _ in self.change), *self.rewrite]
         return tuple(p.extent for p in held if p.role is not Role.EXTENDED)
 
-    @property
+    @cached_property
     def operations(self) -> tuple[Operation, ...]:
+        """The list, built once: the same objects are shown, confirmed and executed."""
         out: list[Operation] = []
         rewritten = {(p.start, p.end) for p in self.rewrite}
         if self.fresh:
@@ -212,18 +247,26 @@ class Changes:
             if (p.start, p.end) in rewritten:
                 continue
             what = p.role.value if p.role is not Role.PRIMARY else ptypes.describe(p.type) or "partition"
-            out.append(Operation("delete", p.number, p.start, p.end, what))
+            out.append(Operation("delete", p.number, p.start, p.end, what, p))
         for p in sorted(self.create, key=lambda p: p.number):
             what = ptypes.describe(p.type or DEFAULT_TYPE[self.label])
             what = {Role.EXTENDED: "extended", Role.LOGICAL: f"logical, {what}"}.get(p.role, what)
-            detail = f"{p.size} sectors, {what}" + (f", {p.name!r}" if p.name else "")
-            out.append(Operation("create", p.number, p.start, p.end, detail))
-        out += [Operation("rewrite", p.number, p.start, p.end) for p in sorted(self.rewrite, key=lambda p: p.number)]
-        out += [Operation("change", new.number, new.start, new.end, ", ".join(why)) for _, new, why in self.change]
+            flags = labels.plan_flags(self.label, p.flags)
+            detail = (f"{p.size} sectors, {what}" + (f", {p.name!r}" if p.name else "")
+                      + (f", flags {' '.join(flags)}" if flags else ""))
+            out.append(Operation("create", p.number, p.start, p.end, detail, p))
+        out += [Operation("rewrite", p.number, p.start, p.end, partition=p)
+                for p in sorted(self.rewrite, key=lambda p: p.number)]
+        out += [Operation("change", new.number, new.start, new.end, ", ".join(why), new) for _, new, why in self.change]
         for p in sorted(self.keep, key=lambda p: p.number):
             was = dict(p.extra).get("was")
-            out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else ""))
+            out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else "", p))
         return tuple(out)
+
+    @property
+    def pending(self) -> tuple[Operation, ...]:
+        """The operations to review (what a user would call the changes): all but the untouched keeps."""
+        return tuple(op for op in self.operations if op.pending)
 
     def result(self, base: Table) -> Table:
         """The table the disk will hold, as the reader will report it: ``base`` with these partitions
@@ -240,7 +283,7 @@ class Changes:
 
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
-    ops = Changes(label, fresh)
+    ops = Changes(label, fresh, current)
     if fresh:
         ops.delete = list(current.partitions)
         ops.create = list(live)
@@ -283,4 +326,39 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
             ops.rewrite.append(replace(w, type=w.type or q.type, flags=flags))
         else:
             ops.create.append(w)
+    return ops
+
+
+def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool = False,
+                filesystem: str | None = None) -> Changes:
+    """The one list of operations that makes the disk's ``current`` table ``desired`` (its live
+    partitions), with why it cannot be written and what to know. ``fresh``: the plan is a new label even
+    when it is the disk's own; a label the disk does not have, or a table diskplan cannot change in
+    place that keeps nothing, is always a new label. ``filesystem``: one on the whole disk, replaced."""
+    refusals: list[str] = []
+    notes: list[str] = []
+    label = LABEL_NAMES.get((desired.label or "").lower(), "")
+    if not label:
+        refusals.append(f"diskplan writes gpt and msdos tables, not {desired.label or 'no table'}")
+        label = "gpt"
+    cur_label = current.label
+    live = sorted(desired.live, key=lambda p: (p.role is Role.LOGICAL, p.number))
+    keeps_any = cur_label == label and any(
+        (p.number, p.start, p.end) == (q.number, q.start, q.end) or (p.role is Role.LOGICAL and p.extent == q.extent)
+        for p in live
+        for q in current.partitions
+    )
+    fresh = fresh or cur_label != label or (bool(current.read_only) and not keeps_any)
+    if current.read_only and not fresh:
+        refusals.append(f"the table on the disk cannot be changed in place: {current.read_only}")
+    if filesystem and cur_label is None:
+        notes.append(f"the disk holds a {filesystem} filesystem on the whole disk: the new label replaces it")
+    if fresh and cur_label not in (None, label) and current.partitions:
+        notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
+    base = new_table(label, geom) if fresh else current
+    if not refusals:
+        refusals += validate(replace(base, partitions=tuple(live)), geom)
+    refusals += unwritable_flags(label, base, live)
+    ops = plan_changes(label, current, live, fresh)
+    ops.problems, ops.notes = tuple(refusals), tuple(notes)
     return ops

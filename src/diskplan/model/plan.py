@@ -28,17 +28,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
-from itertools import pairwise
 from operator import attrgetter
 from typing import NamedTuple
 
 from diskplan.model import labels
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
-from diskplan.model.grain import Grain, SnapTarget
+from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
-from diskplan.model.ptypes import describe
+from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
     Gap,
@@ -123,15 +122,6 @@ class Outcome:
         return self.plan is not self.before
 
 
-@dataclass(frozen=True)
-class Change:
-    """One pending change against the table on disk, for the list the user reviews."""
-
-    kind: str  # "repair", "label", "delete", "create", "type", "name", "flags"
-    number: int | None
-    text: str
-
-
 class _Refused(Exception):
     pass
 
@@ -187,6 +177,9 @@ class Plan:
     patch: tuple[int, Partition] | None = field(default=None, repr=False)
     offer: GptRepair | None = field(default=None, repr=False)  # the repair the disk offers (Disk.repair)
     repairing: bool = False  # the offered repair is a pending change
+    # The grains (bytes) the CUSTOM target snaps to; None: the ones declared with --grain. A planning
+    # choice: the device's geometry, and so its findings, stay as they are.
+    custom: tuple[int, ...] | None = None
 
     @cached_property
     def table(self) -> Table:
@@ -200,8 +193,8 @@ class Plan:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Plan):
             return NotImplemented
-        return (self.geometry, self.base, self.target, self.fresh, self.repairing, self.table) == (
-            other.geometry, other.base, other.target, other.fresh, other.repairing, other.table)
+        return (self.geometry, self.base, self.target, self.grain, self.fresh, self.repairing, self.table) == (
+            other.geometry, other.base, other.target, other.grain, other.fresh, other.repairing, other.table)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -216,13 +209,14 @@ class Plan:
 
     @classmethod
     def _make(cls, geom: Geometry, base: Table, table: Table, target: SnapTarget, fresh: bool,
-              offer: GptRepair | None = None, repairing: bool = False) -> Plan:
+              offer: GptRepair | None = None, repairing: bool = False, custom: tuple[int, ...] | None = None) -> Plan:
         lanes, where = _build_lanes(table, geom)
-        return cls(geom, base, table, target, fresh, target.grain(geom), lanes, where, None, offer, repairing)
+        return cls(geom, base, table, target, fresh, target.grain(geom, custom), lanes, where, None, offer, repairing,
+                   custom)
 
     def _rebuilt(self, table: Table, *, fresh: bool | None = None) -> Plan:
         return Plan._make(self.geometry, self.base, table, self.target, self.fresh if fresh is None else fresh,
-                          self.offer, self.repairing)
+                          self.offer, self.repairing, self.custom)
 
     def _slot(self, j: int) -> Partition:
         patch = self.patch
@@ -246,7 +240,7 @@ class Plan:
             return self._rebuilt(self.table.with_partitions((*parts[:j], new, *parts[j + 1 :])))
         wanted = self.wanted if self.patch is None or self.patch[0] == j else self.table
         return Plan(self.geometry, self.base, wanted, self.target, self.fresh, self.grain, (lanes[0], lanes[1]),
-                    self.where, (j, new), self.offer, self.repairing)
+                    self.where, (j, new), self.offer, self.repairing, self.custom)
 
     # --- queries --------------------------------------------------------------------------------------
 
@@ -296,9 +290,10 @@ class Plan:
             gaps += self.lanes[LOGICAL].gaps(min_sectors)
         return sorted(gaps, key=attrgetter("lo"))
 
-    def on_grain(self, p: Partition) -> bool:
-        """Whether ``p`` starts on the grain and ends one before a boundary or at its area's last sector."""
-        g = self.grain
+    def on_grain(self, p: Partition, grain: Grain | None = None) -> bool:
+        """Whether ``p`` starts on the grain (the snapping one, or ``grain``) and ends one before a boundary
+        or at its area's last sector."""
+        g = grain or self.grain
         if not g.is_aligned(p.start):
             return False
         area_hi = self.lanes[LOGICAL if p.role is Role.LOGICAL else TOP].area_hi
@@ -471,7 +466,7 @@ class Plan:
         return self.move_to(number, p.start + steps * self._step(), keyboard=True)
 
     def move_to(self, number: int, start: int, *, keyboard: bool = False) -> Outcome:
-        """Move a proposed partition so it starts near LBA ``start`` (mouse), keeping its size in grains.
+        """Move a proposed partition so it starts near LBA ``start`` (mouse), keeping its size exactly.
         It stops against its neighbours; it never jumps over one."""
         try:
             p, lane_no, i = self._proposed(number)
@@ -490,8 +485,9 @@ class Plan:
         free_s = snap_start(self.grain, start)
         if s != free_s:
             notes.append(f"stopped against {gap.after if s < free_s else gap.before}")
-        if e - s + 1 != p.size:
-            notes.append(f"size rounded to whole grains: {p.size}s -> {e - s + 1}s")
+        if p.size % self.grain.sectors:
+            notes.append(f"size kept: {p.size}s is not a whole number of {self.grain.sectors}-sector grains, "
+                         "so the end is off the grain (r resizes, a re-snaps)")
         changed_wanted = start != p.start if keyboard else snap_start(self.grain, start) != p.start
         return self._outcome(p, replace(p, start=s, end=e), Span(start, start + p.size - 1), notes, "moved",
                              changed_wanted)
@@ -544,16 +540,21 @@ class Plan:
 
     def delete(self, number: int) -> Outcome:
         """A proposed partition goes away; an existing one is marked for deletion (its space becomes free).
-        Deleting an extended partition deletes the logical partitions inside it."""
+        Deleting an extended partition deletes the logical partitions inside it. Deleting a logical
+        partition renumbers the ones after it, as libparted will (msdos numbers them 5, 6, … in the order
+        of their EBR chain): logical 6 becomes 5."""
         why = self.blocked()
         p = self.partition(number)
         if why or p is None:
             return self._refuse(why or f"there is no partition {number}", number)
         doomed = [p, *self._logicals()] if p.role is Role.EXTENDED else [p]
         ids = {id(q) for q in doomed}
+        later = {id(q) for q in self._logicals() if q.number > number} if p.role is Role.LOGICAL else set()
         parts = []
         for q in self.table.partitions:
-            if id(q) not in ids:
+            if id(q) in later:
+                parts.append(replace(q, number=q.number - 1))
+            elif id(q) not in ids:
                 parts.append(q)
             elif q.state is State.EXISTING:
                 parts.append(replace(q, state=State.DELETE))
@@ -561,7 +562,8 @@ class Plan:
         verb = "marked for deletion" if p.state is State.EXISTING else "removed"
         n = len(doomed) - 1
         extra = f" with {n} logical partition{'s' if n > 1 else ''}" if n else ""
-        return Outcome(self, plan, True, f"partition {number}{extra} {verb}", None, number)
+        shifted = f"; logical partitions {number + 1}.. are now {number}.. (the EBR chain's order)" if later else ""
+        return Outcome(self, plan, True, f"partition {number}{extra} {verb}{shifted}", None, number)
 
     def undelete(self, number: int) -> Outcome:
         """Take back the deletion mark of an existing partition, if its space is still free."""
@@ -571,7 +573,7 @@ class Plan:
         if self.fresh:
             return self._refuse("the new label replaces the whole table: clear the plan to get the disk's "
                                 "table back", number)
-        if number in self.where:
+        if number in self.where and p.role is not Role.LOGICAL:
             return self._refuse(f"number {number} is now used by a proposed partition", number)
         if p.role is Role.LOGICAL:
             if self.extended() is None:
@@ -588,7 +590,13 @@ class Plan:
             what = f"partition {other.number}" if other else "the EBR of a logical partition"
             return self._refuse(f"the space of partition {number} ({p.start}s..{p.end}s) is used by {what} now",
                                 number)
-        parts = tuple(replace(q, state=State.EXISTING) if q is p else q for q in self.table.partitions)
+        # A logical partition takes its number back; the ones renumbered when it was deleted move up again.
+        after: set[int] = set()
+        if p.role is Role.LOGICAL:  # without a gap in the numbers: 5, 6, … as the chain has them
+            number = min(number, labels.FIRST_LOGICAL + len(self._logicals()))
+            after = {id(q) for q in self._logicals() if q.number >= number}
+        parts = tuple(replace(q, state=State.EXISTING, number=number) if q is p else
+                      replace(q, number=q.number + 1) if id(q) in after else q for q in self.table.partitions)
         return Outcome(self, self._rebuilt(self.table.with_partitions(parts)), True,
                        f"partition {number} kept", None, number)
 
@@ -675,17 +683,23 @@ class Plan:
         if not self.dirty:
             return Outcome(self, self, True, "nothing to clear")
         n = len(self.changes())
-        return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False, self.offer), True,
+        return Outcome(self, Plan._make(self.geometry, self.base, self.base, self.target, False, self.offer,
+                                                  custom=self.custom), True,
                        f"cleared {n} pending changes")
 
     def set_target(self, target: SnapTarget, grains: tuple[int, ...] | None = None, *, fix: bool = False) -> Outcome:
         """Snap to another target from now on (CUSTOM: ``grains`` in bytes, e.g. a stripe). Partitions do
-        not move, unless ``fix``: then every proposal is re-snapped in the same step (or it is refused)."""
+        not move, unless ``fix``: then every proposal is re-snapped in the same step (or it is refused).
+        The device's geometry does not change: findings still judge what the disk is."""
+        geom = self.geometry
+        custom = self.custom if grains is None else tuple(grains)
         try:
-            geom = self.geometry if grains is None else self.geometry.with_overrides(grains=grains)
+            if any(g <= 0 for g in custom or ()):
+                raise ValueError("a grain is a positive number of bytes")
+            target.grain(geom, custom)
         except ValueError as exc:
             return self._refuse(str(exc))
-        plan = Plan._make(geom, self.base, self.table, target, self.fresh, self.offer, self.repairing)
+        plan = Plan._make(geom, self.base, self.table, target, self.fresh, self.offer, self.repairing, custom)
         g = plan.grain
         message = f"snapping to {target.value}: {g.sectors} sectors ({human_bytes(g.sectors * geom.logical)})" + (
             f", offset {g.offset}s" if g.offset else "")
@@ -716,17 +730,42 @@ class Plan:
                         q = steps[0].plan.partition(cur.number)
                         assert q is not None
                         steps.append(steps[0].plan.resize_to(cur.number, Edge.END, q.end))
-                else:
-                    steps = [plan.move_to(cur.number, cur.start)]
+                else:  # the start, then the end nearest the same size (a move would keep the size as it is)
+                    steps = [plan.resize_to(cur.number, Edge.START, cur.start)]
+                    if steps[0].ok:
+                        q = steps[0].plan.partition(cur.number)
+                        assert q is not None
+                        steps.append(steps[0].plan.resize_to(cur.number, Edge.END, q.start + cur.size - 1))
                 for step in steps:
                     if not step.ok:
                         return self._refuse(f"cannot fix the layout: {step.message}", cur.number)
                     plan = step.plan
                 if plan.partition(cur.number) != cur:
                     moved.append(cur.number)
-        if not moved:
-            return Outcome(self, self, True, "every proposed partition is already on the grain")
-        return Outcome(self, plan, True, f"re-snapped partitions {', '.join(map(str, moved))}")
+        return Outcome(self, plan if moved else self, True, plan._fixed_message(moved))
+
+    def _fixed_message(self, moved: list[int]) -> str:
+        """What fix my layout did, and what it did not: proposals still off the device's grain (what the
+        findings judge) when the snapping target is another, and existing partitions it never moves."""
+        g, ss = self.grain, self.geometry.logical
+        target = f"the {self.target.value} grain ({g.sectors:,}s = {human_bytes(g.sectors * ss)})"
+        if self.target is SnapTarget.NONE:
+            done = "snapping is off: no partition was re-snapped"
+        elif moved:
+            done = f"re-snapped partition{'s' if len(moved) > 1 else ''} {', '.join(map(str, moved))} to {target}"
+        else:
+            done = f"every proposed partition is already on {target}"
+        device = optimal_grain(self.geometry)
+        off = [p.number for p in self.live if p.state is State.PROPOSED and not self.on_grain(p, device)]
+        if off and device != g:
+            done += (f"; not on the device's {human_bytes(device.sectors * ss)} grain (what the findings judge): "
+                     f"partition{'s' if len(off) > 1 else ''} {', '.join(map(str, off))} (snap to optimal and "
+                     "fix again to align them)")
+        stuck = [p.number for p in self.live if p.state is State.EXISTING and not self.on_grain(p, device)]
+        if stuck:
+            done += (f"; partition{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} on the disk "
+                     f"{'are' if len(stuck) > 1 else 'is'} not moved (it holds data)")
+        return done
 
     def adopt(self, table: Table) -> Outcome:
         """Make ``table`` (from a plan file) the wanted table: partitions of the disk that it keeps exactly
@@ -771,101 +810,35 @@ class Plan:
                                 f"pending change{'s' if n != 1 else ''} first (committing changes to a GPT "
                                 "rewrites both copies anyway, when the table can be written)")
         plan = Plan(self.geometry, self.base, self.wanted, self.target, self.fresh, self.grain, self.lanes,
-                    self.where, self.patch, offer, True)
+                    self.where, self.patch, offer, True, self.custom)
         return Outcome(self, plan, True, f"repair planned: {offer.summary} (nothing is written until you commit)")
 
     # --- what will change -----------------------------------------------------------------------------
 
-    def changes(self) -> list[Change]:
-        """The pending changes against the table on disk, in the order they would be written."""
-        out: list[Change] = []
-        ss = self.geometry.logical
+    @cached_property
+    def _writes(self) -> Changes:
+        return plan_writes(self.base, self.table, self.geometry, fresh=self.fresh)
 
-        def where(p: Partition) -> str:
-            return f"{p.start}s..{p.end}s ({human_bytes(p.size * ss)})"
+    def writes(self) -> Changes:
+        """The one list of operations that writes this plan (model.operations.plan_writes), built once per
+        plan: the Changes panel shows it, the confirmation lists it and the commit executes it."""
+        return self._writes
 
+    def operations(self) -> tuple[Operation, ...]:
+        """Every operation a commit of this plan performs, kept partitions included; for a pending
+        repair, the sectors it writes."""
         if self.repairing and self.offer is not None:
-            n = self.offer.sectors_written(ss)
-            out.append(Change("repair", None, f"repair: {self.offer.summary} ({n} sectors; no partition changes)"))
-        if self.fresh:
-            old = f"{self.base.label} table" if self.base.label else "disk without a table"
-            out.append(Change("label", None, f"new {self.table.label} label (replaces the {old})"))
-        for p in sorted((p for p in self.table.partitions if p.state is State.DELETE), key=attrgetter("number")):
-            out.append(Change("delete", p.number, f"delete partition {p.number} at {where(p)}"))
-        for p in sorted((p for p in self.table.partitions if p.state is State.PROPOSED), key=_order):
-            extra = f", {p.role.value}" if self.table.label == "msdos" else ""
-            named = f", name {p.name!r}" if p.name else ""
-            flags = f", flags {' '.join(p.flags)}" if p.flags else ""
-            out.append(Change("create", p.number, f"create partition {p.number} at {where(p)}, "
-                              f"type {describe(p.type)}{extra}{named}{flags}"))
-        if not self.fresh:
-            before = {p.number: p for p in self.base.partitions}
-            for p in sorted((p for p in self.table.partitions if p.state is State.EXISTING),
-                            key=attrgetter("number")):
-                old_p = before.get(p.number)
-                if old_p is None:
-                    continue
-                if old_p.type != p.type:
-                    out.append(Change("type", p.number, f"partition {p.number}: type {describe(old_p.type)} -> "
-                                      f"{describe(p.type)}"))
-                if old_p.name != p.name:
-                    out.append(Change("name", p.number, f"partition {p.number}: name {old_p.name!r} -> {p.name!r}"))
-                label = self.table.label or ""
-                was, now = labels.plan_flags(label, old_p.flags), labels.plan_flags(label, p.flags)
-                if was != now:
-                    out.append(Change("flags", p.number, f"partition {p.number}: flags {' '.join(was) or '-'} -> "
-                                      f"{' '.join(now) or '-'}"))
-        return out
+            return repair_operations(self.offer, self.base, self.geometry.logical)
+        return self._writes.operations
 
+    def changes(self) -> tuple[Operation, ...]:
+        """The pending changes against the table on disk, in the order they are written: the operations
+        a user reviews (all but the partitions kept untouched)."""
+        return tuple(op for op in self.operations() if op.pending)
 
-def validate(table: Table, geom: Geometry) -> list[str]:
-    """What makes ``table`` unwritable on ``geom``: overlaps, partitions outside the usable area or the
-    extended partition, msdos numbering and counts. Empty when it can be written."""
-    problems: list[str] = []
-    label = table.label
-    if label not in labels.LABELS:
-        return [f"diskplan writes gpt and msdos tables, not {label}"]
-    if table.last_usable >= geom.sectors or table.first_usable < 1:
-        problems.append(f"usable area {table.first_usable}s..{table.last_usable}s does not fit a disk of "
-                        f"{geom.sectors} sectors")
-    live = sorted(table.live, key=_order)
-    numbers = [p.number for p in live]
-    if len(set(numbers)) != len(numbers):
-        problems.append("two partitions have the same number")
-    tops = [p for p in live if p.role is not Role.LOGICAL]
-    logicals = [p for p in live if p.role is Role.LOGICAL]
-    for a, b in pairwise(tops):
-        if b.start <= a.end:
-            problems.append(f"partitions {a.number} and {b.number} overlap")
-    for p in tops:
-        if not (table.first_usable <= p.start and p.end <= table.last_usable):
-            problems.append(f"partition {p.number} ({p.start}s..{p.end}s) is outside the usable area "
-                            f"{table.first_usable}s..{table.last_usable}s")
-    if label == "gpt":
-        if any(p.role is not Role.PRIMARY for p in live):
-            problems.append("GPT has no extended or logical partitions")
-        if any(not 1 <= n <= table.max_partitions for n in numbers):
-            problems.append(f"GPT partition numbers go from 1 to {table.max_partitions}")
-        return problems
-    extended = [p for p in tops if p.role is Role.EXTENDED]
-    if len(tops) > labels.MSDOS_PRIMARIES or any(not 1 <= p.number <= 4 for p in tops):
-        problems.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
-    if len(extended) > 1:
-        problems.append("msdos has at most one extended partition")
-    if logicals:
-        if not extended:
-            problems.append("logical partitions need an extended partition")
-        else:
-            ext = extended[0]
-            prev_end = ext.start
-            for p in logicals:
-                if p.number < labels.FIRST_LOGICAL:
-                    problems.append(f"logical partition {p.number} must be numbered 5 or more")
-                if p.start <= prev_end or p.end > ext.end:
-                    problems.append(f"logical partition {p.number} ({p.start}s..{p.end}s) needs a free sector "
-                                    f"for its EBR and must lie inside extended partition {ext.number}")
-                prev_end = p.end + 1
-    return problems
+    def problems(self) -> tuple[str, ...]:
+        """Why this plan cannot be written as it is (the commit refuses it for the same reasons)."""
+        return () if self.repairing else self._writes.problems
 
 
 class History:

@@ -12,19 +12,27 @@ family. Accepted:
 - ``+100MiB``                        counted from the start (fdisk's notation); for a size this is the same
                                      amount, for a position it is relative to the region's start
 
-Byte amounts that are not whole sectors are rounded up (a partition never gets less than was asked);
-``SizeInput.exact`` says when that happened. Arithmetic is exact (fractions), never floating point.
+Digits may be grouped by thousands (``2,048s``, ``1_000_000B``). Byte amounts that are not whole sectors
+are rounded, and the explanation says so (``SizeInput.exact`` is False): a *size* up (a partition never gets
+less than was asked), a *position* to the nearest sector boundary (``17.4kB`` is how 17,408 B = LBA 34 is
+shown, so it means LBA 34, not the sector holding byte 17,400). Arithmetic is exact (fractions).
+
+This is the one parser for sizes and positions: the partition dialog and plan files (``parse_size``,
+``parse_lba``), go-to (``parse_position``: also ``#2``, ``end``, and a bare number is an LBA, as the help
+says) and the command line's device options (``parse_option``: bytes, and a bare number is bytes, as in
+``--physical-block 4096``). A text with a unit means the same amount everywhere, or is refused everywhere.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from fractions import Fraction
 
 from diskplan.model.extent import Extent
 from diskplan.model.geometry import Geometry
+from diskplan.model.table import Table
 from diskplan.model.units import human_bytes, human_si
 
 
@@ -60,7 +68,7 @@ _UNITS: dict[str, tuple[str, UnitFamily, int | None]] = {
 _TWIN = {"KiB": "kB", "MiB": "MB", "GiB": "GB", "TiB": "TB", "PiB": "PB"}
 _TWIN.update({v: k for k, v in _TWIN.items()})
 _AMBIGUOUS = {"k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti", "p": "Pi"}
-_SYNTAX = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z%]*)\s*$", re.ASCII)
+_SYNTAX = re.compile(r"^\s*([+-]?)\s*(\d{1,3}(?:[,_]\d{3})+|\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z%]*)\s*$", re.ASCII)
 MAX_TEXT = 64
 
 
@@ -76,7 +84,9 @@ class SizeInput:
     explanation: str  # e.g. "100 MB = 100,000,000 B (SI, decimal) = 195,313 sectors of 512 B (rounded up)"
 
 
-def _number(text: str) -> tuple[bool, Fraction, str, UnitFamily, int | None]:
+def _number(text: str, bare: str = "") -> tuple[bool, Fraction, str, UnitFamily, int | None]:
+    """(relative, value, canonical unit, family, bytes per unit); ``bare``: the unit of a number typed
+    without one ("" refuses it: tools disagree about what it means)."""
     if len(text) > MAX_TEXT:
         raise SizeError(f"{text[:20]!r}… is too long to be a size")
     m = _SYNTAX.match(text)
@@ -85,6 +95,8 @@ def _number(text: str) -> tuple[bool, Fraction, str, UnitFamily, int | None]:
             f"not a size: {text.strip()!r}. Write a number and a unit: 2048s, 100MiB, 1.5GiB, 100MB or 50%"
         )
     sign, digits, unit = m.groups()
+    digits = digits.replace(",", "").replace("_", "")
+    unit = unit or bare
     if sign == "-":
         raise SizeError(f"{text.strip()!r}: negative sizes are not accepted; give the size itself")
     key = unit.lower()
@@ -113,9 +125,10 @@ def _grouped(n: int | Fraction) -> str:
 
 
 def _to_sectors(
-    text: str, geom: Geometry, region: Extent | None, *, what: str
+    text: str, geom: Geometry, region: Extent | None, *, what: str, bare: str = ""
 ) -> tuple[bool, int, str, UnitFamily, bool, str]:
-    relative, value, unit, family, per = _number(text)
+    """``what``: "sizes" round up to whole sectors, "positions" to the nearest sector boundary."""
+    relative, value, unit, family, per = _number(text, bare)
     shown = f"{_grouped(value)} {unit}" if unit != "%" else f"{_grouped(value)}%"
     ss = geom.logical
     if family is UnitFamily.SECTORS:
@@ -139,11 +152,14 @@ def _to_sectors(
     if nbytes.denominator != 1:
         raise SizeError(f"{text.strip()!r} is not a whole number of bytes")
     exact_sectors = nbytes / ss
-    sectors = -(-nbytes.numerator // ss)  # round up: never less than asked
+    if what == "positions":  # half a sector or more goes up (ties up), as a shown "17.4 kB" was rounded
+        sectors, how = int(exact_sectors + Fraction(1, 2)), "to the nearest sector"
+    else:
+        sectors, how = -(-nbytes.numerator // ss), "up"  # never less than asked
     fam = {UnitFamily.IEC: "IEC, binary", UnitFamily.SI: "SI, decimal", UnitFamily.BYTES: "bytes"}[family]
     note = f"{shown} = {_grouped(nbytes)} B ({fam}) = {sectors:,} sectors of {ss} B"
     if exact_sectors != sectors:
-        note += f" (rounded up from {_grouped(exact_sectors)}; {what} must be whole sectors)"
+        note += f" (rounded {how} from {_grouped(exact_sectors)}; {what} must be whole sectors)"
     twin = _TWIN.get(unit)
     if twin:
         other = value * _UNITS[twin.lower()][2]  # type: ignore[operator]
@@ -160,10 +176,10 @@ def parse_size(text: str, geom: Geometry, *, region: Extent | None = None) -> Si
     return SizeInput(text.strip(), sectors, family, unit, sectors * geom.logical, exact, relative, note)
 
 
-def parse_lba(text: str, geom: Geometry, *, region: Extent | None = None) -> SizeInput:
+def parse_lba(text: str, geom: Geometry, *, region: Extent | None = None, bare: str = "") -> SizeInput:
     """A position on the disk as an LBA: "2048s" (LBA 2048), "1MiB" (the sector at 1 MiB), "+1MiB" (1 MiB
     after ``region``'s start), "25%" (a quarter into ``region``). ``sectors`` holds the LBA."""
-    relative, sectors, unit, family, exact, note = _to_sectors(text, geom, region, what="positions")
+    relative, sectors, unit, family, exact, note = _to_sectors(text, geom, region, what="positions", bare=bare)
     if family is UnitFamily.PERCENT or relative:
         if region is None:
             raise SizeError(f"{text.strip()!r}: a relative position needs a region to start from")
@@ -197,3 +213,58 @@ def describe_sectors(sectors: int, geom: Geometry) -> str:
     """"204800 s = 104,857,600 B (100 MiB, 104.9 MB)": the same amount in every family."""
     nbytes = sectors * geom.logical
     return f"{sectors:,} s = {nbytes:,} B ({human_bytes(nbytes)}, {human_si(nbytes)})"
+
+
+def parse_position(text: str, geom: Geometry, table: Table | None = None) -> SizeInput:
+    """Where to go on the disk (go-to): a position as ``parse_lba`` reads it (a bare number is an LBA,
+    a percentage is of the whole disk), or "#2"/"p2" (partition 2's start), or "end". Raises SizeError."""
+    s = text.strip().lower()
+    if not s:
+        raise SizeError("type an LBA, a size or #N")
+    if s in ("end", "last"):
+        return SizeInput(text.strip(), geom.last_lba, UnitFamily.SECTORS, "s", geom.last_lba * geom.logical, True,
+                         False, f"the last sector: LBA {geom.last_lba:,}")
+    if s[0] in "#p" and s[1:].isdigit():
+        number = int(s[1:])
+        part = table.by_number(number) if table else None
+        if part is None:
+            raise SizeError(f"there is no partition {number}")
+        return SizeInput(text.strip(), part.start, UnitFamily.SECTORS, "s", part.start * geom.logical, True, False,
+                         f"partition {number} starts at LBA {part.start:,}")
+    got = parse_lba(text, geom, region=Extent(0, geom.sectors - 1), bare="s")
+    if got.family is UnitFamily.PERCENT and got.sectors > geom.last_lba:  # 100%: the last sector
+        return replace(got, sectors=geom.last_lba, nbytes=geom.last_lba * geom.logical)
+    if got.sectors > geom.last_lba:
+        raise SizeError(f"the disk ends at LBA {geom.last_lba:,}")
+    return got
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A device property typed on the command line (``--grain 3MiB``, ``--physical-block 4096``), kept
+    until the disk's sector size is known (``3s``)."""
+
+    text: str
+    value: Fraction
+    unit: str
+    per: int | None  # bytes per unit; None: sectors
+
+    def nbytes(self, sector_size: int) -> int:
+        total = self.value * (self.per if self.per is not None else sector_size)
+        if total.denominator != 1:
+            raise SizeError(f"{self.text!r} is not a whole number of bytes")
+        return total.numerator
+
+
+def parse_option(text: str) -> Amount:
+    """A command-line size: the units of ``parse_size`` (a bare number is bytes); no percentages, no
+    "+", since a device property is not part of a free region. Raises SizeError."""
+    relative, value, unit, family, per = _number(text, bare="B")
+    if family is UnitFamily.PERCENT or relative:
+        raise SizeError(f"{text.strip()!r}: a device property is an amount of bytes or sectors (4096, 4KiB, 8s)")
+    if family is UnitFamily.SECTORS and value.denominator != 1:
+        raise SizeError(f"{text.strip()!r}: sectors are whole, not {float(value)}")
+    got = Amount(text.strip(), value, unit, per)
+    if per is not None:
+        got.nbytes(1)  # refuse a fraction of a byte now
+    return got

@@ -77,34 +77,19 @@ def first_end(grain: Grain, at_least: int, area_hi: int) -> int:
     return min(aligned, area_hi) if area_hi >= at_least else aligned
 
 
-def snapped_size(grain: Grain, size: int) -> int:
-    """A whole number of grains nearest ``size`` (at least one), so a moved partition ends on the grain too."""
-    g = grain.sectors
-    if g == 1:
-        return size
-    return max(g, (size + g // 2) // g * g)
-
-
 def clamp(value: int, lo: int, hi: int) -> int:
     return lo if value < lo else hi if value > hi else value
 
 
 def place(grain: Grain, gap: Gap, start: int, size: int) -> tuple[int, int] | None:
-    """A partition of about ``size`` sectors near ``start``, kept whole inside ``gap`` (for moves).
-
-    The size becomes a whole number of grains; if that no longer fits but one grain less does, the
-    smaller size is used. The start goes to the nearest boundary, then is pushed back inside the gap."""
-    lo = first_start(grain, gap)
-    wanted = snapped_size(grain, size)
-    lengths = (wanted,) if grain.sectors == 1 else (wanted, wanted - grain.sectors)
-    for length in lengths:
-        if length < grain.sectors:
-            break
-        hi = grain.align_down(gap.hi - length + 1)
-        if lo <= hi:
-            s = clamp(snap_start(grain, start), lo, hi)
-            return s, s + length - 1
-    return None
+    """A partition of exactly ``size`` sectors near ``start``, kept whole inside ``gap`` (for moves: a
+    move never changes the size). The start goes to the nearest boundary, then is pushed back inside the
+    gap; the end follows from the size, on the grain only when the size is whole grains."""
+    lo, hi = first_start(grain, gap), grain.align_down(gap.hi - size + 1)
+    if lo > hi:
+        return None
+    s = clamp(snap_start(grain, start), lo, hi)
+    return s, s + size - 1
 
 
 def place_start(grain: Grain, gap: Gap, start: int, limit: int) -> int | None:

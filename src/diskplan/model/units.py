@@ -24,36 +24,3 @@ def human_si(n: int) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
-
-
-_BYTE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": KiB,
-    "kib": KiB,
-    "m": MiB,
-    "mib": MiB,
-    "g": GiB,
-    "gib": GiB,
-    "t": TiB,
-    "tib": TiB,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-}
-
-
-def parse_bytes(text: str) -> int:
-    """'4096', '4KiB', '4k', '192 KiB', '1MB' -> bytes. 'k'/'m' alone are binary (as in lsblk and dd)."""
-    s = text.strip().lower().replace(" ", "")
-    i = len(s)
-    while i and not (s[i - 1].isdigit() or s[i - 1] == "."):
-        i -= 1
-    number, unit = s[:i], s[i:]
-    if unit not in _BYTE_UNITS or not number:
-        raise ValueError(f"not a size: {text!r} (use bytes, or KiB, MiB, GiB, kB, MB, GB)")
-    value = float(number) * _BYTE_UNITS[unit]
-    if value != int(value):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
-    return int(value)

@@ -23,6 +23,7 @@ from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdic
 from diskplan.backend.filekind import write_refusals
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
+from diskplan.model.operations import Changes
 from diskplan.model.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
@@ -122,9 +123,11 @@ class CommitScreen(ModalScreen[Outcome | None]):
     CommitScreen #commit-answer-row .label { width: auto; padding-right: 1; }
     """
 
-    def __init__(self, path: str, desired: Table, host: Host, *, sector_size: int, sectors: int,
+    def __init__(self, path: str, desired: Table | Changes, host: Host, *, sector_size: int, sectors: int,
                  model: str = "", repair: GptRepair | None = None) -> None:
-        """``repair``: the plan's pending repair (``Plan.pending_repair``), written instead of a table."""
+        """``desired``: the plan's one list of operations (``Plan.writes()``: listed here as the Changes
+        panel showed it, and executed), or a table. ``repair``: the plan's pending repair
+        (``Plan.pending_repair``), written instead of a table."""
         super().__init__()
         self.repair = repair
         self.model = model

@@ -385,7 +385,7 @@ class SnapScreen(ModalScreen[SnapChoice | None]):
         def grain_words(sectors: int) -> str:
             return f"{sectors:,} s = {human_bytes(sectors * ss)}"
 
-        custom = user_grain(geom)
+        custom = user_grain(geom, self.plan.custom)
         rows = (
             (SnapTarget.OPTIMAL, grain_words(optimal_grain(geom).sectors),
              "lcm of 1 MiB, the physical block, the I/O hint and your grains"),
@@ -394,7 +394,8 @@ class SnapScreen(ModalScreen[SnapChoice | None]):
              "a stripe, an erase block, or the lcm of several"),
             (SnapTarget.NONE, "1 sector", "no snapping: partitions land where you put them"),
         )
-        grains = ", ".join(human_bytes(g).replace(" ", "") for g in geom.user_grains)
+        mine = self.plan.custom if self.plan.custom is not None else geom.user_grains
+        grains = ", ".join(human_bytes(g).replace(" ", "") for g in mine)
         with Vertical(classes="form") as v:
             v.border_title = "Snapping target"
             yield OptionList(*(
@@ -462,7 +463,7 @@ class SnapScreen(ModalScreen[SnapChoice | None]):
             except SizeError as exc:
                 self.notify(str(exc), severity="warning", timeout=5)
                 return
-            if not grains and not self.plan.geometry.user_grains:
+            if not grains and not user_grain(self.plan.geometry, self.plan.custom):
                 self.notify("Type a grain for the custom target (e.g. 192KiB, a stripe).", severity="warning",
                             timeout=5)
                 self.query_one("#grains", Input).focus()

@@ -253,7 +253,8 @@ class StatusLine(Widget):
 
 
 VIEWS = ("explain", "facts", "changes")
-CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+"}
+CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+", "rewrite": "~", "change": "~",
+               "keep": "="}
 
 
 class ViewsPanel(VerticalScroll, can_focus=True):
@@ -314,7 +315,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
     def show_changes(self, plan: Plan, history: History, writable: str = "") -> None:
         """The pending changes against the table on disk, the snapping target, and what undo/redo would do.
         ``writable``: why the plan cannot be written from here ("" when it can)."""
-        changes = plan.changes()
+        changes = plan.changes()  # the operations the write dialog lists and the commit executes
         parts: list[str | tuple[str, str]] = []
         if changes:
             n = len(changes)
@@ -322,7 +323,10 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             parts.append((" (w writes them)\n" if not writable else f" ({writable})\n", "$text-muted"))
             for c in changes:
                 parts.append((f"{CHANGE_MARK.get(c.kind, '~')} ", "bold"))
-                parts.append(f"{c.text}\n")
+                parts.append(f"{c}\n")
+            for why in plan.problems():
+                parts.append(("cannot be written: ", "bold $warning"))
+                parts.append(f"{why}\n")
         else:
             parts.append(("No pending changes", "bold"))
             parts.append(": the plan is the table on the disk.\n")

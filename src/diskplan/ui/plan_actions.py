@@ -315,8 +315,13 @@ class PlanActions(_Base):
         g = plan.grain
         from diskplan.model.units import human_bytes
 
-        size = human_bytes(g.sectors * plan.geometry.logical) if plan.target is not SnapTarget.NONE else "off"
-        return f"snap {plan.target.value} {size}" if plan.target is not SnapTarget.NONE else "snap none"
+        ss = plan.geometry.logical
+        snap = f"snap {plan.target.value} {human_bytes(g.sectors * ss)}" if plan.target is not SnapTarget.NONE \
+            else "snap none"
+        judged = self.grain  # what findings judge: the device's grain, whatever the snapping target
+        if judged is not None and judged != g:
+            snap += f" · findings {human_bytes(judged.sectors * ss)}"
+        return snap
 
     # --- moving and resizing with the keys --------------------------------------------------------------
 
@@ -580,7 +585,7 @@ class PlanActions(_Base):
             self.notify("Nothing to write: the plan is the table on the disk.", timeout=4)
             return
         geom = s.plan.geometry
-        screen = CommitScreen(self.target.path, s.plan.table, self.host or default_host(),
+        screen = CommitScreen(self.target.path, s.plan.writes(), self.host or default_host(),
                               sector_size=geom.logical, sectors=geom.sectors, model=unnested(geom.model),
                               repair=s.plan.pending_repair)
         self.push_confirmation(screen, self._written)

@@ -15,11 +15,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from diskplan.model import demos
+from diskplan.model import demos, sizes
 from diskplan.model.geometry import Geometry
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
-from diskplan.model.units import human_bytes, parse_bytes
+from diskplan.model.units import human_bytes
 from diskplan.ui.glyphs import Glyphs
 
 
@@ -127,32 +127,9 @@ class HelpScreen(ModalScreen[None]):
 
 
 def parse_position(text: str, geom: Geometry, table: Table | None) -> int:
-    """An LBA from what a person types: "2048", "2048s", "1MiB", "17408B", "50%", "#2", "end"."""
-    s = text.strip().lower().replace(",", "").replace("_", "")
-    if not s:
-        raise ValueError("type an LBA, a size or #N")
-    if s in ("end", "last"):
-        return geom.last_lba
-    if s[0] in "#p" and s[1:].isdigit():
-        number = int(s[1:])
-        part = table.by_number(number) if table else None
-        if part is None:
-            raise ValueError(f"there is no partition {number}")
-        return part.start
-    if s.endswith("%"):
-        pct = float(s[:-1])
-        if not 0 <= pct <= 100:
-            raise ValueError("a percentage is between 0 and 100")
-        return min(geom.last_lba, int(geom.sectors * pct / 100))
-    if s.endswith("s") and s[:-1].isdigit():
-        lba = int(s[:-1])
-    elif s.isdigit():
-        lba = int(s)
-    else:
-        lba = parse_bytes(s) // geom.logical
-    if lba > geom.last_lba:
-        raise ValueError(f"the disk ends at LBA {geom.last_lba:,}")
-    return lba
+    """An LBA from what a person types: "2048", "2048s", "1MiB", "17408B", "50%", "#2", "end"
+    (model.sizes.parse_position: the same parser as the partition dialog and the command line)."""
+    return sizes.parse_position(text, geom, table).sectors
 
 
 class GotoScreen(ModalScreen[int | None]):
@@ -179,11 +156,13 @@ class GotoScreen(ModalScreen[int | None]):
     @on(Input.Submitted)
     def _submit(self, event: Input.Submitted) -> None:
         try:
-            lba = parse_position(event.value, self.geom, self.table)
+            got = sizes.parse_position(event.value, self.geom, self.table)
         except ValueError as exc:
             self.query_one("#goto-error", Static).update(str(exc))
             return
-        self.dismiss(lba)
+        if not got.exact:  # "17.4 kB = 17,400 B = 34 sectors (rounded to the nearest sector from 33.98...)"
+            self.app.notify(got.explanation, title=f"Go to LBA {got.sectors:,}", timeout=6)
+        self.dismiss(got.sectors)
 
 
 class DemoPicker(ModalScreen[str | None]):
