@@ -1,4 +1,5 @@
-"""Shared fixtures: sparse images, loop devices (root only, skipped with the reason), referee tools."""
+"""Shared fixtures: sparse images, loop devices (root only, skipped with the reason). The helpers the tests
+share live in tests/helpers/."""
 
 from __future__ import annotations
 
@@ -10,23 +11,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+from helpers.tools import CORPUS, REPO, need_tool, run
 
-
-def run(*cmd: str, input: str | None = None) -> str:
-    """Run a referee tool; fail the test with its stderr when it fails."""
-    proc = subprocess.run(cmd, input=input, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    return proc.stdout
-
-
-def need_tool(name: str) -> str:
-    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-    if path is None:
-        pytest.skip(f"{name} is not installed (make test installs it)")
-    return path
+# Tests written before tests/helpers/ import these from here (the home is helpers.tools).
+__all__ = ["CORPUS", "REPO", "need_tool", "run"]
 
 
 @pytest.fixture

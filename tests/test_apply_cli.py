@@ -3,40 +3,19 @@ exit statuses (0 written or nothing to do, 1 refused or not confirmed, 2 failed)
 
 from __future__ import annotations
 
-import json
 import pathlib
-import subprocess
 import sys
 from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
-from test_commit_support import digest, expect_sfdisk, file_sha, fill, parted_parts, sfdisk_parts
+from helpers.cli import KEEP_1_SWAP_3, LINUX, diskplan, plan_file
+from helpers.images import digest, expect_sfdisk, file_sha, fill, parted_parts, sfdisk_parts
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 BEFORE = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
-LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 SWAP = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"
-
-
-def diskplan(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return proc
-
-
-def plan_file(tmp_path: pathlib.Path, partitions: list[dict[str, object]], sector_size: int = 512) -> str:
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"label": "gpt", "sector_size": sector_size, "partitions": partitions}))
-    return str(path)
-
-
-KEEP_1_SWAP_3 = [
-    {"number": 1, "start": 2048, "end": 22527, "type": LINUX},
-    {"number": 3, "start": 43008, "end": 63487, "type": "swap", "name": "swap"},
-]
 
 
 def image(sparse_image: Callable[..., pathlib.Path]) -> pathlib.Path:

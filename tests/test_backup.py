@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import need_tool, run
 from diskplan.backend import backup as bk
 from diskplan.model.extent import Extent
-from test_commit_support import file_sha, fill
+from helpers.images import file_sha, fill
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 GPT = """label: gpt
 start=2048, size=20480, name="root", attrs="RequiredPartition LegacyBIOSBootable GUID:60,63"
 start=22528, size=20480, type=0657FD6D-A4AB-43C4-84E5-0933C84B4F4F, name="swap space"

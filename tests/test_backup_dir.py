@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import backup as bk
-from test_apply_cli import KEEP_1_SWAP_3, diskplan, plan_file
-from test_commit_support import file_sha, fill
+from helpers.cli import KEEP_1_SWAP_3, diskplan, plan_file
+from helpers.images import file_sha, fill
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 N = 64 * MiB // 512
 USER = "diskplan-test"
 

@@ -9,9 +9,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from conftest import need_tool, run
-
-MiB = 1 << 20
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
 
 def check_text(target: str, *extra: str) -> list[str]:

@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
-
-MiB = 1 << 20
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
 
 def check_json(target: str, *extra: str) -> tuple[int, dict]:

@@ -13,13 +13,12 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import commit, restore
 from diskplan.backend.commit import DiskState, Verdict
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
-from test_commit_support import (
+from helpers.images import (
     HOST,
     digest,
     expect_sfdisk,
@@ -33,8 +32,9 @@ from test_commit_support import (
     sfdisk_uuids,
     swapping,
 )
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 SWAP = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 ESP = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"

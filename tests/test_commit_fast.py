@@ -15,15 +15,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import commit, libparted
 from diskplan.backend.commit import DiskState, Verdict
 from diskplan.backend.isolate import run_isolated
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
-from test_commit_support import HOST, expect_sfdisk, file_sha, sfdisk_parts
+from helpers.images import HOST, expect_sfdisk, file_sha, sfdisk_parts
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 
 

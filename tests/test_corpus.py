@@ -18,12 +18,12 @@ from types import ModuleType
 
 import pytest
 
-from conftest import CORPUS
 from diskplan.backend.reader import read
 from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
 from diskplan.model.findings import OVERLAP, PAST_END
 from diskplan.model.report import WHOLE_DISK_FS, build_report
+from helpers.tools import CORPUS
 
 pytestmark = pytest.mark.corpus
 

@@ -14,15 +14,13 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend.reader import ReadError, read
 from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
 from diskplan.model.findings import OVERLAP
 from diskplan.model.report import WHOLE_DISK_FS, build_report
-
-MiB = 1 << 20
-SECTOR = 512
+from helpers.tools import need_tool, run
+from helpers.units import SECTOR, MiB
 
 
 def codes(disk: Disk) -> set[str]:

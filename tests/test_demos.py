@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from conftest import need_tool
 from diskplan.backend import demo_image
 from diskplan.backend.demo_image import DemoUnavailable, Workspace, build, detach_loop
 from diskplan.backend.reader import read
@@ -21,6 +20,7 @@ from diskplan.cli import main as cli_main
 from diskplan.model import demos
 from diskplan.model.findings import analyze
 from diskplan.model.grain import optimal_grain
+from helpers.tools import need_tool
 
 SFDISK = shutil.which("sfdisk")
 IS_ROOT = os.geteuid() == 0

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 GPT_SCRIPT = """label: gpt
 first-lba: 34
 

@@ -33,13 +33,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from conftest import need_tool, run
 from diskplan.backend import reader
 from diskplan.cli.check import render
 from diskplan.model import tablefindings as tf
 from diskplan.model.report import build_report, report_json
+from helpers.tools import need_tool, run
+from helpers.units import SECTOR
 
-SECTOR = 512
 SIZE = 8 << 20
 TIMEOUT = 10.0
 LONG = int(os.environ.get("DISKPLAN_FUZZ_EXAMPLES", "0"))

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 EVIL = "\x1b]0;OWNED\x07\x1b[2J"  # retitles an xterm, then clears the screen
 EVIL_SFDISK = r"\x1b]0;OWNED\x07\x1b[2J"  # the same name as sfdisk writes it
 
@@ -81,8 +81,9 @@ def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_im
 def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_image) -> None:  # type: ignore[no-untyped-def]
     from diskplan.backend.reader import read
     from diskplan.ui.app import PlannerApp
+    from diskplan.ui.dialogs import PartitionScreen
     from diskplan.ui.target import Target
-    from test_ui_commit import wait_for
+    from helpers.pilot import wait_for
 
     img = evil_image(sparse_image, "evil\x1b[2J.img")
 
@@ -104,10 +105,11 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
             assert r"evil\x1b[2J.img" in text  # the title
             assert " 126,880 " in text  # the map is drawn (its last row's label)
             app.action_edit_partition()  # the dialog that edits the name: shown escaped, kept when not edited
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: isinstance(app.screen, PartitionScreen))
+            await pilot.pause()
             assert not any(ch in screen_text(app) for ch in "\x1b\x07")
             await pilot.press("enter")
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: not isinstance(app.screen, PartitionScreen))
             assert app.session is not None and app.session.plan.partition(1).name == EVIL  # type: ignore[union-attr]
 
     asyncio.run(go())
@@ -117,6 +119,7 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
     from diskplan.discovery.udev import list_disks
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.screens import DevicePicker
+    from helpers.pilot import wait_for
 
     img = evil_image(sparse_image, "[b]evil\x1b]0;OWNED\x07.img")
     node = loop_device(img)
@@ -124,10 +127,8 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
     async def go() -> None:
         app = PlannerApp(None, None, lister=list_disks, watch_devices=False)
         async with app.run_test(size=(160, 40)) as pilot:
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if isinstance(app.screen, DevicePicker) and app.screen.query_one("DataTable").row_count:
-                    break
+            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
+                           and app.screen.query_one("DataTable").row_count, 10, what="the device picker's rows")
             await pilot.pause(0.2)
             text = "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
             assert node in text and r"[b]evil\x1b]0;OWNED\x07.img" in text  # not markup, not an escape
@@ -353,7 +354,7 @@ def test_the_planner_refuses_to_write_an_image_that_ends_in_part_of_a_sector(spa
                                                                             monkeypatch) -> None:
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.commit_screen import CommitScreen
-    from test_ui_commit import image_target, text_of, wait_for
+    from helpers.pilot import image_target, text_of, wait_for
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     img = evil_image(sparse_image)

@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.discovery import inuse
-from lockholders import holding
-from test_commit_support import file_sha, mounted, partx_update
+from helpers.images import file_sha, mounted, partx_update
+from helpers.lockholders import holding
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 TWO = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
 
 

@@ -15,16 +15,16 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import commit, gptrepair, restore
 from diskplan.backend import lock as wlock
 from diskplan.backend.commit import DiskState, Verdict
 from diskplan.model.extent import Partition
 from diskplan.model.table import Table
-from lockholders import holding
-from test_commit_support import HOST, file_sha, partx_update, sfdisk_parts
+from helpers.images import HOST, file_sha, partx_update, sfdisk_parts
+from helpers.lockholders import holding
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 LABEL_ID = "1B1E7E7E-0000-4000-8000-000000000001"
 # A fixed disk GUID: every reset gives the same table, so plans exported once stay "made against" it.
 BEFORE = f"label: gpt\nlabel-id: {LABEL_ID}\nstart=2048, size=20480, name=a\nstart=22528, size=20480, name=b\n"

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from tests.conftest import REPO, need_tool, run
 
-MIB = 1 << 20
+from helpers.tools import REPO, need_tool, run
+from helpers.units import MiB
+
 PY = sys.executable
 
 
@@ -77,7 +78,7 @@ CHECK = {"ext4": ("e2fsck", "-fn"), "xfs": ("xfs_repair", "-n"), "btrfs": ("btrf
 
 def _fill(mnt: str, rng: random.Random) -> dict[str, str]:
     sums = {}
-    for i, size in enumerate((1, 4095, 70_000, 3 * MIB + 17)):
+    for i, size in enumerate((1, 4095, 70_000, 3 * MiB + 17)):
         data = rng.randbytes(size)
         with open(os.path.join(mnt, f"f{i}"), "wb") as f:
             f.write(data)
@@ -122,7 +123,7 @@ def make_disk(loop_device: Callable[..., str], tmp: pathlib.Path, *, label: str 
     need_tool(MKFS[fs][0])
     img = tmp / "disk.img"
     with open(img, "wb") as f:
-        f.truncate(disk_mib * MIB)
+        f.truncate(disk_mib * MiB)
     head = "label: gpt\nfirst-lba: 34\n" if label == "gpt" else "label: dos\n"
     run("sfdisk", "-q", str(img), input=f"{head}start={start}, size={size}, type=L\n")
     dev = loop_device(img)
@@ -290,7 +291,7 @@ def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:  # type
 
 def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:  # type: ignore[no-untyped-def]
     """util-linux #3568: sfdisk --move-data dropped msdos logical partitions; diskplan refuses to move one."""
-    img = sparse_image(64 * MIB)
+    img = sparse_image(64 * MiB)
     table = "label: dos\nstart=2048, size=100000, type=5\nstart=4096, size=20000, type=83\n"
     run("sfdisk", "-q", str(img), input=table)
     dev = loop_device(img)
@@ -302,7 +303,7 @@ def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:  # t
 def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:  # type: ignore[no-untyped-def]
     from diskplan.backend.move import boot_warnings
 
-    img = sparse_image(8 * MIB)
+    img = sparse_image(8 * MiB)
     run("sfdisk", "-q", str(img), input="label: dos\nstart=63, size=8000, type=c\n")
     assert boot_warnings(str(img), "msdos", "ext4", 63, 512) == []
     with open(img, "r+b") as f:

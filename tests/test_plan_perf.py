@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from costs import calls
 from diskplan.model.geometry import Geometry
 from diskplan.model.plan import Edge, Plan
 from diskplan.model.table import new_table
+from helpers.costs import calls
 
 STEPS = 400
 

@@ -12,9 +12,9 @@ from diskplan.model.plan import Plan
 from diskplan.model.table import new_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import SnapScreen
-from test_ui_plan import demo, plan_of, started
+from helpers.pilot import demo, plan_of, started
+from helpers.units import MiB_SECTORS
 
-MiB = 2048
 GEOM = Geometry(2 * 1024**3 // 512, 512, 4096)
 
 
@@ -28,20 +28,20 @@ def plan_with(*spans: tuple[int, int], target: SnapTarget = SnapTarget.OPTIMAL) 
 
 
 def test_a_custom_target_changes_the_snapping_not_the_device() -> None:
-    plan = plan_with((MiB, 1026 * MiB))
+    plan = plan_with((MiB_SECTORS, 1026 * MiB_SECTORS))
     custom = plan.set_target(SnapTarget.CUSTOM, (100 * 1024,))
     assert custom.ok, custom.message
     after = custom.plan
     assert after.grain.sectors == 200 and after.target is SnapTarget.CUSTOM  # lcm(100 KiB, 4 KiB) = 100 KiB
     assert after.geometry == plan.geometry  # the device is what it was: findings judge the same grain
-    assert optimal_grain(after.geometry).sectors == MiB
+    assert optimal_grain(after.geometry).sectors == MiB_SECTORS
     assert analyze(after.geometry, after.table, optimal_grain(after.geometry)) == []
     back = after.set_target(SnapTarget.OPTIMAL).plan
-    assert back.grain.sectors == MiB  # a custom grain does not stay in the optimal one
+    assert back.grain.sectors == MiB_SECTORS  # a custom grain does not stay in the optimal one
 
 
 def test_a_keyboard_move_never_changes_the_size() -> None:
-    plan = plan_with((MiB, 2_101_248))  # 1026 MiB, made under optimal snapping
+    plan = plan_with((MiB_SECTORS, 2_101_248))  # 1026 MiB, made under optimal snapping
     custom = plan.set_target(SnapTarget.CUSTOM, (100 * 1024,)).plan
     for steps in (1, -1, 10):
         moved = custom.move(1, steps)
@@ -55,7 +55,7 @@ def test_a_keyboard_move_never_changes_the_size() -> None:
 
 
 def test_fix_my_layout_with_snapping_off_says_what_it_did_not_do() -> None:
-    plan = plan_with((MiB + 7, 5000), target=SnapTarget.NONE)
+    plan = plan_with((MiB_SECTORS + 7, 5000), target=SnapTarget.NONE)
     out = plan.fix_layout()
     assert out.ok and out.plan is plan
     assert out.message.startswith("snapping is off: no partition was re-snapped")

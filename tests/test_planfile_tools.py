@@ -14,7 +14,6 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conftest import CORPUS, need_tool, run
 from diskplan.backend.reader import read
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role, State
@@ -27,7 +26,8 @@ from diskplan.model.planfile import (
     to_parted,
     to_sfdisk,
 )
-from test_planfile import specs
+from helpers.plans import specs
+from helpers.tools import CORPUS, need_tool, run
 
 GIB = 1 << 30
 EFI = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"

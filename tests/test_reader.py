@@ -14,14 +14,13 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import reader
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model import tablefindings as tf
 from diskplan.model.disk import Disk
 from diskplan.model.table import new_table
-
-MiB = 1 << 20
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend import backup as bk
 from diskplan.backend import commit, gptrepair, restore
 from diskplan.backend.commit import DiskState, Verdict
@@ -25,72 +22,18 @@ from diskplan.discovery import inuse
 from diskplan.model import tablefindings as tf
 from diskplan.model.extent import Extent
 from diskplan.model.plan import History, Plan
-from test_commit_support import HOST, digest, file_sha, mounted, partx_update
+from helpers.cli import diskplan
+from helpers.images import DAMAGE, HOST, digest, file_sha, flip, last_lba, mounted, partx_update, poke, sgdisk_clean
+from helpers.tools import need_tool, run
+from helpers.units import SECTOR, MiB
 
-MiB = 1 << 20
-SECTOR = 512
 # Where the test data goes: the first and last MiB of every partition (next to both GPT copies).
 PARTS = {1: (2048, 18431), 2: (18432, 51199), 3: (51200, 131038)}
 
 
-def diskplan(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return proc
-
-
-def poke(image: pathlib.Path | str, offset: int, data: bytes) -> None:
-    fd = os.open(image, os.O_WRONLY)
-    try:
-        os.pwrite(fd, data, offset)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def flip(image: pathlib.Path | str, offset: int) -> None:
-    fd = os.open(image, os.O_RDWR)
-    try:
-        b = os.pread(fd, 1, offset)
-        os.pwrite(fd, bytes([b[0] ^ 0xFF]), offset)
-    finally:
-        os.close(fd)
-
-
-def last_lba(image: pathlib.Path | str, sector: int = SECTOR) -> int:
-    fd = os.open(image, os.O_RDONLY)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END) // sector - 1
-    finally:
-        os.close(fd)
-
-
-DAMAGE: dict[str, Callable[[pathlib.Path | str], None]] = {
-    "primary-header-zeroed": lambda img: poke(img, SECTOR, bytes(SECTOR)),
-    "primary-header-flipped": lambda img: flip(img, SECTOR + 60),
-    "primary-entries-flipped": lambda img: flip(img, 2 * SECTOR + 56),
-    "backup-header-zeroed": lambda img: poke(img, last_lba(img) * SECTOR, bytes(SECTOR)),
-    "backup-entries-flipped": lambda img: flip(img, (last_lba(img) - 32) * SECTOR + 60),
-    "protective-mbr-zeroed": lambda img: poke(img, 0, bytes(SECTOR)),
-}
 REWRITTEN = {"primary-header-zeroed": "primary", "primary-header-flipped": "primary",
              "primary-entries-flipped": "primary", "backup-header-zeroed": "backup",
              "backup-entries-flipped": "backup", "protective-mbr-zeroed": "protective MBR"}
-
-
-def sgdisk_clean(target: pathlib.Path | str) -> bool:
-    """`sgdisk -v` finds no problem, and found none while loading either: it verifies the table it loaded,
-    after quietly rebuilding a bad header or a missing protective MBR in memory (said only on stderr).
-    gdisk agrees that the GPT and its protective MBR are valid."""
-    proc = subprocess.run([need_tool("sgdisk"), "-v", str(target)], capture_output=True, text=True)
-    said = proc.stdout + proc.stderr
-    gdisk = subprocess.run([need_tool("gdisk"), "-l", str(target)], capture_output=True, text=True, input="q\n")
-    return (
-        "No problems found" in proc.stdout
-        and not re.search(r"corrupt|invalid|CRC|ERROR|regenerat|new protective MBR|Warning", said, re.I)
-        and "Found valid GPT with protective MBR; using GPT." in gdisk.stdout
-    )
 
 
 def sfdisk_dump(target: pathlib.Path | str) -> str:

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import need_tool, run
 from diskplan.backend import backup as bk
 from diskplan.model.extent import Extent
-from test_apply_cli import KEEP_1_SWAP_3, diskplan, plan_file
-from test_commit_support import file_sha, fill
+from helpers.cli import KEEP_1_SWAP_3, diskplan, plan_file
+from helpers.images import file_sha, fill
+from helpers.tools import need_tool, run
+from helpers.units import MiB
 
-MiB = 1 << 20
 N = 64 * MiB // 512
 A_TABLE = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
 B_TABLE = "label: dos\nstart=63, size=40000, type=83\n"

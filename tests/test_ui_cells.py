@@ -6,13 +6,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costs import calls
 from diskplan.model.extent import Partition, State
 from diskplan.model.findings import analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.table import new_table, no_table
 from diskplan.ui.cells import Grid, Kind, MapContent
+from helpers.costs import calls
 
 
 def content_for(geom: Geometry, parts: tuple[Partition, ...], label: str | None = "gpt") -> MapContent:

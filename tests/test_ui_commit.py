@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend.commit import Host, Verdict
 from diskplan.backend.reader import read
 from diskplan.model import demos
@@ -18,19 +17,16 @@ from diskplan.model.extent import State
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.target import Target
-
-MiB = 2048  # sectors of 512 B
-
-
-def image_target(path: pathlib.Path) -> Target:
-    return Target(read(str(path)), path.name, path=str(path))
+from helpers.pilot import image_target, text_of, wait_for
+from helpers.tools import need_tool, run
+from helpers.units import MiB_SECTORS
 
 
 def gpt_image(sparse_image: Callable[..., pathlib.Path], size: int = 64 << 20) -> pathlib.Path:
     """A GPT image with partition 1 at 1 MiB..9 MiB, written by sfdisk."""
     need_tool("sfdisk")
     img = sparse_image(size)
-    run("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB}, size={8 * MiB}, type=L\n")
+    run("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB_SECTORS}, size={8 * MiB_SECTORS}, type=L\n")
     return img
 
 
@@ -52,18 +48,6 @@ class Busy:
         return "mounted on /mnt/test (a test says so)"
 
 
-async def wait_for(pilot, check: Callable[[], bool], seconds: float = 30) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("timed out")
-
-
-def text_of(screen: CommitScreen) -> str:
-    return "\n".join(str(w.render()) for w in screen.query("Static"))
-
-
 def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_image, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     img = gpt_image(sparse_image)
@@ -74,20 +58,20 @@ def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_i
             await pilot.pause()
             app.clear_notifications()
             # A new partition after partition 1, 16 MiB, typed in the dialog.
-            app.sector_map.move_to(20 * MiB)
+            app.sector_map.move_to(20 * MiB_SECTORS)
             await pilot.press("n")
             await pilot.press("ctrl+a", "ctrl+k", *"16MiB", "enter")
             await pilot.pause()
             plan = app.session.plan  # type: ignore[union-attr]
             new = [p for p in plan.table.partitions if p.state is State.PROPOSED]
-            assert len(new) == 1 and new[0].size == 16 * MiB
+            assert len(new) == 1 and new[0].size == 16 * MiB_SECTORS
             start = new[0].start
             await pilot.press("w")
             screen = app.screen
             assert isinstance(screen, CommitScreen)
             await wait_for(pilot, lambda: screen.proposal is not None)
             text = text_of(screen)
-            assert f"create 2 at {start}..{start + 16 * MiB - 1}" in text
+            assert f"create 2 at {start}..{start + 16 * MiB_SECTORS - 1}" in text
             assert "keep 1 at 2048..18431" in text
             assert "Type yes to write this table" in text
             await pilot.press(*"no", "enter")
@@ -104,7 +88,7 @@ def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_i
             return start
 
     start = asyncio.run(go())
-    assert dump_parts(img) == [(MiB, 8 * MiB), (start, 16 * MiB)]
+    assert dump_parts(img) == [(MiB_SECTORS, 8 * MiB_SECTORS), (start, 16 * MiB_SECTORS)]
 
 
 def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> None:  # type: ignore[no-untyped-def]
@@ -116,7 +100,7 @@ def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> No
         app = PlannerApp(start=image_target(img), host=busy)
         async with app.run_test(size=(100, 32)) as pilot:
             await pilot.pause()
-            app.sector_map.move_to(MiB)
+            app.sector_map.move_to(MiB_SECTORS)
             await pilot.press("x", "w")  # partition 1 marked for deletion, then write
             screen = app.screen
             assert isinstance(screen, CommitScreen)
@@ -158,7 +142,7 @@ def test_a_block_device_needs_its_name_typed(sparse_image, loop_device, tmp_path
         app = PlannerApp(start=Target(read(dev), dev, path=dev))
         async with app.run_test(size=(100, 32)) as pilot:
             await pilot.pause()
-            app.sector_map.move_to(MiB)
+            app.sector_map.move_to(MiB_SECTORS)
             await pilot.press("x", "w")
             screen = app.screen
             assert isinstance(screen, CommitScreen)

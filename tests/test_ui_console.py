@@ -15,31 +15,12 @@ from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import CONSOLE, UNICODE, console_wanted
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
-
-
-def target(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
+from helpers.pilot import demo as target
+from helpers.pilot import screen_text, wait_for
 
 
 def fake_disks() -> list[DiskInfo]:
     return [DiskInfo("sda", "/dev/sda", "Example SSD 500GB", 500107862016, 512, 512, "gpt", False, "none")]
-
-
-def screen_text(app: PlannerApp) -> str:
-    """Every character the terminal would show, as the compositor renders the whole screen."""
-    console = Console(
-        width=app.size.width,
-        height=app.size.height,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system=None,
-        record=True,
-        legacy_windows=False,
-        safe_box=False,
-    )
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return console.export_text()
 
 
 def not_cp437(text: str) -> set[str]:
@@ -144,10 +125,7 @@ def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None
             await pilot.press("x", "w")
             screen = app.screen
             assert isinstance(screen, CommitScreen)
-            for _ in range(400):
-                await pilot.pause(0.05)
-                if screen.proposal is not None:
-                    break
+            await wait_for(pilot, lambda: screen.proposal is not None, 20)
             shots["confirmation"] = screen_text(app)
         return shots
 

@@ -10,7 +10,6 @@ import pathlib
 
 import pytest
 
-from conftest import CORPUS
 from diskplan.backend.reader import ReadError, read
 from diskplan.cli.planner import CliSource, parser
 from diskplan.model.extent import Role
@@ -18,6 +17,8 @@ from diskplan.model.report import build_report
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.cells import MapContent
 from diskplan.ui.explain import explain, status
+from helpers.pilot import wait_for
+from helpers.tools import CORPUS
 
 pytestmark = pytest.mark.corpus
 
@@ -80,10 +81,7 @@ def test_the_planner_opens_and_navigates_hard_cases(name: str, corpus_dir: pathl
     async def go() -> PlannerApp:
         app = PlannerApp(source, ("path", str(corpus_dir / f"{name}.img")))
         async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(250):
-                await pilot.pause(0.02)
-                if app.target is not None:
-                    break
+            await wait_for(pilot, lambda: app.target is not None, 5)
             await pilot.press("1", "right", "down", "right_square_bracket", "f", "end", "minus", "0", "i", "e")
             await pilot.pause()
         return app

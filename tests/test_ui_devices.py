@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -17,6 +16,7 @@ from diskplan.discovery.udev import DiskInfo, Watcher, list_disks, probe_table
 from diskplan.model import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.screens import DevicePicker
+from helpers.pilot import wait_for
 
 
 def _losetup(*args: str) -> str:
@@ -89,19 +89,15 @@ def test_picking_a_device_opens_it_in_the_planner(loop_4096: str) -> None:
     async def go() -> None:
         app = PlannerApp(source, None, lister=list_disks, watch_devices=False)
         async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.02)
-                if isinstance(app.screen, DevicePicker) and app.screen.query_one("DataTable").row_count:
-                    break
+            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
+                           and app.screen.query_one("DataTable").row_count, 2, what="the device picker's rows")
             picker = app.screen
             assert isinstance(picker, DevicePicker)
             table = picker.query_one("DataTable")
             row = table.get_row_index(loop_4096)
             table.move_cursor(row=row)
             await pilot.press("enter")
-            deadline = time.monotonic() + 10
-            while app.target is None and time.monotonic() < deadline:
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: app.target is not None, 10)
             assert app.target is not None and app.target.title == loop_4096
             assert app.target.disk.geometry.logical == 4096
 

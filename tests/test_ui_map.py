@@ -3,49 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from textual.message import Message
 
-from costs import calls
 from diskplan.model import demos
 from diskplan.model.extent import Partition, State
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.panels import StatusLine, ViewsPanel
+from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.screens import GotoScreen, HelpScreen
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import ModelSource, Target
-
-
-def run(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test without an async pytest plugin."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-def target(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
-
-
-def status_text(app: PlannerApp) -> str:
-    return str(app.query_one(StatusLine).render())
-
-
-async def started(app: PlannerApp, pilot) -> SectorMap:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await pilot.pause()
-    app.clear_notifications()
-    return app.sector_map
+from helpers.costs import calls
+from helpers.pilot import demo as target
+from helpers.pilot import run, started, status_text, wait_for
 
 
 def screen_row(smap: SectorMap) -> int:
@@ -296,19 +269,13 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
 async def test_switching_demos_from_the_picker(name: str) -> None:
     app = PlannerApp(ModelSource(), ("demo", "ssd-gpt-34"))
     async with app.run_test(size=(80, 25)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.02)
-            if app.target is not None:
-                break
+        await wait_for(pilot, lambda: app.target is not None, 1)
         assert app.target is not None and app.target.demo == "ssd-gpt-34"
         await pilot.press("d")
         await pilot.pause()
         index = demos.names().index(name)
         await pilot.press("home", *["down"] * index, "enter")
-        for _ in range(50):
-            await pilot.pause(0.02)
-            if app.target.demo == name:
-                break
+        await wait_for(pilot, lambda: app.target is not None and app.target.demo == name, 1)
         assert app.target.demo == name
         assert app.sector_map.geometry == demos.find(name).planned_disk().geometry
 
@@ -324,7 +291,7 @@ async def test_a_key_storm_never_crashes_the_planner() -> None:
     rng = random.Random(4096)
     app = PlannerApp(ModelSource(), ("demo", "dos-63"), lister=lambda: [], watch_devices=False)
     async with app.run_test(size=(80, 25)) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.target is not None, 5)
         for _ in range(45):
             await pilot.press(rng.choice(keys))
         await pilot.pause(0.2)
@@ -459,7 +426,7 @@ async def test_rows_drawn_from_equal_cells_match_drawing_every_cell() -> None:
 
 @run
 async def test_the_painted_status_line_follows_the_cursor_and_the_legend_stays() -> None:
-    from test_ui_console import screen_text
+    from helpers.pilot import screen_text
 
     app = PlannerApp(start=target("advanced-format"))
     async with app.run_test(size=(80, 25)) as pilot:

@@ -7,14 +7,14 @@ import asyncio
 import pathlib
 from collections.abc import Callable
 
-from conftest import need_tool, run
 from diskplan.backend import commit
 from diskplan.backend.reader import read
 from diskplan.model.plan import Plan
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.panels import ViewsPanel
-from test_ui_commit import image_target, text_of, wait_for
+from helpers.pilot import image_target, text_of, wait_for
+from helpers.tools import need_tool, run
 
 LOGICALS = ("label: dos\nstart=2048,size=100000,type=5\nstart=4096,size=8192,type=83\n"
             "start=14336,size=8192,type=83\nstart=24576,size=8192,type=83\n")

@@ -4,92 +4,27 @@ resulting sectors from the plan (and, for the screen, from what the map draws)."
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from textual.widgets import Input
 
 from diskplan.model import demos
-from diskplan.model.disk import Disk
-from diskplan.model.extent import Extent, Partition, State
-from diskplan.model.geometry import Geometry
+from diskplan.model.extent import Extent, State
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Plan
 from diskplan.model.planfile import load_plan
-from diskplan.model.table import new_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import PartitionScreen, PathScreen, SnapScreen
-from diskplan.ui.panels import StatusLine, ViewsPanel
+from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.sectormap import SectorMap
-from diskplan.ui.target import Target
+from helpers.pilot import blank_gpt, cell_at, demo, part, plan_of, propose, run, started, status_text
+from helpers.units import MiB_SECTORS
 
-MiB = 2048  # sectors of 512 B
 SIZE = (80, 25)
-
-
-def run(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-def blank_gpt(sectors: int = 2 * 1024**3 // 512, physical: int = 4096, **geo: int) -> Target:
-    geom = Geometry(sectors=sectors, physical=physical, **geo)
-    return Target(Disk(geom, new_table("gpt", geom)), "blank gpt")
-
-
-def demo(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
-
-
-async def started(app: PlannerApp, pilot) -> SectorMap:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await pilot.pause()
-    app.clear_notifications()
-    return app.sector_map
-
-
-def plan_of(app: PlannerApp) -> Plan:
-    assert app.session is not None
-    return app.session.plan
-
-
-def part(app: PlannerApp, number: int) -> Partition:
-    p = plan_of(app).partition(number)
-    assert p is not None
-    return p
-
-
-def propose(app: PlannerApp, start: int, size: int) -> int:
-    outcome = plan_of(app).propose(start, size)
-    assert outcome.ok, outcome.message
-    assert app._step(outcome)
-    assert outcome.number is not None
-    return outcome.number
-
-
-def status_text(app: PlannerApp) -> str:
-    return str(app.query_one(StatusLine).render())
 
 
 def notes(app: PlannerApp) -> str:
     return " | ".join(str(n.message) for n in app._notifications)
-
-
-def cell_at(smap: SectorMap, lba: int) -> tuple[int, int]:
-    """The content offset of the cell holding ``lba`` (checked against the map's own hit test)."""
-    x = smap.label_width + lba // smap.spc % smap.cols
-    y = lba // smap.spc // smap.cols - round(smap.scroll_offset.y)
-    hit = smap.hit_at(x, y)
-    assert hit is not None and hit.lba <= lba <= hit.last, (lba, hit)
-    return x, y
 
 
 def nearest(lba: int, grain: int) -> int:
@@ -102,7 +37,7 @@ async def test_propose_through_the_dialog_says_which_units_are_in_force() -> Non
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        smap.move_to(5 * MiB + 7)
+        smap.move_to(5 * MiB_SECTORS + 7)
         await pilot.press("n")
         screen = app.screen
         assert isinstance(screen, PartitionScreen)
@@ -118,14 +53,14 @@ async def test_propose_through_the_dialog_says_which_units_are_in_force() -> Non
         assert not isinstance(app.screen, PartitionScreen)
         p = part(app, 1)
         # The start was the cursor's LBA, snapped up to the 1 MiB grain; 100 MiB is whole grains.
-        assert (p.start, p.size, p.state) == (6 * MiB, 100 * MiB, State.PROPOSED)
+        assert (p.start, p.size, p.state) == (6 * MiB_SECTORS, 100 * MiB_SECTORS, State.PROPOSED)
         assert p.type == "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F" and p.name == "scratch"
         assert smap.cursor_lba == p.start and smap.selected == 1  # the new partition is selected
         # An SI size lands on the grain boundary nearest to its end.
-        smap.move_to(200 * MiB)
+        smap.move_to(200 * MiB_SECTORS)
         await pilot.press("n", "ctrl+a", "ctrl+k", *"100MB", "enter")
         q = part(app, 2)
-        assert q.start == 200 * MiB and q.end + 1 == nearest(q.start + 195_313, MiB)
+        assert q.start == 200 * MiB_SECTORS and q.end + 1 == nearest(q.start + 195_313, MiB_SECTORS)
 
 
 @run
@@ -133,24 +68,24 @@ async def test_keys_move_one_grain_per_press_and_ten_with_a_modifier() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 16 * MiB)
+        n = propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         smap.move_to(part(app, n).start)
         await pilot.press("m", "right")
         assert "move #1" in status_text(app) and "2,097,152 B" in status_text(app)
-        assert plan_of(app).partition(n).start == MiB  # type: ignore[union-attr]  # a preview, not yet a step
+        assert plan_of(app).partition(n).start == MiB_SECTORS  # type: ignore[union-attr]  # a preview, not yet a step
         await pilot.press("shift+right")
-        assert app.session.shown.partition(n).start == 12 * MiB  # type: ignore[union-attr]
+        assert app.session.shown.partition(n).start == 12 * MiB_SECTORS  # type: ignore[union-attr]
         await pilot.press("up")  # ten back (the Linux console has no shift+arrows)
         await pilot.press("enter")
-        assert (part(app, n).start, part(app, n).size) == (2 * MiB, 16 * MiB)
+        assert (part(app, n).start, part(app, n).size) == (2 * MiB_SECTORS, 16 * MiB_SECTORS)
         await pilot.press("u")
-        assert part(app, n).start == MiB  # one undo takes back the whole keyboard move
+        assert part(app, n).start == MiB_SECTORS  # one undo takes back the whole keyboard move
         await pilot.press("ctrl+y")
-        assert part(app, n).start == 2 * MiB
+        assert part(app, n).start == 2 * MiB_SECTORS
         # Resize: the end first, space for the start.
         await pilot.press("r", "right", "right", "space", "left", "enter")
         p = part(app, n)
-        assert (p.start, p.end) == (MiB, 20 * MiB - 1)
+        assert (p.start, p.end) == (MiB_SECTORS, 20 * MiB_SECTORS - 1)
         # Esc leaves everything as it was.
         await pilot.press("m", "right", "right", "escape")
         assert part(app, n) == p and app.session.drag is None  # type: ignore[union-attr]
@@ -162,33 +97,33 @@ async def test_mouse_drags_move_the_body_and_resize_either_edge() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 16 * MiB)
-        smap.zoom_to(MiB)  # one cell is one grain
+        n = propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
+        smap.zoom_to(MiB_SECTORS)  # one cell is one grain
         smap.move_to(0)
         await pilot.pause()
         p = part(app, n)
         # Move: grab the body 4 cells in, let go 5 cells to the right.
-        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + 4 * MiB))
-        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + 9 * MiB))
+        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + 4 * MiB_SECTORS))
+        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + 9 * MiB_SECTORS))
         await pilot.pause()
         assert "move #1" in status_text(app)
-        assert smap.marks == (Extent(p.start + 5 * MiB, p.end + 5 * MiB),)  # the requested position
-        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + 9 * MiB))
+        assert smap.marks == (Extent(p.start + 5 * MiB_SECTORS, p.end + 5 * MiB_SECTORS),)  # the requested position
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + 9 * MiB_SECTORS))
         await pilot.pause()
         q = part(app, n)
-        assert (q.start, q.size) == (p.start + 5 * MiB, p.size) and smap.marks != (Extent(q.start, q.end),)
+        assert (q.start, q.size) == (p.start + 5 * MiB_SECTORS, p.size) and smap.marks != (Extent(q.start, q.end),)
         # Resize the end: grab the cell holding the last sector.
         await pilot.mouse_down(SectorMap, offset=cell_at(smap, q.end))
-        await pilot.hover(SectorMap, offset=cell_at(smap, q.end + 3 * MiB))
-        await pilot.mouse_up(SectorMap, offset=cell_at(smap, q.end + 3 * MiB))
+        await pilot.hover(SectorMap, offset=cell_at(smap, q.end + 3 * MiB_SECTORS))
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, q.end + 3 * MiB_SECTORS))
         r = part(app, n)
-        assert (r.start, r.end) == (q.start, q.end + 3 * MiB)
+        assert (r.start, r.end) == (q.start, q.end + 3 * MiB_SECTORS)
         # Resize the start: grab the cell holding the first sector.
         await pilot.mouse_down(SectorMap, offset=cell_at(smap, r.start))
-        await pilot.hover(SectorMap, offset=cell_at(smap, r.start - 2 * MiB))
-        await pilot.mouse_up(SectorMap, offset=cell_at(smap, r.start - 2 * MiB))
+        await pilot.hover(SectorMap, offset=cell_at(smap, r.start - 2 * MiB_SECTORS))
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, r.start - 2 * MiB_SECTORS))
         s = part(app, n)
-        assert (s.start, s.end) == (r.start - 2 * MiB, r.end)
+        assert (s.start, s.end) == (r.start - 2 * MiB_SECTORS, r.end)
         # Three drags, three undo steps.
         await pilot.press("u")
         assert part(app, n) == r
@@ -201,7 +136,7 @@ async def test_a_click_on_an_edge_moves_nothing() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, 3 * MiB + 2 * MiB, 200 * MiB)  # its start lies inside a whole-disk cell
+        n = propose(app, 3 * MiB_SECTORS + 2 * MiB_SECTORS, 200 * MiB_SECTORS)  # its start: inside a whole-disk cell
         await pilot.pause()
         before = plan_of(app)
         p = part(app, n)
@@ -216,19 +151,19 @@ async def test_a_mouse_drag_between_grains_snaps_and_says_so() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, 4 * MiB, 8 * MiB)
-        smap.zoom_to(MiB // 2)  # two cells per grain
+        n = propose(app, 4 * MiB_SECTORS, 8 * MiB_SECTORS)
+        smap.zoom_to(MiB_SECTORS // 2)  # two cells per grain
         smap.move_to(0)
         await pilot.pause()
         p = part(app, n)
-        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + MiB))
-        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + MiB + 3 * MiB // 2))
+        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + MiB_SECTORS))
+        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + MiB_SECTORS + 3 * MiB_SECTORS // 2))
         await pilot.pause()
-        requested = p.start + 3 * MiB // 2
+        requested = p.start + 3 * MiB_SECTORS // 2
         text = status_text(app)
-        assert f"{requested:,}s ({requested * 512:,} B) -> {nearest(requested, MiB):,}s" in text, text
-        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + MiB + 3 * MiB // 2))
-        assert part(app, n).start == nearest(requested, MiB)
+        assert f"{requested:,}s ({requested * 512:,} B) -> {nearest(requested, MiB_SECTORS):,}s" in text, text
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + MiB_SECTORS + 3 * MiB_SECTORS // 2))
+        assert part(app, n).start == nearest(requested, MiB_SECTORS)
 
 
 @run
@@ -236,9 +171,9 @@ async def test_each_snapping_target_and_fix_my_layout() -> None:
     app = PlannerApp(start=blank_gpt(physical=4096))
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 16 * MiB)
+        n = propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         assert "snap optimal 1 MiB" in str(app.query_one("#titlebar").render())
-        smap.move_to(MiB)
+        smap.move_to(MiB_SECTORS)
 
         async def choose(steps_down: int, *extra: str) -> None:
             await pilot.press("s")
@@ -249,14 +184,14 @@ async def test_each_snapping_target_and_fix_my_layout() -> None:
         await choose(1)  # physical
         assert plan_of(app).target is SnapTarget.PHYSICAL and plan_of(app).grain.sectors == 8
         await pilot.press("m", "right", "enter")
-        assert part(app, n).start == MiB + 8
+        assert part(app, n).start == MiB_SECTORS + 8
         await choose(2, *"192KiB", "enter")  # custom: a stripe of 192 KiB with 4 KiB blocks: 384 sectors
         assert plan_of(app).target is SnapTarget.CUSTOM and plan_of(app).grain.sectors == 384
         assert "snap custom 192 KiB" in str(app.query_one("#titlebar").render())
         smap.move_to(part(app, n).start)
         await pilot.press("m", "right", "enter")
         start = part(app, n).start
-        assert start % 384 == 0 and abs(start - (MiB + 8 + 384)) <= 192
+        assert start % 384 == 0 and abs(start - (MiB_SECTORS + 8 + 384)) <= 192
         await choose(3)  # none
         assert plan_of(app).grain.sectors == 1
         smap.move_to(start)
@@ -267,10 +202,10 @@ async def test_each_snapping_target_and_fix_my_layout() -> None:
         # Optimal is the lcm of 1 MiB and the device's grains: the custom target's 192 KiB was a planning
         # choice, not a fact about the disk (that is --grain), so it is 1 MiB again.
         grain = plan_of(app).grain.sectors
-        assert grain == MiB and "snap optimal 1 MiB" in str(app.query_one("#titlebar").render())
+        assert grain == MiB_SECTORS and "snap optimal 1 MiB" in str(app.query_one("#titlebar").render())
         await pilot.press("a")
         p = part(app, n)
-        assert p.start % grain == 0 and (p.end + 1) % grain == 0 and p.start == nearest(start + 3, MiB)
+        assert p.start % grain == 0 and (p.end + 1) % grain == 0 and p.start == nearest(start + 3, MiB_SECTORS)
 
 
 @run
@@ -288,8 +223,8 @@ async def test_refusals_are_notified_with_the_reason_and_change_nothing() -> Non
         # Make room: delete the last partition, propose two partitions side by side in its space.
         smap.move_to(s.partitions[3].start)
         await pilot.press("x")
-        first = propose(app, s.partitions[3].start, 100 * MiB)
-        second = propose(app, part(app, first).end + 1, 100 * MiB)
+        first = propose(app, s.partitions[3].start, 100 * MiB_SECTORS)
+        second = propose(app, part(app, first).end + 1, 100 * MiB_SECTORS)
         smap.move_to(part(app, first).start)
         before = plan_of(app)
         await pilot.press("m", "right")  # against partition `second`
@@ -310,7 +245,7 @@ async def test_refusals_are_notified_with_the_reason_and_change_nothing() -> Non
         # A partition near the end cannot pass the backup GPT.
         app.clear_notifications()
         last_usable = plan_of(app).table.last_usable
-        third = propose(app, last_usable - 60 * MiB, 20 * MiB)
+        third = propose(app, last_usable - 60 * MiB_SECTORS, 20 * MiB_SECTORS)
         smap.move_to(part(app, third).end)
         await pilot.press("r", *["shift+right"] * 5)
         assert "backup GPT" in notes(app)
@@ -353,8 +288,8 @@ async def test_type_name_and_flags_of_a_partition() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 64 * MiB)
-        smap.move_to(MiB)
+        n = propose(app, MiB_SECTORS, 64 * MiB_SECTORS)
+        smap.move_to(MiB_SECTORS)
         await pilot.press("t")
         assert isinstance(app.screen, PartitionScreen)
         await pilot.press("down")  # the next named type after Linux filesystem
@@ -370,7 +305,7 @@ async def test_save_and_load_a_plan_file(tmp_path) -> None:  # type: ignore[no-u
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 32 * MiB)
+        propose(app, MiB_SECTORS, 32 * MiB_SECTORS)
         wanted = plan_of(app).table.live
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, PathScreen)
@@ -382,7 +317,7 @@ async def test_save_and_load_a_plan_file(tmp_path) -> None:  # type: ignore[no-u
         await enter_path(str(path))
         assert not isinstance(app.screen, PathScreen)
         spec = load_plan(path.read_text())
-        assert [(p.start, p.end) for p in spec.partitions] == [(MiB, 33 * MiB - 1)]
+        assert [(p.start, p.end) for p in spec.partitions] == [(MiB_SECTORS, 33 * MiB_SECTORS - 1)]
         assert json.loads(path.read_text())["label"] == "gpt"
         await pilot.press("C")
         assert not plan_of(app).live
@@ -399,12 +334,12 @@ async def test_a_key_drag_step_repaints_only_the_rows_of_the_edges() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 1200 * MiB)  # many rows tall at the whole-disk zoom
-        smap.move_to(MiB)
+        n = propose(app, MiB_SECTORS, 1200 * MiB_SECTORS)  # many rows tall at the whole-disk zoom
+        smap.move_to(MiB_SECTORS)
         await pilot.press("m")
         await pilot.pause()
-        first_row = MiB // smap.spc // smap.cols
-        last_row = (1201 * MiB - 1) // smap.spc // smap.cols
+        first_row = MiB_SECTORS // smap.spc // smap.cols
+        last_row = (1201 * MiB_SECTORS - 1) // smap.spc // smap.cols
         assert last_row - first_row >= 4
         rendered: list[int] = []
         original = smap._render_row
@@ -416,6 +351,6 @@ async def test_a_key_drag_step_repaints_only_the_rows_of_the_edges() -> None:
         smap._render_row = spy  # type: ignore[method-assign]
         await pilot.press("right")
         await pilot.pause()
-        assert app.session.shown.partition(n).start == 2 * MiB  # type: ignore[union-attr]
+        assert app.session.shown.partition(n).start == 2 * MiB_SECTORS  # type: ignore[union-attr]
         assert set(rendered) <= {first_row, last_row}, rendered  # not the rows in between
         await pilot.press("enter")

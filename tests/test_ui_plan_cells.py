@@ -6,7 +6,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costs import calls
 from diskplan.model.extent import Partition
 from diskplan.model.findings import analyze
 from diskplan.model.geometry import Geometry
@@ -15,6 +14,7 @@ from diskplan.model.plan import Plan
 from diskplan.model.table import new_table
 from diskplan.ui.cells import MapContent
 from diskplan.ui.planning import DragKind, Session, judging_grain
+from helpers.costs import calls
 
 
 def fresh(plan: Plan) -> MapContent:

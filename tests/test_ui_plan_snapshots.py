@@ -20,24 +20,13 @@ from diskplan.model import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.target import Target
+from helpers.pilot import demo, settle, wait_for
 
 NORMAL = (100, 30)
 CONSOLE = (80, 25)
 # The confirmation screen shows the image's path: a fixed one keeps the snapshot stable.
 IMAGE = pathlib.Path("/tmp/diskplan-ui-snapshot/disk.img")
 NOBODY = Host(users=lambda path: [])
-
-
-def demo(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
-
-
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await pilot.pause()
-    pilot.app.clear_notifications()
-    await pilot.pause()
 
 
 def planned(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -85,10 +74,7 @@ async def confirm(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.press("n", "ctrl+a", "ctrl+k", *"16MiB", "enter", "w")
     screen = app.screen
     assert isinstance(screen, CommitScreen)
-    for _ in range(400):
-        await pilot.pause(0.05)
-        if screen.proposal is not None:
-            break
+    await wait_for(pilot, lambda: screen.proposal is not None, 20)
     app.clear_notifications()
     await pilot.pause()
 

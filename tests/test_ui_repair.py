@@ -1,31 +1,18 @@
 """The GPT repair offered in the planner: a damaged backup header is shown, R plans the repair as the one
 pending change, the commit screen lists it, "yes" writes it, and the disk read again is whole. Real images
-made by sgdisk; the referees are `sgdisk -v` and `gdisk -l` (through test_repair.sgdisk_clean)."""
+made by sgdisk; the referees are `sgdisk -v` and `gdisk -l` (through helpers.images.sgdisk_clean)."""
 
 from __future__ import annotations
 
 import asyncio
-import pathlib
 
-from conftest import need_tool, run
 from diskplan.backend.commit import Verdict
 from diskplan.model.plan import REPAIR_PENDING
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
-from test_repair import DAMAGE, sgdisk_clean
-from test_ui_commit import image_target, text_of, wait_for
-
-MiB = 1 << 20
-
-
-def damaged_gpt(tmp_path: pathlib.Path) -> pathlib.Path:
-    img = tmp_path / "disk.img"
-    with open(img, "wb") as f:
-        f.truncate(32 * MiB)
-    run(need_tool("sgdisk"), "-n1:2048:+8M", "-c1:boot", "-t1:ef00", "-n2:0:+8M", "-c2:root", str(img))
-    DAMAGE["backup-header-zeroed"](img)
-    assert not sgdisk_clean(img)
-    return img
+from helpers.images import damaged_gpt, sgdisk_clean
+from helpers.pilot import image_target, text_of, wait_for
+from helpers.units import MiB
 
 
 def test_the_planner_offers_plans_and_writes_the_gpt_repair(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

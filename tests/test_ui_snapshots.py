@@ -7,17 +7,12 @@ Update after an intended change with: .venv/bin/python -m pytest tests/test_ui_s
 from __future__ import annotations
 
 from diskplan.discovery.udev import DiskInfo
-from diskplan.model import demos
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.target import Target
+from helpers.pilot import demo as target
+from helpers.pilot import settle
 
 NORMAL = (100, 30)
 CONSOLE = (80, 25)
-
-
-def target(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
 
 
 def fake_disks() -> list[DiskInfo]:
@@ -25,13 +20,6 @@ def fake_disks() -> list[DiskInfo]:
         DiskInfo("sda", "/dev/sda", "Example SSD 500GB", 500107862016, 512, 512, "gpt", False, "none"),
         DiskInfo("sdb", "/dev/sdb", "Example HDD 2TB", 2000398934016, 512, 4096, "dos", True, "mq-deadline"),
     ]
-
-
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await pilot.pause()
-    pilot.app.clear_notifications()
-    await pilot.pause()
 
 
 def test_main_screen_whole_disk(snap_compare) -> None:  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ import sys
 
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import KeysFooter
-from test_ui_commit import image_target, wait_for
-from test_ui_repair import damaged_gpt
+from helpers.images import damaged_gpt
+from helpers.pilot import image_target, wait_for
 
 LATER = ("diskplan.backend.commit", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
          "diskplan.model.planfile")
@@ -37,12 +37,12 @@ def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeyp
         app = PlannerApp(start=image_target(img))
         async with app.run_test(size=(110, 30)) as pilot:
             await wait_for(pilot, lambda: app.session is not None)
-            await pilot.pause(0.1)
             footer = app.query_one(KeysFooter)
 
             def keys() -> list[str]:
                 return [e.key for e in footer.shown]
 
+            await wait_for(pilot, lambda: "R" in keys())
             assert "R" in keys() and "w" in keys()
             assert "repair GPT" in str(footer.render())  # the first frame already showed them
             before = len(repaints)
@@ -52,7 +52,7 @@ def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeyp
             await pilot.pause(0.1)
             assert len(repaints) == before
             await pilot.press("R")  # planned: R leaves the footer
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: "R" not in keys(), 5)
             assert "R" not in keys() and "w" in keys() and len(repaints) > before
 
     asyncio.run(go())
@@ -68,13 +68,13 @@ def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:  # type: ignore[n
             footer = app.query_one(KeysFooter)
             x = str(footer.render()).index("? help")
             await pilot.click(KeysFooter, offset=(x + 1, 0))
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), 5)
             assert isinstance(app.screen, HelpScreen)
             await pilot.press("escape")
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), 5)
             x = str(footer.render()).index("^p palette")
             await pilot.click(KeysFooter, offset=(x + 1, 0))
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: type(app.screen).__name__.endswith("CommandPalette"), 5)
             assert type(app.screen).__name__.endswith("CommandPalette")
 
     asyncio.run(go())

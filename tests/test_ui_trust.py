@@ -5,14 +5,9 @@ refused on a disk too small for it. Driven with Pilot; images written by parted,
 from __future__ import annotations
 
 import asyncio
-import functools
 import pathlib
-from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any
 
-from conftest import need_tool
-from conftest import run as run_tool
 from diskplan.backend.reader import read
 from diskplan.discovery.udev import DiskInfo
 from diskplan.model import demos
@@ -30,54 +25,12 @@ from diskplan.ui.panels import StatusLine, ViewsPanel
 from diskplan.ui.screens import DevicePicker
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
-from test_ui_console import screen_text
+from helpers.pilot import blank_gpt, cell_at, demo, plan_of, propose, run, screen_text, started, wait_for
+from helpers.tools import need_tool
+from helpers.tools import run as run_tool
+from helpers.units import MiB_SECTORS
 
-MiB = 2048  # sectors of 512 B
 SIZE = (80, 25)
-
-
-def run(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-def blank_gpt(sectors: int = 2 * 1024**3 // 512) -> Target:
-    geom = Geometry(sectors=sectors, physical=4096)
-    return Target(Disk(geom, new_table("gpt", geom)), "blank gpt")
-
-
-def demo(name: str) -> Target:
-    s = demos.find(name)
-    return Target(s.planned_disk(), f"demo {s.name}", s.lesson, demo=s.name)
-
-
-def plan_of(app: PlannerApp) -> Plan:
-    assert app.session is not None
-    return app.session.plan
-
-
-def propose(app: PlannerApp, start: int, size: int) -> int:
-    outcome = plan_of(app).propose(start, size)
-    assert outcome.ok and app._step(outcome) and outcome.number is not None, outcome.message
-    return outcome.number
-
-
-async def started(app: PlannerApp, pilot) -> SectorMap:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await pilot.pause()
-    app.clear_notifications()
-    return app.sector_map
-
-
-async def wait_for(pilot, check: Callable[[], bool], seconds: float = 30) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("timed out")
 
 
 class Opened:
@@ -107,7 +60,7 @@ async def test_quitting_with_unsaved_changes_asks_first_by_every_path() -> None:
         app = PlannerApp(start=blank_gpt())
         async with app.run_test(size=SIZE) as pilot:
             await started(app, pilot)
-            propose(app, MiB, 16 * MiB)
+            propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
             await pilot.press(*keys)
             await pilot.pause()
             assert isinstance(app.screen, UnsavedScreen), keys
@@ -131,7 +84,7 @@ async def test_quitting_a_clean_or_saved_plan_asks_nothing(tmp_path: pathlib.Pat
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 16 * MiB)
+        propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, PathScreen)
         app.screen.query_one("#path").value = str(tmp_path / "plan.json")  # type: ignore[attr-defined]
@@ -144,7 +97,7 @@ async def test_quitting_a_clean_or_saved_plan_asks_nothing(tmp_path: pathlib.Pat
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 16 * MiB)
+        propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         await pilot.press("u", "q")  # undone: the plan is the disk's again
         await pilot.pause()
         assert not app.is_running
@@ -155,7 +108,7 @@ async def test_save_from_the_question_saves_then_quits(tmp_path: pathlib.Path) -
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 16 * MiB)
+        propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         await pilot.press("q", "s")
         await pilot.pause()
         assert isinstance(app.screen, PathScreen)
@@ -171,7 +124,7 @@ async def test_opening_another_disk_or_demo_or_loading_a_plan_asks_first() -> No
     app = PlannerApp(source, start=blank_gpt(), lister=list, watch_devices=False)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 16 * MiB)
+        propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         before = plan_of(app)
         # A demo from the palette, from the demo list; a plan file.
         for keys in (["ctrl+p", *"Demo: modern", "enter"], ["d", "enter"], ["ctrl+o"]):
@@ -200,13 +153,13 @@ def test_no_toast_covers_the_write_confirmation(sparse_image, tmp_path, monkeypa
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     need_tool("sfdisk")
     img = sparse_image(64 << 20)
-    run_tool("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB}, size={8 * MiB}, type=L\n")
+    run_tool("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB_SECTORS}, size={8 * MiB_SECTORS}, type=L\n")
 
     async def go() -> None:
         app = PlannerApp(start=Target(read(str(img)), img.name, path=str(img)))
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await started(app, pilot)
-            propose(app, 20 * MiB, 16 * MiB)
+            propose(app, 20 * MiB_SECTORS, 16 * MiB_SECTORS)
             # Toasts as long as the ones that covered the dialog, raised just before it opens.
             for _ in range(3):
                 app.notify("plan saved to /a/rather/long/path/that/fills/the/toast/diskplan-plan.json " * 2,
@@ -241,7 +194,7 @@ async def test_no_toast_covers_the_unsaved_question() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await started(app, pilot)
-        propose(app, MiB, 16 * MiB)
+        propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         for _ in range(4):
             app.notify("a long notification about something else entirely, " * 3, title="Refused", timeout=30)
         await pilot.press("q")
@@ -253,31 +206,23 @@ async def test_no_toast_covers_the_unsaved_question() -> None:
 # --- 5. the selection follows a mouse drag ------------------------------------------------------------
 
 
-def cell_at(smap: SectorMap, lba: int) -> tuple[int, int]:
-    x = smap.label_width + lba // smap.spc % smap.cols
-    y = lba // smap.spc // smap.cols - round(smap.scroll_offset.y)
-    hit = smap.hit_at(x, y)
-    assert hit is not None and hit.lba <= lba <= hit.last, (lba, hit)
-    return x, y
-
-
 @run
 async def test_after_a_mouse_drag_the_partition_stays_selected_under_the_cursor() -> None:
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        n = propose(app, MiB, 16 * MiB)
-        smap.zoom_to(MiB)
+        n = propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
+        smap.zoom_to(MiB_SECTORS)
         smap.move_to(0)
         await pilot.pause()
         p = plan_of(app).partition(n)
         assert p is not None
-        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + 2 * MiB))
-        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + 30 * MiB))
-        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + 30 * MiB))
+        await pilot.mouse_down(SectorMap, offset=cell_at(smap, p.start + 2 * MiB_SECTORS))
+        await pilot.hover(SectorMap, offset=cell_at(smap, p.start + 30 * MiB_SECTORS))
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, p.start + 30 * MiB_SECTORS))
         await pilot.pause()
         q = plan_of(app).partition(n)
-        assert q is not None and q.start == p.start + 28 * MiB  # it moved past where it was
+        assert q is not None and q.start == p.start + 28 * MiB_SECTORS  # it moved past where it was
         item = smap.cursor_item
         assert item is not None and item.number == n and q.start <= smap.cursor_lba <= q.end
         assert smap.selected == n
@@ -322,7 +267,7 @@ def test_an_ebr_is_one_sector_and_the_rest_a_gap(sparse_image) -> None:  # type:
     assert f"LBA {ebrs[0].extent.start:,}: 1 sector = 512 B" in lines
     # ] stops on every partition of the table, the extended one too.
     ext = next(p for p in disk.table.partitions if p.role.value == "extended")
-    assert content.next_start(8 * MiB - 1) == ext.start
+    assert content.next_start(8 * MiB_SECTORS - 1) == ext.start
 
 
 def test_a_one_sector_block_reads_lba_n_not_n_to_n() -> None:
@@ -348,7 +293,7 @@ def test_the_write_dialog_header_has_no_nested_parentheses(sparse_image, tmp_pat
         app = PlannerApp(start=Target(disk, img.name, path=str(img)))
         async with app.run_test(size=(100, 30)) as pilot:
             await started(app, pilot)
-            propose(app, MiB, 16 * MiB)
+            propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
             await pilot.press("w")
             screen = app.screen
             assert isinstance(screen, CommitScreen)
@@ -390,7 +335,7 @@ async def test_at_80_columns_the_status_line_leaves_out_fields_instead_of_cuttin
     app = PlannerApp(start=Target(Disk(geom, table), "20 TB"))
     async with app.run_test(size=SIZE) as pilot:
         smap = await started(app, pilot)
-        outcome = plan_of(app).propose(12_345_678_901, 100 * MiB, name=name)
+        outcome = plan_of(app).propose(12_345_678_901, 100 * MiB_SECTORS, name=name)
         assert outcome.ok and app._step(outcome)
         await pilot.press("u", "ctrl+y")  # the step's own message gives way to the cursor's status
         start = plan_of(app).partition(1).start  # type: ignore[union-attr]
@@ -408,7 +353,7 @@ async def test_a_long_step_message_is_cut_at_a_word() -> None:
         await started(app, pilot)
         said = ("snapping to custom: 6,144 sectors (3 MiB); every proposed partition was re-snapped to the grain "
                 "and nothing else moved at all")
-        app._say(said)
+        app.say(said)
         await pilot.pause()
         shown = str(app.query_one(StatusLine).render()).splitlines()[1].rstrip()
         assert len(shown) <= SIZE[0] and (" " + said).startswith(shown) and said[len(shown) - 1] == " ", shown

@@ -1,12 +1,14 @@
 """The planner application: the sector map with its status line, partition list, explanations, facts and
-pending changes. What changes the plan lives in plan_actions.py; this module lays out the screen, opens
-disks and follows the cursor."""
+pending changes. What changes the plan lives in plan_actions.py (a mixin that needs only its
+``PlannerView`` of this app); this module lays out the screen, opens disks, follows the cursor and shows
+what each step did."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -19,10 +21,11 @@ from textual.screen import Screen
 
 from diskplan.model import demos
 from diskplan.model.extent import State
-from diskplan.model.grain import Grain
-from diskplan.model.plan import Plan
+from diskplan.model.grain import Grain, SnapTarget
+from diskplan.model.plan import Outcome
 from diskplan.model.report import table_findings as findings_of_table
 from diskplan.model.safetext import safe
+from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
@@ -36,14 +39,15 @@ from diskplan.ui.panels import (
 )
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
-from diskplan.ui.planning import DragKind, Session, judging_grain
+from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, repair_hint, requested_extent
 from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
-from diskplan.ui.target import Source, Target
+from diskplan.ui.target import Source, Target, why_not_writable
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
     from textual.notifications import SeverityLevel
 
     from diskplan.backend.commit import Host
+    from diskplan.model.disk import Disk
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
 # (an xterm title; scripts/bench_floor.py writes the same).
@@ -163,8 +167,6 @@ class PlannerApp(PlanActions, App[int]):
             self._filters = [f for f in self._filters if not isinstance(f, Monochrome | NoColor)] + [NoColor()]
         self.host = host  # who uses a disk (tests hand in their own); discovery.inuse by default
         self.session: Session | None = None
-        self._mouse_on_existing: int | None = None
-        self._mouse_moved = False
         self._said = ""  # what the last step did, shown until the cursor moves
         self._said_at = -1
         self.source = source
@@ -183,7 +185,6 @@ class PlannerApp(PlanActions, App[int]):
         self._repair_offered = False  # the footer shows R while the plan offers a repair
         self._opened_at = 0
         self._console_glyphs = ConsoleGlyphs()
-        self._saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
         self._confirming: list[Screen[object]] = []  # screens asking for consent: no toast may cover them
         self._held: list[tuple[str, str, SeverityLevel, float | None]] = []  # toasts raised meanwhile
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
@@ -340,8 +341,7 @@ class PlannerApp(PlanActions, App[int]):
         """Show a disk: the map, the list, the facts; the plan starts from its table."""
         self.target = target
         disk = target.disk
-        self.session = Session(disk.geometry, disk.table,
-                               reader=tuple(f for f in disk.findings if f.partition is not None), offer=disk.repair)
+        self.session = Session.for_disk(disk)
         plan = self.session.plan
         self.grain = judging_grain(plan)
         self._item_index = None
@@ -351,7 +351,7 @@ class PlannerApp(PlanActions, App[int]):
         smap.select(None)
         smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan))
         self._facts(found)
-        self._plan_panels()
+        self.show_plan_panels()
         self._opened_at = smap.cursor_lba
         self._follow_table()
         # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
@@ -365,8 +365,9 @@ class PlannerApp(PlanActions, App[int]):
         if os.environ.get("DISKPLAN_BENCH") == "first-frame":
             self.call_after_refresh(self._first_frame_drawn)
         serious = [f for f in found if f.severity != "notice"]
-        if self.repair_hint():
-            self.notify(self.repair_hint(), title="This table can be repaired", severity="warning", timeout=12)
+        hint = repair_hint(plan)
+        if hint:
+            self.notify(hint, title="This table can be repaired", severity="warning", timeout=12)
         elif serious:
             more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
             self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
@@ -382,6 +383,33 @@ class PlannerApp(PlanActions, App[int]):
             self._driver.write(BENCH_MARK)
             self._driver.flush()
         self.exit()
+
+    @work(thread=True, exclusive=True, group="load")
+    def reread(self, path: str) -> None:
+        """Read the disk again after a write; the plan starts again from it."""
+        from diskplan.backend.reader import ReadError, read
+
+        try:
+            disk = read(path)
+        except ReadError as exc:
+            self.call_from_thread(self._load_failed, f"{path}: {exc}")
+            return
+        self.call_from_thread(self._adopt_disk, disk)
+
+    def _adopt_disk(self, read_back: Disk) -> None:
+        """The disk after a commit: its new table, with the geometry (and overrides) it had; the plan
+        starts again from it, with the same snapping target."""
+        if self.target is None or self.session is None:
+            return
+        old = self.session.plan
+        disk = replace(self.target.disk, table=read_back.table, findings=read_back.findings,
+                       messages=read_back.messages, views=read_back.views, repair=read_back.repair,
+                       filesystem=read_back.filesystem)
+        self.target = replace(self.target, disk=disk, note="")
+        self.session = Session.for_disk(disk, old.target)
+        self._facts()
+        self.show_plan()
+        self.say(f"read back: {self.target.path} holds the new table")
 
     def _facts(self, table_findings: tuple | None = None) -> None:  # type: ignore[type-arg]
         if self.target is None or self.grain is None:
@@ -471,7 +499,93 @@ class PlannerApp(PlanActions, App[int]):
         geom = self.target.disk.geometry
         zoom = zoom_text(geom, self.sector_map.spc)
         short = zoom_text(geom, self.sector_map.spc, short=True)
-        self.query_one(TitleBar).show(self.target.title, zoom, self.snap_text(), short)
+        self.query_one(TitleBar).show(self.target.title, zoom, self._snap_text(), short)
+
+    def _snap_text(self) -> str:
+        """For the title bar: "snap optimal 1 MiB"."""
+        if self.session is None:
+            return ""
+        plan = self.session.plan
+        g = plan.grain
+        ss = plan.geometry.logical
+        snap = f"snap {plan.target.value} {human_bytes(g.sectors * ss)}" if plan.target is not SnapTarget.NONE \
+            else "snap none"
+        judged = self.grain  # what findings judge: the device's grain, whatever the snapping target
+        if judged is not None and judged != g:
+            snap += f" · findings {human_bytes(judged.sectors * ss)}"
+        return snap
+
+    # --- showing the plan (what plan_actions.py asks for) -----------------------------------------------
+
+    def show_plan(self) -> None:
+        """The present plan changed (a step, undo, redo): map, list, legend, changes, title."""
+        s = self.session
+        if s is None:
+            return
+        plan = s.plan
+        grain = judging_grain(plan)
+        changed_grain = grain != self.grain
+        self.grain = grain
+        self.sector_map.set_table(plan.table, s.findings(plan), grain)  # TableChanged: the list and explanation
+        self.show_plan_panels()
+        if changed_grain:
+            self._update_title()
+
+    def show_plan_panels(self) -> None:
+        """What follows the plan but not each drag step: legend, changes panel, its tab, the title."""
+        s = self.session
+        if s is None:
+            return
+        plan = s.plan
+        states = {p.state for p in plan.table.partitions}
+        self.query_one(StatusLine).show_legend(self.sector_map, plan.geometry, self.grain,
+                                               proposed=State.PROPOSED in states, deleting=State.DELETE in states)
+        views = self.query_one(ViewsPanel)
+        views.show_changes(plan, s.history, why_not_writable(self.target))
+        self._show_tabs(views.current)
+        self._update_title()
+        offered = bool(repair_hint(plan))
+        if offered != self._repair_offered:  # only then: each refresh recomposes the footer
+            self._repair_offered = offered
+            self.refresh_bindings()
+
+    def say(self, text: str) -> None:
+        """A line in the status bar until the cursor moves."""
+        self._said = text
+        self._said_at = self.sector_map.cursor_lba
+        self.query_one(StatusLine).update(" " + text)
+
+    def show_preview(self, preview: Preview) -> None:
+        """One drag step: only the map's rows where an edge was or is, and the mouse's marks."""
+        if preview.changed:
+            self.sector_map.patch_table(preview.outcome.plan.table, preview.changed)
+        marks = requested_extent(preview.outcome.snap, self.sector_map.content.sectors if self.sector_map.content
+                                 else 0)
+        s = self.session
+        if s is not None and s.drag is not None and not s.drag.keyboard and marks is not None:
+            self.sector_map.set_marks((marks,))
+
+    def show_drag(self, note: str = "") -> None:
+        """The drag in the status line."""
+        s = self.session
+        if s is None or s.drag is None:
+            return
+        d = s.drag
+        shown = d.shown.partition(d.number)
+        width = self.query_one(StatusLine).size.width or self.size.width
+        self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
+
+    def drag_ended(self, outcome: Outcome | None) -> None:
+        """The drag is recorded (or came to nothing): the list, the explanation and the panels follow."""
+        smap = self.sector_map
+        smap.set_marks(())
+        if outcome is not None and smap.content is not None:
+            self._list(smap.content)
+            self.show_plan_panels()
+            self._on_cursor(smap.cursor_lba, smap.cursor_item)
+            self.say(outcome.message)
+        else:
+            self._on_cursor(smap.cursor_lba, smap.cursor_item)
 
     @on(PartitionList.Chosen)
     def _chosen(self, event: PartitionList.Chosen) -> None:

@@ -1,5 +1,6 @@
 """Everything the planner does to the plan: propose, move and resize (mouse and keys), delete, undo and
-redo, snapping, plan files, and the commit. A mixin of ``PlannerApp`` (app.py declares the key bindings).
+redo, snapping, plan files, and the commit. A mixin of ``PlannerApp`` (app.py declares the key bindings and
+shows what comes back); what it needs from the app is ``PlannerView``, public names only.
 
 The rule for speed: a drag step touches the map through ``SectorMap.patch_table`` (the rows where an
 edge was or is) and the status line, nothing else; the partition list, the explanation and the
@@ -11,28 +12,67 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
-from textual import work
+from typing import TYPE_CHECKING, Any, Protocol
 
 from diskplan.model.extent import State
-from diskplan.model.grain import SnapTarget
 from diskplan.model.plan import Outcome, Plan
 from diskplan.ui.cells import Item
-from diskplan.ui.panels import StatusLine, ViewsPanel
-from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, requested_extent
+from diskplan.ui.planning import DragKind, Preview, Session
+from diskplan.ui.target import why_not_writable
 
 # Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.screen import Screen
+
     from diskplan.backend.commit import Host
     from diskplan.backend.commit import Outcome as CommitOutcome
-    from diskplan.model.disk import Disk
-    from diskplan.ui.app import PlannerApp
+    from diskplan.model.grain import Grain
     from diskplan.ui.dialogs import SnapChoice
     from diskplan.ui.sectormap import SectorMap
+    from diskplan.ui.target import Target
 
-    _Base = PlannerApp
+
+class PlannerView(Protocol):
+    """What planning needs from the app besides Textual's ``App`` (notify, push_screen, ...): the open disk
+    and its session, the map, and ways to show what a step did."""
+
+    session: Session | None
+    target: Target | None
+    grain: Grain | None  # what findings judge
+    host: Host | None  # who uses a disk; None: discovery.inuse
+
+    @property
+    def sector_map(self) -> SectorMap: ...
+
+    def show_plan(self) -> None:
+        """The present plan changed (a step, undo, redo): map, list, legend, changes, title."""
+
+    def show_preview(self, preview: Preview) -> None:
+        """One drag step on the map."""
+
+    def show_drag(self, note: str = "") -> None:
+        """The drag in the status line."""
+
+    def drag_ended(self, outcome: Outcome | None) -> None:
+        """The drag is recorded (or came to nothing): the list, the explanation and the panels follow."""
+
+    def say(self, text: str) -> None:
+        """A line in the status bar until the cursor moves."""
+
+    def reread(self, path: str) -> object:
+        """Read the disk again after a write; the plan starts again from it."""
+
+    def action_view(self, name: str) -> None: ...
+
+    def push_confirmation(self, screen: Screen[Any], callback: Callable[[Any], None]) -> None:
+        """A screen asking for consent, which nothing may cover."""
+
+
+if TYPE_CHECKING:  # the mixin's self: a Textual app (notify, push_screen, ...) that is a PlannerView
+
+    class _Base(App[int], PlannerView): ...
+
 else:
     _Base = object
 
@@ -51,13 +91,9 @@ def unnested(model: str) -> str:
 
 
 class PlanActions(_Base):
-    session: Session | None
-    _mouse_on_existing: int | None
-    _mouse_moved: bool
-    _said: str
-    _said_at: int
-    _repair_offered: bool
-    _saved_plan: Plan | None
+    _saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
+    _mouse_on_existing: int | None = None  # a press on a partition on the disk: a drag says why it cannot move
+    _mouse_moved = False
 
     # --- changes that would be lost ----------------------------------------------------------------------
 
@@ -88,50 +124,7 @@ class PlanActions(_Base):
 
         self.push_confirmation(UnsavedScreen(what, n), answer)
 
-    # --- showing the plan ------------------------------------------------------------------------------
-
-    def _on_plan_changed(self) -> None:
-        """The present plan changed (a step, undo, redo): map, list, legend, changes, title."""
-        s = self.session
-        if s is None:
-            return
-        plan = s.plan
-        grain = judging_grain(plan)
-        changed_grain = grain != self.grain
-        self.grain = grain
-        self.sector_map.set_table(plan.table, s.findings(plan), grain)  # TableChanged: the list and explanation
-        self._plan_panels()
-        if changed_grain:
-            self._update_title()
-
-    def _plan_panels(self) -> None:
-        """What follows the plan but not each drag step: legend, changes panel, its tab, the title."""
-        s = self.session
-        if s is None:
-            return
-        plan = s.plan
-        states = {p.state for p in plan.table.partitions}
-        self.query_one(StatusLine).show_legend(self.sector_map, plan.geometry, self.grain,
-                                               proposed=State.PROPOSED in states, deleting=State.DELETE in states)
-        views = self.query_one(ViewsPanel)
-        views.show_changes(plan, s.history, self._why_not_writable())
-        self._show_tabs(views.current)
-        self._update_title()
-        offered = bool(self.repair_hint())
-        if offered != self._repair_offered:  # only then: each refresh recomposes the footer
-            self._repair_offered = offered
-            self.refresh_bindings()
-
-    def _why_not_writable(self) -> str:
-        if self.target is None or not self.target.path:
-            return "this disk is shown from the model: there is nothing to write to"
-        return ""
-
-    def _say(self, text: str) -> None:
-        """A line in the status bar until the cursor moves."""
-        self._said = text
-        self._said_at = self.sector_map.cursor_lba
-        self.query_one(StatusLine).update(" " + text)
+    # --- steps -----------------------------------------------------------------------------------------
 
     def _step(self, outcome: Outcome | None, *, say: bool = True) -> bool:
         """Record a step; a refusal is a notification with its reason and the plan stays as it was."""
@@ -142,9 +135,9 @@ class PlanActions(_Base):
             return False
         recorded = self.session.apply(outcome)
         if recorded:
-            self._on_plan_changed()
+            self.show_plan()
         if say:
-            self._say(outcome.message)
+            self.say(outcome.message)
         return recorded
 
     def _under_cursor(self) -> Item | None:
@@ -242,8 +235,8 @@ class PlanActions(_Base):
         if what is None:
             self.notify("Nothing to undo.", timeout=2)
             return
-        self._on_plan_changed()
-        self._say(f"undone: {what}")
+        self.show_plan()
+        self.say(f"undone: {what}")
 
     def action_redo(self) -> None:
         s = self._plan_session()
@@ -253,8 +246,8 @@ class PlanActions(_Base):
         if what is None:
             self.notify("Nothing to redo.", timeout=2)
             return
-        self._on_plan_changed()
-        self._say(f"redone: {what}")
+        self.show_plan()
+        self.say(f"redone: {what}")
 
     def action_repair(self) -> None:
         """Plan the repair the disk offers (a damaged GPT copy or a lost protective MBR): a pending change
@@ -273,13 +266,6 @@ class PlanActions(_Base):
             return
         if self._step(s.plan.repair()):
             self.action_view("changes")
-
-    def repair_hint(self) -> str:
-        """One line about the repair the disk offers, while it is not planned ("" when none)."""
-        plan = self.session.plan if self.session is not None else None
-        if plan is None or plan.offer is None or plan.repairing:
-            return ""
-        return f"{plan.offer.reason}. R plans the repair: {plan.offer.summary}"
 
     def action_clear_plan(self) -> None:
         s = self._plan_session()
@@ -307,22 +293,6 @@ class PlanActions(_Base):
         if s is not None:
             self._step(s.plan.fix_layout())
 
-    def snap_text(self) -> str:
-        """For the title bar: "snap optimal 1 MiB"."""
-        if self.session is None:
-            return ""
-        plan = self.session.plan
-        g = plan.grain
-        from diskplan.model.units import human_bytes
-
-        ss = plan.geometry.logical
-        snap = f"snap {plan.target.value} {human_bytes(g.sectors * ss)}" if plan.target is not SnapTarget.NONE \
-            else "snap none"
-        judged = self.grain  # what findings judge: the device's grain, whatever the snapping target
-        if judged is not None and judged != g:
-            snap += f" · findings {human_bytes(judged.sectors * ss)}"
-        return snap
-
     # --- moving and resizing with the keys --------------------------------------------------------------
 
     def _begin_keys(self, kind: DragKind) -> None:
@@ -340,7 +310,7 @@ class PlanActions(_Base):
         self.sector_map.select(n)
         self.refresh_bindings()
         self._follow_edge()
-        self._drag_status()
+        self.show_drag()
 
     def action_move(self) -> None:
         self._begin_keys(DragKind.MOVE)
@@ -355,11 +325,11 @@ class PlanActions(_Base):
         preview = s.nudge(steps)
         if preview.refused:
             self.notify(preview.outcome.message, title="Refused", severity="warning", timeout=5)
-            self._drag_status(note=preview.outcome.message)
+            self.show_drag(note=preview.outcome.message)
             return
-        self._show_preview(preview)
+        self.show_preview(preview)
         self._follow_edge()
-        self._drag_status()
+        self.show_drag()
 
     def action_other_edge(self) -> None:
         s = self.session
@@ -367,7 +337,7 @@ class PlanActions(_Base):
             return
         s.switch_edge()
         self._follow_edge()
-        self._drag_status()
+        self.show_drag()
 
     def action_drag_done(self) -> None:
         s = self.session
@@ -375,7 +345,7 @@ class PlanActions(_Base):
             return
         outcome = s.finish()
         self.refresh_bindings()
-        self._after_drag(outcome)
+        self.drag_ended(outcome)
 
     def action_drag_cancel(self) -> None:
         s = self.session
@@ -386,7 +356,7 @@ class PlanActions(_Base):
         self.sector_map.set_marks(())
         if back is not None:
             self.sector_map.set_table(back.table, s.findings(back), self.grain)
-        self._say("cancelled: nothing moved")
+        self.say("cancelled: nothing moved")
 
     def _follow_edge(self) -> None:
         """Keys: the cursor goes with the edge being moved, so it stays on screen."""
@@ -396,36 +366,6 @@ class PlanActions(_Base):
         p = s.drag.shown.partition(s.drag.number)
         if p is not None:
             self.sector_map.move_to(p.end if s.drag.kind is DragKind.END else p.start)
-
-    def _show_preview(self, preview: Preview) -> None:
-        if preview.changed:
-            self.sector_map.patch_table(preview.outcome.plan.table, preview.changed)
-        marks = requested_extent(preview.outcome.snap, self.sector_map.content.sectors if self.sector_map.content
-                                 else 0)
-        s = self.session
-        if s is not None and s.drag is not None and not s.drag.keyboard and marks is not None:
-            self.sector_map.set_marks((marks,))
-
-    def _drag_status(self, note: str = "") -> None:
-        s = self.session
-        if s is None or s.drag is None:
-            return
-        d = s.drag
-        shown = d.shown.partition(d.number)
-        width = self.query_one(StatusLine).size.width or self.size.width
-        self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
-
-    def _after_drag(self, outcome: Outcome | None) -> None:
-        """The drag is recorded (or came to nothing): the list, the explanation and the panels follow."""
-        smap = self.sector_map
-        smap.set_marks(())
-        if outcome is not None and smap.content is not None:
-            self._list(smap.content)
-            self._plan_panels()
-            self._on_cursor(smap.cursor_lba, smap.cursor_item)
-            self._say(outcome.message)
-        else:
-            self._on_cursor(smap.cursor_lba, smap.cursor_item)
 
     # --- moving and resizing with the mouse -----------------------------------------------------------
 
@@ -457,7 +397,7 @@ class PlanActions(_Base):
         self._mouse_on_existing = None
         self._mouse_moved = False
         self.sector_map.select(p.number)
-        self._drag_status()
+        self.show_drag()
 
     def on_sector_map_map_mouse_move(self, event: SectorMap.MapMouseMove) -> None:
         s = self.session
@@ -475,8 +415,8 @@ class PlanActions(_Base):
         s = self.session
         assert s is not None and s.drag is not None
         preview = s.drag_to(lba)
-        self._show_preview(preview)
-        self._drag_status(note=preview.outcome.message if preview.refused else "")
+        self.show_preview(preview)
+        self.show_drag(note=preview.outcome.message if preview.refused else "")
 
     def on_sector_map_map_mouse_up(self, event: SectorMap.MapMouseUp) -> None:
         self._mouse_on_existing = None
@@ -485,7 +425,7 @@ class PlanActions(_Base):
             return
         if not self._mouse_moved:  # a click: nothing moves
             s.cancel()
-            self._after_drag(None)
+            self.drag_ended(None)
             return
         self._mouse_to(event.hit.lba)
         number = s.drag.number
@@ -493,7 +433,7 @@ class PlanActions(_Base):
         p = s.plan.partition(number)
         if p is not None:  # the cursor goes with the partition (it was where the drag began)
             self.sector_map.move_to(min(max(event.hit.lba, p.start), p.end))
-        self._after_drag(outcome)
+        self.drag_ended(outcome)
 
     # --- plan files -------------------------------------------------------------------------------------
 
@@ -576,7 +516,7 @@ class PlanActions(_Base):
         s = self._plan_session()
         if s is None or self.target is None:
             return
-        why = self._why_not_writable()
+        why = why_not_writable(self.target)
         if why:
             self.notify(why[0].upper() + why[1:] + (f" ({self.target.note})" if self.target.note else ""),
                         title="Cannot write", severity="warning", timeout=8)
@@ -596,35 +536,8 @@ class PlanActions(_Base):
         if outcome is None or self.target is None:
             return
         if outcome.verdict is Verdict.WRITTEN:
-            self._say(f"{outcome.message}; reading the disk again...")
-            self._reread(self.target.path)
+            self.say(f"{outcome.message}; reading the disk again...")
+            self.reread(self.target.path)
         elif outcome.verdict is Verdict.FAILED:
             self.notify(outcome.message + (f" - {outcome.restore_command}" if outcome.restore_command else ""),
                         title="The write failed", severity="error", timeout=15)
-
-    @work(thread=True, exclusive=True, group="load")
-    def _reread(self, path: str) -> None:
-        from diskplan.backend.reader import ReadError, read
-
-        try:
-            disk = read(path)
-        except ReadError as exc:
-            self.call_from_thread(self._load_failed, f"{path}: {exc}")
-            return
-        self.call_from_thread(self._adopt_disk, disk)
-
-    def _adopt_disk(self, read_back: Disk) -> None:
-        """The disk after a commit: its new table, with the geometry (and overrides) it had; the plan
-        starts again from it, with the same snapping target."""
-        if self.target is None or self.session is None:
-            return
-        old = self.session.plan
-        disk = replace(self.target.disk, table=read_back.table, findings=read_back.findings,
-                       messages=read_back.messages, views=read_back.views, repair=read_back.repair,
-                       filesystem=read_back.filesystem)
-        self.target = replace(self.target, disk=disk, note="")
-        self.session = Session(old.geometry, disk.table, old.target,
-                               tuple(f for f in disk.findings if f.partition is not None), offer=disk.repair)
-        self._facts()
-        self._on_plan_changed()
-        self._say(f"read back: {self.target.path} holds the new table")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import SEVERITY_RANK, SHARED_BLOCK, Finding, analyze
@@ -20,6 +21,9 @@ from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
+
+if TYPE_CHECKING:
+    from diskplan.model.disk import Disk
 
 Changed = dict[int, tuple[Partition, tuple[Finding, ...]]]
 
@@ -137,6 +141,13 @@ class Session:
         self.drag: Drag | None = None
         self._judged: tuple[Plan, list[Finding]] | None = None
 
+    @classmethod
+    def for_disk(cls, disk: Disk, target: SnapTarget = SnapTarget.OPTIMAL) -> Session:
+        """The plan for a disk as read: it starts from the disk's table, keeps what the reader found about
+        its partitions, and can plan the repair the disk offers."""
+        reader = tuple(f for f in disk.findings if f.partition is not None)
+        return cls(disk.geometry, disk.table, target, reader, offer=disk.repair)
+
     @property
     def plan(self) -> Plan:
         """The plan in the history (a drag's preview is ``drag.shown``)."""
@@ -236,6 +247,13 @@ class Session:
         """Forget the drag; the plan to show again (None when nothing was previewed)."""
         d, self.drag = self.drag, None
         return None if d is None or d.shown is d.base else d.base
+
+
+def repair_hint(plan: Plan | None) -> str:
+    """One line about the repair the disk offers, while it is not planned ("" when none)."""
+    if plan is None or plan.offer is None or plan.repairing:
+        return ""
+    return f"{plan.offer.reason}. R plans the repair: {plan.offer.summary}"
 
 
 # --- words for the status line ----------------------------------------------------------------------

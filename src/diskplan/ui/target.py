@@ -23,6 +23,13 @@ class Target:
     path: str = ""  # the file or device a commit writes to; "" when there is none (a model-only demo)
 
 
+def why_not_writable(target: Target | None) -> str:
+    """Why a plan for ``target`` cannot be written ("" when it can)."""
+    if target is None or not target.path:
+        return "this disk is shown from the model: there is nothing to write to"
+    return ""
+
+
 class Source(Protocol):
     """Opens what the user asks for; raises an exception whose text is one line for the user."""
 

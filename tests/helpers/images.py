@@ -1,5 +1,5 @@
-"""Helpers shared by the commit, backup, in-use and apply tests (no tests here): referees' views of a
-table, random data in partitions and its checksums, kernel partitions, mounts and swap on loop devices."""
+"""Images and what the referees read from them: referees' views of a table, random data in partitions and
+its checksums, kernel partitions, mounts and swap on loop devices, and GPTs damaged the way disks break."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import os
 import pathlib
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from conftest import need_tool, run
 from diskplan.backend.commit import Host
 from diskplan.discovery import inuse
+from helpers.tools import need_tool, run
+from helpers.units import SECTOR, MiB
 
 HOST = Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
 _SFDISK_LINE = re.compile(r"^(\S+) : start=\s*(\d+), size=\s*(\d+), type=([0-9A-Fa-f-]+)(.*)$")
@@ -129,3 +130,67 @@ def swapping(node: str) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["swapoff", node], capture_output=True)
+
+
+# --- damaged GPTs -----------------------------------------------------------------------------------
+
+
+def poke(image: pathlib.Path | str, offset: int, data: bytes) -> None:
+    fd = os.open(image, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def flip(image: pathlib.Path | str, offset: int) -> None:
+    fd = os.open(image, os.O_RDWR)
+    try:
+        b = os.pread(fd, 1, offset)
+        os.pwrite(fd, bytes([b[0] ^ 0xFF]), offset)
+    finally:
+        os.close(fd)
+
+
+def last_lba(image: pathlib.Path | str, sector: int = SECTOR) -> int:
+    fd = os.open(image, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END) // sector - 1
+    finally:
+        os.close(fd)
+
+
+DAMAGE: dict[str, Callable[[pathlib.Path | str], None]] = {
+    "primary-header-zeroed": lambda img: poke(img, SECTOR, bytes(SECTOR)),
+    "primary-header-flipped": lambda img: flip(img, SECTOR + 60),
+    "primary-entries-flipped": lambda img: flip(img, 2 * SECTOR + 56),
+    "backup-header-zeroed": lambda img: poke(img, last_lba(img) * SECTOR, bytes(SECTOR)),
+    "backup-entries-flipped": lambda img: flip(img, (last_lba(img) - 32) * SECTOR + 60),
+    "protective-mbr-zeroed": lambda img: poke(img, 0, bytes(SECTOR)),
+}
+
+
+def sgdisk_clean(target: pathlib.Path | str) -> bool:
+    """`sgdisk -v` finds no problem, and found none while loading either: it verifies the table it loaded,
+    after quietly rebuilding a bad header or a missing protective MBR in memory (said only on stderr).
+    gdisk agrees that the GPT and its protective MBR are valid."""
+    proc = subprocess.run([need_tool("sgdisk"), "-v", str(target)], capture_output=True, text=True)
+    said = proc.stdout + proc.stderr
+    gdisk = subprocess.run([need_tool("gdisk"), "-l", str(target)], capture_output=True, text=True, input="q\n")
+    return (
+        "No problems found" in proc.stdout
+        and not re.search(r"corrupt|invalid|CRC|ERROR|regenerat|new protective MBR|Warning", said, re.I)
+        and "Found valid GPT with protective MBR; using GPT." in gdisk.stdout
+    )
+
+
+def damaged_gpt(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A 32 MiB GPT made by sgdisk (boot, root), its backup header zeroed."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(32 * MiB)
+    run(need_tool("sgdisk"), "-n1:2048:+8M", "-c1:boot", "-t1:ef00", "-n2:0:+8M", "-c2:root", str(img))
+    DAMAGE["backup-header-zeroed"](img)
+    assert not sgdisk_clean(img)
+    return img
