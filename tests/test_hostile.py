@@ -127,10 +127,13 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
     async def go() -> None:
         app = PlannerApp(None, None, lister=list_disks, watch_devices=False)
         async with app.run_test(size=(160, 40)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
-                           and app.screen.query_one("DataTable").row_count, 10, what="the device picker's rows")
-            await pilot.pause(0.2)
-            text = "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+            def shown() -> str:
+                return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+
+            # Other loop devices may come and go meanwhile (a shared machine): wait for this one's row.
+            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker) and node in shown(), 10,
+                           what=f"the device picker's row for {node}")
+            text = shown()
             assert node in text and r"[b]evil\x1b]0;OWNED\x07.img" in text  # not markup, not an escape
             assert "\x1b" not in text and "\x07" not in text
 
