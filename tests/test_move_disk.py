@@ -335,3 +335,37 @@ def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None
     for data in (Extent(34, 34 + 20480 - 1), Extent(2048, 2048 + 20480 - 1), Extent(180000, 195999)):
         assert not any(e.overlaps(data) for e in extents), (data, extents)
     assert any(e.start == 0 for e in extents) and any(e.end >= 196574 for e in extents)  # both tables are in it
+
+
+def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
+    loop_device, tmp_path, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
+    from diskplan.backend import lock as wlock
+    from diskplan.backend.commit import Verdict
+    from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
+    from diskplan.cli.apply import host
+    from lockholders import holding
+
+    d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)
+    monkeypatch.setenv("XDG_STATE_HOME", str(d.state))
+    monkeypatch.setattr(wlock, "WAIT", 0.3)
+    p = prepare_move(d.dev, 1, 2048, host())
+    assert not p.refusals, p.refusals
+    journals = d.state / "diskplan" / "backups"
+    with holding("flock", d.dev) as pid:
+        who = f"{pathlib.Path(f'/proc/{pid}/comm').read_text().strip()} (pid {pid})"
+        o = execute_move(p, p.confirm_word, host())
+    assert o.verdict is Verdict.REFUSED and "is locked by another program" in o.message, o
+    assert any(f"held by {who}" in x for x in o.details), o.details
+    assert entry(d)[0] == 34 and not list(journals.glob("*.dpmove"))
+    # stopped before its first chunk: an unfinished move that resume must also finish under the lock
+    stopped = execute_move(p, p.confirm_word, host(), stop=lambda: True)
+    assert stopped.resumable, stopped
+    r = prepare_resume(d.dev, host())
+    assert not r.refusals, r.refusals
+    with holding("flock", d.dev):
+        o = execute_resume(r, r.confirm_word, host())
+    assert o.verdict is Verdict.REFUSED and "is locked by another program" in o.message, o
+    assert execute_resume(r, r.confirm_word, host()).verdict is Verdict.WRITTEN
+    assert_intact(d, 2048, entry(d)[2])

@@ -29,22 +29,31 @@ anywhere leaves a journal that ``resume`` finishes:
 Resume always finishes rather than rolls back: both directions need the same intact or saved chunk, but
 finishing is what was asked and costs only what is left. A Ctrl+C stops between chunks, says so, and
 ``resume`` finishes. Until then the partition must not be mounted: its old entry points at bytes that
-are partly overwritten (the lock and the journal keep diskplan itself from touching it).
+are partly overwritten (the write lock keeps other partitioners off only while diskplan runs).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
-from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, identity, read_target
+from diskplan.backend import lock as wlock
+from diskplan.backend.commit import (
+    CommitError,
+    Host,
+    Identity,
+    Verdict,
+    accepts,
+    confirm_word,
+    identity,
+    read_target,
+    usage,
+)
 from diskplan.backend.commit import unsafe as unsafe_now
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -126,19 +135,17 @@ class MoveOutcome:
 # --- the lock ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: str) -> Iterator[None]:
-    """BSD flock on the disk for the whole move (what udev and systemd honour, see util-linux's
-    ``--lock``). PRIVATE STOPGAP: backend/lock.py (branch ``lock``) replaces this helper."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def _take_lock(target: str, host: Host, base: MoveOutcome) -> wlock.WriteLock | MoveOutcome:
+    """The write lock every write holds (backend.lock), for the whole move or resume; or the refusal
+    naming who holds it (as commit.take_lock, with a move's outcome)."""
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise CommitError(f"{path} is locked by another program (flock)") from exc
-        yield
-    finally:
-        os.close(fd)
+        return wlock.take(target)
+    except wlock.LockBusy as exc:
+        return replace(base, message=f"refused: {exc}", details=tuple(usage(target, host)[0]))
+    except FileNotFoundError as exc:
+        return replace(base, message=f"refused: {target} is gone: {exc.strerror}")
+    except OSError as exc:
+        return replace(base, message=f"refused: {target} cannot be locked: {exc.strerror or exc}")
 
 
 # --- preparing --------------------------------------------------------------------------------------
@@ -303,8 +310,11 @@ def execute_move(
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     assert p.entry is not None
+    held = _take_lock(p.target, host, base)
+    if isinstance(held, MoveOutcome):
+        return held
     try:
-        with _locked(p.target):
+        with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
             now = _recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))
@@ -484,8 +494,11 @@ def execute_resume(
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
+    held = _take_lock(p.target, host, base)
+    if isinstance(held, MoveOutcome):
+        return held
     try:
-        with _locked(p.target):
+        with held:
             now = _recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))
