@@ -229,7 +229,7 @@ def kill_and_resume(d: Disk, to: int, kill: str) -> None:
 SAMPLE = [  # (point, n, start, to): right by less than a chunk (journalled) and left by 6 MiB (clean)
     ("record", 2, 34, 2048), ("read", 3, 34, 2048), ("torn", 2, 34, 2048), ("synced", 3, 34, 2048),
     ("torn", 1, 30_000, 17_712), ("write", 3, 30_000, 17_712), ("verified", 1, 30_000, 17_712),
-    ("table", 1, 34, 2048), ("record", 7, 30_000, 17_712),
+    ("table", 1, 34, 2048), ("record", 6, 30_000, 17_712),
 ]
 
 
@@ -241,7 +241,7 @@ def test_killed_move_resumes(loop_device, tmp_path, point, n, start, to) -> None
 
 def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Every run is killed (N is drawn within what the move does), then resumed."""
-    from diskplan.model.move import schedule
+    from diskplan.model.move import BATCH_BYTES, schedule
 
     runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))
     if not runs:
@@ -252,10 +252,12 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
         start = rng.choice((34, 63, 2048, 50_000))
         to = rng.choice([t for t in (2048, 2049, start + 1, start + 9000, 120_000) if t != start])
         point = rng.choice(POINTS)
-        chunks = schedule(start, to, size, 512).count
-        # per chunk: one read, torn (chunks of more than a sector), write and synced; records: one per chunk,
-        # the last W, then "verified" and "table"
-        n = {"record": rng.randint(1, chunks + 2), "verified": 1, "table": 1}.get(point, rng.randint(1, chunks))
+        plan = schedule(start, to, size, 512)
+        chunks, groups = plan.count, len(list(plan.groups(0, BATCH_BYTES // (plan.chunk * 512))))
+        # per chunk: one read, torn (chunks of more than a sector) and write; per group of chunks written
+        # between syncs (model.move): a sync and at least one record, then "verified" and "table"
+        n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups), "verified": 1,
+             "table": 1}.get(point, rng.randint(1, chunks))
         sub = tmp_path / f"run{i}"
         sub.mkdir()
         d = make_disk(loop_device, sub, start=start, size=size, disk_mib=96, seed=i)
