@@ -76,6 +76,8 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
                     break
                 pairs.append((dd, m["copying1"] - m["copying0"], m["end"] - m["start"]))
         finally:
+            # the move told the kernel about the partition: drop it first, or a detached loop device can keep it
+            subprocess.run(["partx", "-d", dev], capture_output=True)
             subprocess.run(["losetup", "--detach", dev], capture_output=True)
     if not pairs:
         return [Row("move 1 GiB", "-", "-", None, ">= 0.9x", f"failed: {m['message']}")]

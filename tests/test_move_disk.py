@@ -371,3 +371,33 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
     assert o.verdict is Verdict.REFUSED and "is locked by another program" in o.message, o
     assert execute_resume(r, r.confirm_word, host()).verdict is Verdict.WRITTEN
     assert_intact(d, 2048, entry(d)[2])
+
+
+@pytest.mark.parametrize(("label", "start"), [("gpt", 34), ("dos", 63)])
+def test_a_half_moved_partition_is_hidden_from_every_reader_until_resume(  # type: ignore[no-untyped-def]
+    loop_device, tmp_path, label, start
+) -> None:
+    """After a crash mid-move no partition node exists for it, so nothing (fstab by UUID, udisks, a boot-time
+    fsck) can mount or repair a half-moved filesystem; resume gives the entry back, type and all."""
+    d = make_disk(loop_device, tmp_path, label=label, start=start, size=40960, disk_mib=48)
+    run("partx", "-u", d.dev)
+    node = f"/sys/class/block/{os.path.basename(d.dev)}p1"
+    assert os.path.exists(node)
+    (before,) = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    # unused to every reader: on GPT a null type GUID (sfdisk still shows the entry's sectors), on msdos no size
+    table = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"].get("partitions", [])
+    assert all(p["type"] in ("00000000-0000-0000-0000-000000000000", "0") and p["start"] == start for p in table)
+    assert all(p["size"] == 0 for p in table if label == "dos"), table
+    assert not os.path.exists(node)
+    subprocess.run(["partx", "-u", d.dev], capture_output=True)  # the kernel reading the table again: nothing
+    assert not os.path.exists(node)
+    probe = subprocess.run(["blkid", "-p", "-o", "export", d.dev], capture_output=True, text=True).stdout.split()
+    assert not any(x.startswith("TYPE=") for x in probe), probe  # the disk shows its table, no filesystem
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (after,) = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    assert {**before, "start": 2048, "node": ""} == {**after, "node": ""}
+    assert os.path.exists(node)
+    assert_intact(d, 2048, before.get("uuid", ""))

@@ -57,7 +57,7 @@ from diskplan.backend.commit import (
 from diskplan.backend.commit import unsafe as unsafe_now
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
+from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.model.disk import Disk
@@ -335,7 +335,7 @@ def execute_move(
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created)
+                            fs.label, created, p.entry.ptype)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -354,6 +354,34 @@ def _inform_child(target: str) -> tuple[bool, str]:
     return inform_kernel(target)
 
 
+def _tell_kernel(target: str, kind: str) -> str:
+    """Have the kernel read the table again (a block device); what went wrong, or ""."""
+    if kind != "block":
+        return ""
+    try:
+        told, why = run_isolated(_inform_child, target, timeout=120.0)
+    except IsolatedFailure as exc:
+        told, why = False, exc.reason
+    return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
+
+
+def _at_old_place(entry: Entry, h: Header) -> bool:
+    """The entry as the move found it, or hidden there (a hidden msdos entry has no size)."""
+    return entry.start == h.start and (entry.hidden or entry.end == h.end)
+
+
+def _hide(h: Header) -> None:
+    """Before the first byte moves: hide the entry (backend.moveentry) unless the journal is of a move that
+    never hides (``ptype`` empty) or it is hidden already. Raises EntryError."""
+    if not h.ptype:
+        return
+    entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+    if entry.guid != h.guid or not _at_old_place(entry, h):
+        raise EntryError(f"partition {h.number} is not where the journal says it was ({h.start}..{h.end})")
+    if not entry.hidden:
+        hide(h.target, entry, h.sector_size, h.size // h.sector_size)
+
+
 def _finish(
     journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None, stop: Callable[[], bool]
 ) -> MoveOutcome:
@@ -370,6 +398,15 @@ def _finish(
                        message=f"the move journal {journal.path} is inconsistent: {exc}")
     if "verified" not in journal.marks:
         try:
+            _hide(journal.header)
+        except (EntryError, OSError, bk.BackupError) as exc:
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
+                           f"{h.number} could not be hidden for the move: {exc}")
+        fault("hidden")
+        kernel_now = _tell_kernel(h.target, kind) if h.ptype else ""
+        if kernel_now:
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}")
+        try:
             dev = Device(h.target, ss, plan.chunk * ss)
         except OSError as exc:
             return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
@@ -379,7 +416,7 @@ def _finish(
         except Stopped as s:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
-                           "half-moved and must not be mounted; `diskplan resume` finishes it")
+                           "half-moved and hidden from the system until `diskplan resume` finishes it")
         except MoveIOError as exc:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
@@ -391,19 +428,21 @@ def _finish(
         if bad:
             return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(bad[:10]),
                            message=f"the data read back at the new place differs from the source: {where} is not "
-                           "moved; the table still points at the old place")
+                           f"moved; its entry stays hidden (`diskplan restore {h.backup}` gives the old table back)")
         journal.append("verified")
         fault("verified")
     if "table" not in journal.marks:
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
-            entry = read_entry(h.target, h.label, h.number, ss, h.size // ss)
+            entry = read_entry(h.target, h.label, h.number, ss, h.size // ss, hidden=True)
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
-            if (entry.start, entry.end) == (h.start, h.end):
+            if _at_old_place(entry, h) and h.ptype:
+                reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
+            elif _at_old_place(entry, h):
                 rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
-            elif (entry.start, entry.end) != (h.to, h.to + h.length - 1):
+            elif (entry.start, entry.end, entry.hidden) != (h.to, h.to + h.length - 1, False):
                 raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
                                  "new place")
         except (EntryError, OSError, bk.BackupError) as exc:
@@ -412,14 +451,7 @@ def _finish(
                            f"entry could not be rewritten: {exc}")
         fault("table")
         journal.append("table")
-    kernel = ""
-    if kind == "block":
-        try:
-            told, why = run_isolated(_inform_child, h.target, timeout=120.0)
-        except IsolatedFailure as exc:
-            told, why = False, exc.reason
-        if not told:
-            kernel = f"the kernel could not be told ({why}): run `partx -u {h.target}` or reboot before using it"
+    kernel = _tell_kernel(h.target, kind)
     if progress:
         progress(1, 1, "checking the filesystem at its new place")
     try:
@@ -471,8 +503,9 @@ def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveP
         refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
     entry = None
     try:
-        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size)
-        if entry.guid != h.guid or (entry.start, entry.end) not in ((h.start, h.end), (h.to, h.to + h.length - 1)):
+        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+        new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+        if entry.guid != h.guid or not (_at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
