@@ -209,7 +209,7 @@ def test_overlapping_another_partition_is_refused(loop_device, tmp_path) -> None
 
 # --- killed anywhere, then resumed ------------------------------------------------------------------
 
-POINTS = ("record", "read", "torn", "write", "synced", "verified", "table")
+POINTS = ("record", "hidden", "read", "torn", "write", "synced", "verified", "table")
 
 
 def kill_and_resume(d: Disk, to: int, kill: str) -> None:
@@ -229,7 +229,7 @@ def kill_and_resume(d: Disk, to: int, kill: str) -> None:
 SAMPLE = [  # (point, n, start, to): right by less than a chunk (journalled) and left by 6 MiB (clean)
     ("record", 2, 34, 2048), ("read", 3, 34, 2048), ("torn", 2, 34, 2048), ("synced", 3, 34, 2048),
     ("torn", 1, 30_000, 17_712), ("write", 3, 30_000, 17_712), ("verified", 1, 30_000, 17_712),
-    ("table", 1, 34, 2048), ("record", 6, 30_000, 17_712),
+    ("table", 1, 34, 2048), ("record", 6, 30_000, 17_712), ("hidden", 1, 34, 2048),
 ]
 
 
@@ -257,7 +257,7 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
         # per chunk: one read, torn (chunks of more than a sector) and write; per group of chunks written
         # between syncs (model.move): a sync and at least one record, then "verified" and "table"
         n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups), "verified": 1,
-             "table": 1}.get(point, rng.randint(1, chunks))
+             "table": 1, "hidden": 1}.get(point, rng.randint(1, chunks))
         sub = tmp_path / f"run{i}"
         sub.mkdir()
         d = make_disk(loop_device, sub, start=start, size=size, disk_mib=96, seed=i)
