@@ -135,7 +135,7 @@ class MoveOutcome:
 # --- the lock ---------------------------------------------------------------------------------------
 
 
-def _take_lock(target: str, host: Host, base: MoveOutcome) -> wlock.WriteLock | MoveOutcome:
+def take_lock(target: str, host: Host, base: MoveOutcome) -> wlock.WriteLock | MoveOutcome:
     """The write lock every write holds (backend.lock), for the whole move or resume; or the refusal
     naming who holds it (as commit.take_lock, with a move's outcome)."""
     try:
@@ -172,15 +172,16 @@ def journal_dir(target: str) -> str:
     return os.path.dirname(bk.default_path(target))
 
 
-def _placement(disk: Disk, number: int, to: int) -> list[str]:
+def placement(disk: Disk, number: int, to: int, length: int = 0) -> list[str]:
+    """What forbids partition ``number`` at ``to`` with ``length`` sectors (default: its size)."""
     t = disk.table
     p = t.by_number(number)
     if p is None:
         return [f"{disk.source} has no partition {number}"]
     if p.role is not Role.PRIMARY:
-        return [f"partition {number} is {p.role.value}: diskplan moves primary and GPT partitions only "
-                "(a logical one's EBR would have to move too)"]
-    new = Extent(to, to + p.size - 1)
+        return [f"partition {number} is {p.role.value}: diskplan moves and resizes primary and GPT partitions "
+                "only (a logical one's EBR would have to change too)"]
+    new = Extent(to, to + (length or p.size) - 1)
     if not new.within(t.usable):
         return [f"partition {number} at {new.start}..{new.end} would leave the usable area "
                 f"{t.usable.start}..{t.usable.end}"]
@@ -191,7 +192,7 @@ def _placement(disk: Disk, number: int, to: int) -> list[str]:
     return []
 
 
-def _entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
+def entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
     """The raw entry must be the partition libparted read, and nothing else may name its sectors."""
     if p is None or (entry.start, entry.end) != (p.start, p.end):
         return [f"the table's entry {entry.number} ({entry.start}..{entry.end}) is not the partition libparted read"]
@@ -217,11 +218,11 @@ def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk
     if not label:
         refusals.append(f"diskplan moves partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
     else:
-        refusals += _placement(disk, number, to)
+        refusals += placement(disk, number, to)
     if not refusals:
         try:
             entry = read_entry(target, label, number, ss, geom.sectors)
-            refusals += _entry_problems(target, entry, p, ss)
+            refusals += entry_problems(target, entry, p, ss)
         except (EntryError, OSError, bk.BackupError) as exc:
             refusals.append(str(exc))
     blocking, idle = unsafe_now(target, host)
@@ -310,7 +311,7 @@ def execute_move(
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     assert p.entry is not None
-    held = _take_lock(p.target, host, base)
+    held = take_lock(p.target, host, base)
     if isinstance(held, MoveOutcome):
         return held
     try:
@@ -354,7 +355,7 @@ def _inform_child(target: str) -> tuple[bool, str]:
     return inform_kernel(target)
 
 
-def _tell_kernel(target: str, kind: str) -> str:
+def tell_kernel(target: str, kind: str) -> str:
     """Have the kernel read the table again (a block device); what went wrong, or ""."""
     if kind != "block":
         return ""
@@ -403,7 +404,7 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
                            f"{h.number} could not be hidden for the move: {exc}")
         fault("hidden")
-        kernel_now = _tell_kernel(h.target, kind) if h.ptype else ""
+        kernel_now = tell_kernel(h.target, kind) if h.ptype else ""
         if kernel_now:
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}")
         try:
@@ -451,7 +452,7 @@ def _finish(
                            f"entry could not be rewritten: {exc}")
         fault("table")
         journal.append("table")
-    kernel = _tell_kernel(h.target, kind)
+    kernel = tell_kernel(h.target, kind)
     if progress:
         progress(1, 1, "checking the filesystem at its new place")
     try:
@@ -527,7 +528,7 @@ def execute_resume(
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
-    held = _take_lock(p.target, host, base)
+    held = take_lock(p.target, host, base)
     if isinstance(held, MoveOutcome):
         return held
     try:

@@ -132,7 +132,7 @@ def entry_writes(
     mbr[base + 5 : base + 8] = _chs(to + length - 1)
     if ptype is not None:
         mbr[base + 4] = int(ptype, 16) if ptype else 0
-        mbr[base + 12 : base + 16] = (length if ptype else 0).to_bytes(4, "little")
+    mbr[base + 12 : base + 16] = (length if ptype != "" else 0).to_bytes(4, "little")
     return [(0, bytes(mbr))]
 
 
