@@ -108,8 +108,8 @@ def resize(loop: str, ident: Identity, new: int) -> None:
             _run("xfs_growfs", where)
     elif fs == "btrfs":
         with mounted(loop, fs) as where:
-            # a grow fills the view ("max"); an absolute size was refused with EINVAL by this project's
-            # kernel (6.18, btrfs-progs 6.2) where "max" and a relative size work
+            # a grow fills the view ("max"), a shrink is relative: this project's kernel (6.18, btrfs-progs 6.2)
+            # refused an absolute size with EINVAL where "max" and "-10M" worked on the same filesystem
             said = _run("btrfs", "filesystem", "show", "--raw", where)
             now = _number(r"devid\s+1 size (\d+)", said, "the btrfs device size")
             _run("btrfs", "filesystem", "resize", "max" if new >= now else f"-{now - new}", where)
