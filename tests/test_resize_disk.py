@@ -5,6 +5,7 @@ same and every file's SHA-256 is unchanged (tests.test_move_disk's disks and ref
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -104,3 +105,38 @@ def test_swap_keeps_its_uuid_and_label(loop_device, tmp_path) -> None:  # type: 
             with open(v, "rb") as f:
                 f.seek(1028)
                 assert int.from_bytes(f.read(4), "little") == size * 512 // 4096 - 1
+
+
+def test_ntfs_grows_and_shrinks_with_ntfsresize(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    need_tool("mkntfs")
+    need_tool("ntfsresize")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(80 << 20)
+    run("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=81920, type=L\n")
+    dev = loop_device(img)
+    with View(dev, 2048, 81920, read_only=False) as v:
+        run("mkntfs", "-Q", "-F", "-L", "moved", v)
+        before = [x for x in run("blkid", "-p", "-o", "export", v).split() if x.startswith(("UUID=", "LABEL="))]
+    d = Disk(dev, "gpt", 1, 2048, 81920, "ntfs", {}, tmp_path / "state")
+    partuuid = entry(d)[2]
+    for size in (120_000, 61440):
+        got = resize(d, size)
+        assert got.returncode == 0, got.stdout + got.stderr
+        assert entry(d) == (2048, size, partuuid)
+        with View(dev, 2048, size) as v:
+            ids = run("blkid", "-p", "-o", "export", v).split()
+            assert "TYPE=ntfs" in ids and all(x in ids for x in before), (ids, before)
+            said = run("ntfsresize", "--info", "--force", "--no-progress-bar", v)
+            volume = int(re.search(r"Current volume size: (\d+) bytes", said).group(1))  # type: ignore[union-attr]
+            assert size * 512 - 8192 <= volume <= size * 512, said  # the volume fills its partition
+            check = subprocess.run(["ntfsfix", "--no-action", v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.backend.fsresize import missing
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert missing("xfs") == "xfs_growfs is needed to resize a xfs filesystem (Debian package xfsprogs)"
+    assert missing("ntfs").endswith("(Debian package ntfs-3g)") and missing("crypto_LUKS") == ""

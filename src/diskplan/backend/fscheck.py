@@ -23,6 +23,7 @@ CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
     "xfs": (("xfs_repair", "-n"), "xfsprogs"),
     "btrfs": (("btrfs", "check", "--readonly"), "btrfs-progs"),
     "vfat": (("fsck.vfat", "-n"), "dosfstools"),
+    "ntfs": (("ntfsfix", "--no-action"), "ntfs-3g"),
 }
 TIMEOUT = 600.0
 
