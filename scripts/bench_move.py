@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from benchlib import Row, fmt_s
 
@@ -62,7 +63,7 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
             env = {**os.environ, "XDG_STATE_HOME": tmp,
                    "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
             pairs: list[tuple[float, float, float]] = []
-            m: dict[str, object] = {}
+            m: dict[str, Any] = {}
             for i in range(max(1, min(runs, 5))):
                 src, dst = (START, TO) if i % 2 == 0 else (TO, START)
                 t = time.perf_counter()

@@ -3,7 +3,8 @@ Pure: the tools themselves run in backend.fsresize.
 
 The order is the safe one: a shrink resizes the filesystem first, then the table entry; a grow
 rewrites the entry first, then the filesystem. A crash between the two leaves a filesystem smaller
-than its partition, which every tool accepts (and which the same command, run again, finishes).
+than its partition, which every tool accepts (a shrink is finished by the same command run again, a
+grow by the filesystem's own tool).
 """
 
 from __future__ import annotations
