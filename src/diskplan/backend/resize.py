@@ -11,8 +11,8 @@ reach and what forbids it; nothing is written. ``execute_resize`` then, holding 
    bytes;
 4. tells the kernel and checks the filesystem again: same type, UUID and label, clean.
 
-A crash between the two steps leaves a filesystem smaller than its partition: harmless, and the same
-command finishes it. A crash inside the filesystem's tool is that tool's to survive (resize2fs, for
+A crash between the two steps leaves a filesystem smaller than its partition: harmless; a shrink is
+finished by the same command run again, a grow by the filesystem's own tool (the entry is already grown). A crash inside the filesystem's tool is that tool's to survive (resize2fs, for
 one, is not crash-safe: the backup of the table does not cover it).
 """
 
