@@ -140,3 +140,22 @@ def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:  
     monkeypatch.setenv("PATH", "/nonexistent")
     assert missing("xfs") == "xfs_growfs is needed to resize a xfs filesystem (Debian package xfsprogs)"
     assert missing("ntfs").endswith("(Debian package ntfs-3g)") and missing("crypto_LUKS") == ""
+
+
+@pytest.mark.parametrize(("start", "to", "size", "new"), [
+    (34, 2048, 40960, 61440),  # realign from 34 and grow: the move first
+    (40_000, 2048, 40960, 30720),  # left and shrink: the shrink first
+])
+def test_move_with_size_resizes_in_the_order_that_has_room(  # type: ignore[no-untyped-def]
+    loop_device, tmp_path, start, to, size, new
+) -> None:
+    d = make_disk(loop_device, tmp_path, start=start, size=size, disk_mib=48)
+    partuuid = entry(d)[2]
+    dry = diskplan(d, "move", d.dev, "--partition", "1", "--to", str(to), "--size", f"{new}s")
+    assert dry.returncode == 1 and "Nothing written" in dry.stdout, dry.stdout + dry.stderr
+    assert ("then grow it" in dry.stdout) == (new > size)
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", str(to), "--size", f"{new}s", "--yes")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "moved and verified" in got.stdout and ("grown" if new > size else "shrunk") in got.stdout
+    d.start = to
+    assert_resized(d, new, partuuid)

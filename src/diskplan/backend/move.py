@@ -203,22 +203,25 @@ def entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> l
     return []
 
 
-def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk | None = None) -> MoveProposal:
-    """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it.
-    Writes nothing. Raises CommitError when the target cannot be read."""
+def prepare_move(
+    target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
+) -> MoveProposal:
+    """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it
+    (``length``: the sectors it will have by then, when a shrink comes first). Writes nothing. Raises
+    CommitError when the target cannot be read."""
     ident, disk = read_target(target, current)
     geom = disk.geometry
     ss = geom.logical
     label = LABELS.get(disk.table.label or "", "")
     p = disk.table.by_number(number)
-    length = p.size if p is not None else 0
+    length = length or (p.size if p is not None else 0)
     refusals: list[str] = []
     notes: list[str] = []
     entry = None
     if not label:
         refusals.append(f"diskplan moves partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
     else:
-        refusals += placement(disk, number, to)
+        refusals += placement(disk, number, to, length)
     if not refusals:
         try:
             entry = read_entry(target, label, number, ss, geom.sectors)

@@ -12,8 +12,9 @@ reach and what forbids it; nothing is written. ``execute_resize`` then, holding 
 4. tells the kernel and checks the filesystem again: same type, UUID and label, clean.
 
 A crash between the two steps leaves a filesystem smaller than its partition: harmless; a shrink is
-finished by the same command run again, a grow by the filesystem's own tool (the entry is already grown). A crash inside the filesystem's tool is that tool's to survive (resize2fs, for
-one, is not crash-safe: the backup of the table does not cover it).
+finished by the same command run again, a grow by the filesystem's own tool (the entry is already
+grown). A crash inside the filesystem's tool is that tool's to survive (resize2fs, for one, is not
+crash-safe: the backup of the table does not cover it).
 """
 
 from __future__ import annotations
