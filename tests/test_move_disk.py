@@ -69,7 +69,7 @@ MKFS = {
     "ext4": ("mkfs.ext4", "-q", "-L", "moved", "-U", "2b5a0b6e-2f3c-4f55-9a40-0c7f0d5f7a11"),
     "xfs": ("mkfs.xfs", "-q", "-f", "-L", "moved"),
     "btrfs": ("mkfs.btrfs", "-q", "-f", "-L", "moved"),
-    "vfat": ("mkfs.vfat", "-n", "MOVED"),
+    "vfat": ("mkfs.vfat", "-I", "-n", "MOVED"),  # -I: a free loop device may still list a former user's partitions
 }
 CHECK = {"ext4": ("e2fsck", "-fn"), "xfs": ("xfs_repair", "-n"), "btrfs": ("btrfs", "check", "--readonly"),
          "vfat": ("fsck.vfat", "-n")}
