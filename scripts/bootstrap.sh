@@ -20,6 +20,8 @@ if [ "$want_test" = 1 ]; then
   # filesystems the data-move tests create, check and read back (tests/test_move_disk.py)
   need+=([e2fsprogs]=/usr/sbin/e2fsck [xfsprogs]=/usr/sbin/mkfs.xfs [btrfs-progs]=/usr/sbin/mkfs.btrfs
          [dosfstools]=/usr/sbin/mkfs.vfat [mtools]=/usr/bin/mcopy)
+  # filesystems the resize tests grow and shrink (tests/test_resize_disk.py)
+  need+=([ntfs-3g]=/usr/sbin/ntfsresize)
 fi
 
 PY=${PYTHON:-python3}

@@ -70,7 +70,7 @@ MKFS = {
     "ext4": ("mkfs.ext4", "-q", "-L", "moved", "-U", "2b5a0b6e-2f3c-4f55-9a40-0c7f0d5f7a11"),
     "xfs": ("mkfs.xfs", "-q", "-f", "-L", "moved"),
     "btrfs": ("mkfs.btrfs", "-q", "-f", "-L", "moved"),
-    "vfat": ("mkfs.vfat", "-n", "MOVED"),
+    "vfat": ("mkfs.vfat", "-I", "-n", "MOVED"),  # -I: a free loop device may still list a former user's partitions
 }
 CHECK = {"ext4": ("e2fsck", "-fn"), "xfs": ("xfs_repair", "-n"), "btrfs": ("btrfs", "check", "--readonly"),
          "vfat": ("fsck.vfat", "-n")}
@@ -210,7 +210,7 @@ def test_overlapping_another_partition_is_refused(loop_device, tmp_path) -> None
 
 # --- killed anywhere, then resumed ------------------------------------------------------------------
 
-POINTS = ("record", "read", "torn", "write", "synced", "verified", "table")
+POINTS = ("record", "hidden", "read", "torn", "write", "synced", "verified", "table")
 
 
 def kill_and_resume(d: Disk, to: int, kill: str) -> None:
@@ -230,7 +230,7 @@ def kill_and_resume(d: Disk, to: int, kill: str) -> None:
 SAMPLE = [  # (point, n, start, to): right by less than a chunk (journalled) and left by 6 MiB (clean)
     ("record", 2, 34, 2048), ("read", 3, 34, 2048), ("torn", 2, 34, 2048), ("synced", 3, 34, 2048),
     ("torn", 1, 30_000, 17_712), ("write", 3, 30_000, 17_712), ("verified", 1, 30_000, 17_712),
-    ("table", 1, 34, 2048), ("record", 7, 30_000, 17_712),
+    ("table", 1, 34, 2048), ("record", 6, 30_000, 17_712), ("hidden", 1, 34, 2048),
 ]
 
 
@@ -242,7 +242,7 @@ def test_killed_move_resumes(loop_device, tmp_path, point, n, start, to) -> None
 
 def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Every run is killed (N is drawn within what the move does), then resumed."""
-    from diskplan.model.move import schedule
+    from diskplan.model.move import BATCH_BYTES, schedule
 
     runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))
     if not runs:
@@ -253,10 +253,12 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
         start = rng.choice((34, 63, 2048, 50_000))
         to = rng.choice([t for t in (2048, 2049, start + 1, start + 9000, 120_000) if t != start])
         point = rng.choice(POINTS)
-        chunks = schedule(start, to, size, 512).count
-        # per chunk: one read, torn (chunks of more than a sector), write and synced; records: one per chunk,
-        # the last W, then "verified" and "table"
-        n = {"record": rng.randint(1, chunks + 2), "verified": 1, "table": 1}.get(point, rng.randint(1, chunks))
+        plan = schedule(start, to, size, 512)
+        chunks, groups = plan.count, len(list(plan.groups(0, BATCH_BYTES // (plan.chunk * 512))))
+        # per chunk: one read, torn (chunks of more than a sector) and write; per group of chunks written
+        # between syncs (model.move): a sync and at least one record, then "verified" and "table"
+        n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups), "verified": 1,
+             "table": 1, "hidden": 1}.get(point, rng.randint(1, chunks))
         sub = tmp_path / f"run{i}"
         sub.mkdir()
         d = make_disk(loop_device, sub, start=start, size=size, disk_mib=96, seed=i)
@@ -336,3 +338,67 @@ def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None
     for data in (Extent(34, 34 + 20480 - 1), Extent(2048, 2048 + 20480 - 1), Extent(180000, 195999)):
         assert not any(e.overlaps(data) for e in extents), (data, extents)
     assert any(e.start == 0 for e in extents) and any(e.end >= 196574 for e in extents)  # both tables are in it
+
+
+def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
+    loop_device, tmp_path, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
+    from diskplan.backend import lock as wlock
+    from diskplan.backend.commit import Verdict
+    from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
+    from diskplan.cli.apply import host
+    from lockholders import holding
+
+    d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)
+    monkeypatch.setenv("XDG_STATE_HOME", str(d.state))
+    monkeypatch.setattr(wlock, "WAIT", 0.3)
+    p = prepare_move(d.dev, 1, 2048, host())
+    assert not p.refusals, p.refusals
+    journals = d.state / "diskplan" / "backups"
+    with holding("flock", d.dev) as pid:
+        who = f"{pathlib.Path(f'/proc/{pid}/comm').read_text().strip()} (pid {pid})"
+        o = execute_move(p, p.confirm_word, host())
+    assert o.verdict is Verdict.REFUSED and "is locked by another program" in o.message, o
+    assert any(f"held by {who}" in x for x in o.details), o.details
+    assert entry(d)[0] == 34 and not list(journals.glob("*.dpmove"))
+    # stopped before its first chunk: an unfinished move that resume must also finish under the lock
+    stopped = execute_move(p, p.confirm_word, host(), stop=lambda: True)
+    assert stopped.resumable, stopped
+    r = prepare_resume(d.dev, host())
+    assert not r.refusals, r.refusals
+    with holding("flock", d.dev):
+        o = execute_resume(r, r.confirm_word, host())
+    assert o.verdict is Verdict.REFUSED and "is locked by another program" in o.message, o
+    assert execute_resume(r, r.confirm_word, host()).verdict is Verdict.WRITTEN
+    assert_intact(d, 2048, entry(d)[2])
+
+
+@pytest.mark.parametrize(("label", "start"), [("gpt", 34), ("dos", 63)])
+def test_a_half_moved_partition_is_hidden_from_every_reader_until_resume(  # type: ignore[no-untyped-def]
+    loop_device, tmp_path, label, start
+) -> None:
+    """After a crash mid-move no partition node exists for it, so nothing (fstab by UUID, udisks, a boot-time
+    fsck) can mount or repair a half-moved filesystem; resume gives the entry back, type and all."""
+    d = make_disk(loop_device, tmp_path, label=label, start=start, size=40960, disk_mib=48)
+    run("partx", "-u", d.dev)
+    node = f"/sys/class/block/{os.path.basename(d.dev)}p1"
+    assert os.path.exists(node)
+    (before,) = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    # unused to every reader: on GPT a null type GUID (sfdisk still shows the entry's sectors), on msdos no size
+    table = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"].get("partitions", [])
+    assert all(p["type"] in ("00000000-0000-0000-0000-000000000000", "0") and p["start"] == start for p in table)
+    assert all(p["size"] == 0 for p in table if label == "dos"), table
+    assert not os.path.exists(node)
+    subprocess.run(["partx", "-u", d.dev], capture_output=True)  # the kernel reading the table again: nothing
+    assert not os.path.exists(node)
+    probe = subprocess.run(["blkid", "-p", "-o", "export", d.dev], capture_output=True, text=True).stdout.split()
+    assert not any(x.startswith("TYPE=") for x in probe), probe  # the disk shows its table, no filesystem
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (after,) = json.loads(run("sfdisk", "--json", d.dev))["partitiontable"]["partitions"]
+    assert {**before, "start": 2048, "node": ""} == {**after, "node": ""}
+    assert os.path.exists(node)
+    assert_intact(d, 2048, before.get("uuid", ""))

@@ -23,6 +23,7 @@ CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
     "xfs": (("xfs_repair", "-n"), "xfsprogs"),
     "btrfs": (("btrfs", "check", "--readonly"), "btrfs-progs"),
     "vfat": (("fsck.vfat", "-n"), "dosfstools"),
+    "ntfs": (("ntfsfix", "--no-action"), "ntfs-3g"),
 }
 TIMEOUT = 600.0
 
@@ -46,11 +47,13 @@ class Identity:
 
 
 @contextlib.contextmanager
-def view(target: str, offset: int, size: int) -> Iterator[str]:
-    """A read-only loop device showing ``size`` bytes of ``target`` from byte ``offset``."""
+def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iterator[str]:
+    """A loop device showing ``size`` bytes of ``target`` from byte ``offset`` (read-only unless a resize
+    tool must write through it)."""
+    ro = ["--read-only"] if read_only else []
     try:
         out = subprocess.run(
-            ["losetup", "--find", "--show", "--read-only", "--offset", str(offset), "--sizelimit", str(size), target],
+            ["losetup", "--find", "--show", *ro, "--offset", str(offset), "--sizelimit", str(size), target],
             capture_output=True, text=True, timeout=60, check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

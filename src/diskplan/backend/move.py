@@ -29,26 +29,35 @@ anywhere leaves a journal that ``resume`` finishes:
 Resume always finishes rather than rolls back: both directions need the same intact or saved chunk, but
 finishing is what was asked and costs only what is left. A Ctrl+C stops between chunks, says so, and
 ``resume`` finishes. Until then the partition must not be mounted: its old entry points at bytes that
-are partly overwritten (the lock and the journal keep diskplan itself from touching it).
+are partly overwritten (the write lock keeps other partitioners off only while diskplan runs).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
-from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, identity, read_target
+from diskplan.backend import lock as wlock
+from diskplan.backend.commit import (
+    CommitError,
+    Host,
+    Identity,
+    Verdict,
+    accepts,
+    confirm_word,
+    identity,
+    read_target,
+    usage,
+)
 from diskplan.backend.commit import unsafe as unsafe_now
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
+from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.model.disk import Disk
@@ -126,19 +135,17 @@ class MoveOutcome:
 # --- the lock ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: str) -> Iterator[None]:
-    """BSD flock on the disk for the whole move (what udev and systemd honour, see util-linux's
-    ``--lock``). PRIVATE STOPGAP: backend/lock.py (branch ``lock``) replaces this helper."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def take_lock(target: str, host: Host, base: MoveOutcome) -> wlock.WriteLock | MoveOutcome:
+    """The write lock every write holds (backend.lock), for the whole move or resume; or the refusal
+    naming who holds it (as commit.take_lock, with a move's outcome)."""
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise CommitError(f"{path} is locked by another program (flock)") from exc
-        yield
-    finally:
-        os.close(fd)
+        return wlock.take(target)
+    except wlock.LockBusy as exc:
+        return replace(base, message=f"refused: {exc}", details=tuple(usage(target, host)[0]))
+    except FileNotFoundError as exc:
+        return replace(base, message=f"refused: {target} is gone: {exc.strerror}")
+    except OSError as exc:
+        return replace(base, message=f"refused: {target} cannot be locked: {exc.strerror or exc}")
 
 
 # --- preparing --------------------------------------------------------------------------------------
@@ -165,15 +172,16 @@ def journal_dir(target: str) -> str:
     return os.path.dirname(bk.default_path(target))
 
 
-def _placement(disk: Disk, number: int, to: int) -> list[str]:
+def placement(disk: Disk, number: int, to: int, length: int = 0) -> list[str]:
+    """What forbids partition ``number`` at ``to`` with ``length`` sectors (default: its size)."""
     t = disk.table
     p = t.by_number(number)
     if p is None:
         return [f"{disk.source} has no partition {number}"]
     if p.role is not Role.PRIMARY:
-        return [f"partition {number} is {p.role.value}: diskplan moves primary and GPT partitions only "
-                "(a logical one's EBR would have to move too)"]
-    new = Extent(to, to + p.size - 1)
+        return [f"partition {number} is {p.role.value}: diskplan moves and resizes primary and GPT partitions "
+                "only (a logical one's EBR would have to change too)"]
+    new = Extent(to, to + (length or p.size) - 1)
     if not new.within(t.usable):
         return [f"partition {number} at {new.start}..{new.end} would leave the usable area "
                 f"{t.usable.start}..{t.usable.end}"]
@@ -184,7 +192,7 @@ def _placement(disk: Disk, number: int, to: int) -> list[str]:
     return []
 
 
-def _entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
+def entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
     """The raw entry must be the partition libparted read, and nothing else may name its sectors."""
     if p is None or (entry.start, entry.end) != (p.start, p.end):
         return [f"the table's entry {entry.number} ({entry.start}..{entry.end}) is not the partition libparted read"]
@@ -195,26 +203,29 @@ def _entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> 
     return []
 
 
-def prepare_move(target: str, number: int, to: int, host: Host, *, current: Disk | None = None) -> MoveProposal:
-    """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it.
-    Writes nothing. Raises CommitError when the target cannot be read."""
+def prepare_move(
+    target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
+) -> MoveProposal:
+    """What moving partition ``number`` of ``target`` to start at ``to`` would do, and what forbids it
+    (``length``: the sectors it will have by then, when a shrink comes first). Writes nothing. Raises
+    CommitError when the target cannot be read."""
     ident, disk = read_target(target, current)
     geom = disk.geometry
     ss = geom.logical
     label = LABELS.get(disk.table.label or "", "")
     p = disk.table.by_number(number)
-    length = p.size if p is not None else 0
+    length = length or (p.size if p is not None else 0)
     refusals: list[str] = []
     notes: list[str] = []
     entry = None
     if not label:
         refusals.append(f"diskplan moves partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
     else:
-        refusals += _placement(disk, number, to)
+        refusals += placement(disk, number, to, length)
     if not refusals:
         try:
             entry = read_entry(target, label, number, ss, geom.sectors)
-            refusals += _entry_problems(target, entry, p, ss)
+            refusals += entry_problems(target, entry, p, ss)
         except (EntryError, OSError, bk.BackupError) as exc:
             refusals.append(str(exc))
     blocking, idle = unsafe_now(target, host)
@@ -303,8 +314,11 @@ def execute_move(
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     assert p.entry is not None
+    held = take_lock(p.target, host, base)
+    if isinstance(held, MoveOutcome):
+        return held
     try:
-        with _locked(p.target):
+        with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
             now = _recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))
@@ -325,7 +339,7 @@ def execute_move(
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created)
+                            fs.label, created, p.entry.ptype)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -344,6 +358,34 @@ def _inform_child(target: str) -> tuple[bool, str]:
     return inform_kernel(target)
 
 
+def tell_kernel(target: str, kind: str) -> str:
+    """Have the kernel read the table again (a block device); what went wrong, or ""."""
+    if kind != "block":
+        return ""
+    try:
+        told, why = run_isolated(_inform_child, target, timeout=120.0)
+    except IsolatedFailure as exc:
+        told, why = False, exc.reason
+    return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
+
+
+def _at_old_place(entry: Entry, h: Header) -> bool:
+    """The entry as the move found it, or hidden there (a hidden msdos entry has no size)."""
+    return entry.start == h.start and (entry.hidden or entry.end == h.end)
+
+
+def _hide(h: Header) -> None:
+    """Before the first byte moves: hide the entry (backend.moveentry) unless the journal is of a move that
+    never hides (``ptype`` empty) or it is hidden already. Raises EntryError."""
+    if not h.ptype:
+        return
+    entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+    if entry.guid != h.guid or not _at_old_place(entry, h):
+        raise EntryError(f"partition {h.number} is not where the journal says it was ({h.start}..{h.end})")
+    if not entry.hidden:
+        hide(h.target, entry, h.sector_size, h.size // h.sector_size)
+
+
 def _finish(
     journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None, stop: Callable[[], bool]
 ) -> MoveOutcome:
@@ -360,6 +402,15 @@ def _finish(
                        message=f"the move journal {journal.path} is inconsistent: {exc}")
     if "verified" not in journal.marks:
         try:
+            _hide(journal.header)
+        except (EntryError, OSError, bk.BackupError) as exc:
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
+                           f"{h.number} could not be hidden for the move: {exc}")
+        fault("hidden")
+        kernel_now = tell_kernel(h.target, kind) if h.ptype else ""
+        if kernel_now:
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}")
+        try:
             dev = Device(h.target, ss, plan.chunk * ss)
         except OSError as exc:
             return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
@@ -369,7 +420,7 @@ def _finish(
         except Stopped as s:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
-                           "half-moved and must not be mounted; `diskplan resume` finishes it")
+                           "half-moved and hidden from the system until `diskplan resume` finishes it")
         except MoveIOError as exc:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
@@ -381,19 +432,21 @@ def _finish(
         if bad:
             return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(bad[:10]),
                            message=f"the data read back at the new place differs from the source: {where} is not "
-                           "moved; the table still points at the old place")
+                           f"moved; its entry stays hidden (`diskplan restore {h.backup}` gives the old table back)")
         journal.append("verified")
         fault("verified")
     if "table" not in journal.marks:
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
-            entry = read_entry(h.target, h.label, h.number, ss, h.size // ss)
+            entry = read_entry(h.target, h.label, h.number, ss, h.size // ss, hidden=True)
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
-            if (entry.start, entry.end) == (h.start, h.end):
+            if _at_old_place(entry, h) and h.ptype:
+                reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
+            elif _at_old_place(entry, h):
                 rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
-            elif (entry.start, entry.end) != (h.to, h.to + h.length - 1):
+            elif (entry.start, entry.end, entry.hidden) != (h.to, h.to + h.length - 1, False):
                 raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
                                  "new place")
         except (EntryError, OSError, bk.BackupError) as exc:
@@ -402,14 +455,7 @@ def _finish(
                            f"entry could not be rewritten: {exc}")
         fault("table")
         journal.append("table")
-    kernel = ""
-    if kind == "block":
-        try:
-            told, why = run_isolated(_inform_child, h.target, timeout=120.0)
-        except IsolatedFailure as exc:
-            told, why = False, exc.reason
-        if not told:
-            kernel = f"the kernel could not be told ({why}): run `partx -u {h.target}` or reboot before using it"
+    kernel = tell_kernel(h.target, kind)
     if progress:
         progress(1, 1, "checking the filesystem at its new place")
     try:
@@ -461,8 +507,9 @@ def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveP
         refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
     entry = None
     try:
-        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size)
-        if entry.guid != h.guid or (entry.start, entry.end) not in ((h.start, h.end), (h.to, h.to + h.length - 1)):
+        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+        new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+        if entry.guid != h.guid or not (_at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
@@ -484,8 +531,11 @@ def execute_resume(
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
+    held = take_lock(p.target, host, base)
+    if isinstance(held, MoveOutcome):
+        return held
     try:
-        with _locked(p.target):
+        with held:
             now = _recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))

@@ -7,16 +7,24 @@ dropped logical partitions (util-linux #3568). Here exactly the entry's LBA fiel
 both copies (entry array, its CRC, the header CRC), on msdos in the MBR (LBA and CHS start). Every other
 byte of the table stays as it was, and the rewrite is idempotent, so ``resume`` can simply do it again.
 Logical msdos partitions are refused earlier (their EBR would have to move with them).
+
+**Hidden while half-moved** (``hide``/``reveal``): before the first byte moves, the entry is marked
+unused the way every reader (the kernel, blkid, udev, udisks, systemd-gpt-auto, partitioners) skips it:
+on GPT its type GUID becomes all zeros, on msdos its type and size become 0. Its place, PARTUUID, name
+and attributes stay in the entry's bytes, and the old type (and msdos size) is in the journal. So
+after a crash no partition node exists for it: nothing — not even /etc/fstab by UUID or a boot-time
+fsck — can mount or "repair" a filesystem whose bytes are half moved. ``reveal`` writes the old type
+back with the new place, in one rewrite, once the data is verified there.
 """
 
 from __future__ import annotations
 
+import uuid
 import zlib
 from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
 from diskplan.backend.gptcheck import GptCopy, check_gpt
-from diskplan.backend.rawtable import mbr_entries
 
 
 class EntryError(Exception):
@@ -32,6 +40,12 @@ class Entry:
     start: int
     end: int
     guid: str = ""
+    ptype: str = ""  # the type as raw hex (GPT type GUID bytes, msdos type byte); "" when hidden
+    size: int = 0  # msdos: the size field (0 when hidden); GPT: end - start + 1
+
+    @property
+    def hidden(self) -> bool:
+        return not self.ptype
 
 
 def _gpt_copies(path: str, sector_size: int, sectors: int) -> tuple[GptCopy, GptCopy]:
@@ -49,22 +63,31 @@ def _entry_bytes(copy: GptCopy, number: int) -> tuple[int, int]:
     return at, copy.header.entry_size
 
 
-def read_entry(path: str, label: str, number: int, sector_size: int, sectors: int) -> Entry:
+def read_entry(path: str, label: str, number: int, sector_size: int, sectors: int, *, hidden: bool = False) -> Entry:
+    """The entry as the table holds it. A hidden entry (see the module's doc) is an error unless
+    ``hidden``: then it is returned with ``ptype`` empty."""
     if label == "gpt":
         primary, _ = _gpt_copies(path, sector_size, sectors)
         # The primary is what readers use; a rewrite interrupted between the copies is simply done again.
-        e = next((e for e in primary.entries if e.number == number), None)
-        if e is None:
+        at, size = _entry_bytes(primary, number)
+        raw = primary.raw_entries[at : at + size]
+        first, last = int.from_bytes(raw[32:40], "little"), int.from_bytes(raw[40:48], "little")
+        guid = str(uuid.UUID(bytes_le=bytes(raw[16:32]))).upper()
+        zero = not any(raw[:16])
+        if (zero and not hidden) or not any(raw[:48]):
             raise EntryError(f"the GPT has no partition {number}")
-        return Entry("gpt", number, e.first, e.last, e.part_guid)
+        return Entry("gpt", number, first, last, guid, "" if zero else raw[:16].hex(), last - first + 1)
     if label == "msdos":
         if not 1 <= number <= 4:
             raise EntryError("moving a logical partition needs its EBR moved too: not supported yet")
-        entries = mbr_entries(bk.read_sectors(path, 0, 1, sector_size))
-        if not entries or not entries[number - 1].size:
+        mbr = bk.read_sectors(path, 0, 1, sector_size)
+        raw = mbr[446 + 16 * (number - 1) : 446 + 16 * number]
+        start, size, kind = int.from_bytes(raw[8:12], "little"), int.from_bytes(raw[12:16], "little"), raw[4]
+        if mbr[510:512] != b"\x55\xaa" or not start or (not (size and kind) and not hidden):
             raise EntryError(f"the MBR has no partition {number}")
-        m = entries[number - 1]
-        return Entry("msdos", number, m.start, m.start + m.size - 1)
+        if not (size and kind):  # hidden: its end is known from the journal only
+            return Entry("msdos", number, start, start, "", "", 0)
+        return Entry("msdos", number, start, start + size - 1, "", f"{kind:02x}", size)
     raise EntryError(f"diskplan moves partitions on gpt and msdos tables, not {label}")
 
 
@@ -77,15 +100,20 @@ def _chs(lba: int) -> bytes:
     return bytes((h, (s + 1) | ((c >> 2) & 0xC0), c & 0xFF))
 
 
-def entry_writes(path: str, entry: Entry, to: int, sector_size: int, sectors: int) -> list[tuple[int, bytes]]:
-    """The (LBA, sectors) writes that put ``entry`` at ``to`` (same length), all else unchanged."""
-    length = entry.end - entry.start + 1
+def entry_writes(
+    path: str, entry: Entry, to: int, sector_size: int, sectors: int, *, length: int = 0, ptype: str | None = None
+) -> list[tuple[int, bytes]]:
+    """The (LBA, sectors) writes that put ``entry`` at ``to`` with ``length`` sectors (default: its own)
+    and type ``ptype`` (default: unchanged; "" hides it), all else unchanged."""
+    length = length or entry.end - entry.start + 1
     if entry.label == "gpt":
         out: list[tuple[int, bytes]] = []
         for copy in _gpt_copies(path, sector_size, sectors)[::-1]:  # the backup first: readers trust the primary
             assert copy.header is not None
             at, _ = _entry_bytes(copy, entry.number)
             raw = bytearray(copy.raw_entries)
+            if ptype is not None:
+                raw[at : at + 16] = bytes.fromhex(ptype) if ptype else bytes(16)
             raw[at + 32 : at + 40] = to.to_bytes(8, "little")
             raw[at + 40 : at + 48] = (to + length - 1).to_bytes(8, "little")
             size = int.from_bytes(copy.raw_header[12:16], "little")
@@ -102,17 +130,35 @@ def entry_writes(path: str, entry: Entry, to: int, sector_size: int, sectors: in
     mbr[base + 8 : base + 12] = to.to_bytes(4, "little")
     mbr[base + 1 : base + 4] = _chs(to)
     mbr[base + 5 : base + 8] = _chs(to + length - 1)
+    if ptype is not None:
+        mbr[base + 4] = int(ptype, 16) if ptype else 0
+    mbr[base + 12 : base + 16] = (length if ptype != "" else 0).to_bytes(4, "little")
     return [(0, bytes(mbr))]
 
 
-def rewrite_entry(path: str, entry: Entry, to: int, sector_size: int, sectors: int) -> Entry:
-    """Move the entry to ``to``, sync, and read it back: the entry now, which must be at ``to`` with the
-    same GUID. Raises EntryError when it is not."""
-    bk.write_sectors(path, entry_writes(path, entry, to, sector_size, sectors), sector_size)
-    now = read_entry(path, entry.label, entry.number, sector_size, sectors)
-    length = entry.end - entry.start + 1
-    if (now.start, now.end, now.guid) != (to, to + length - 1, entry.guid):
+def rewrite_entry(
+    path: str, entry: Entry, to: int, sector_size: int, sectors: int, *, length: int = 0, ptype: str | None = None
+) -> Entry:
+    """Move the entry to ``to`` (and set its type, see ``entry_writes``), sync, and read it back: the
+    entry now, which must be at ``to`` with the same GUID and the type asked. Raises EntryError when not."""
+    length = length or entry.end - entry.start + 1
+    bk.write_sectors(path, entry_writes(path, entry, to, sector_size, sectors, length=length, ptype=ptype),
+                     sector_size)
+    now = read_entry(path, entry.label, entry.number, sector_size, sectors, hidden=True)
+    want = entry.ptype if ptype is None else ptype
+    end = to + length - 1 if want or entry.label == "gpt" else to
+    if (now.start, now.end, now.guid, now.ptype) != (to, end, entry.guid, want):
         raise EntryError(f"partition {entry.number} reads back at {now.start}..{now.end}, not {to}..{to + length - 1}")
     if entry.label == "gpt":
         _gpt_copies(path, sector_size, sectors)  # both copies still pass every check
     return now
+
+
+def hide(path: str, entry: Entry, sector_size: int, sectors: int) -> Entry:
+    """Mark the entry unused in place (see the module's doc); ``entry`` as read, not hidden."""
+    return rewrite_entry(path, entry, entry.start, sector_size, sectors, ptype="")
+
+
+def reveal(path: str, entry: Entry, to: int, length: int, ptype: str, sector_size: int, sectors: int) -> Entry:
+    """Give the (hidden or visible) entry back its type ``ptype``, at ``to`` with ``length`` sectors."""
+    return rewrite_entry(path, entry, to, sector_size, sectors, length=length, ptype=ptype)

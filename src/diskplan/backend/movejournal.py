@@ -58,6 +58,7 @@ class Header:
     fs_uuid: str = ""
     fs_label: str = ""
     created: str = ""
+    ptype: str = ""  # the entry's type before it was hidden (backend.moveentry); "": never hidden
 
     @property
     def end(self) -> int:
@@ -241,9 +242,9 @@ _counts: dict[str, int] = {}
 
 def fault(point: str) -> None:
     """Tests: DISKPLAN_MOVE_KILL=POINT:N[:SIGNAL] sends this process SIGNAL (default KILL; INT is a Ctrl+C)
-    the N-th time it reaches POINT (record: a journal record written but not fsynced; read: recorded, before
-    the data write; torn: half a chunk written; write: a chunk written, not synced; synced; verified;
-    table). Nothing otherwise."""
+    the N-th time it reaches POINT (record: a journal record written but not fsynced; hidden: the entry hidden,
+    the kernel not yet told; read: recorded, before the data write; torn: half a chunk written; write: a chunk
+    written, not synced; synced; verified; table). Nothing otherwise."""
     spec = os.environ.get("DISKPLAN_MOVE_KILL")
     if not spec:
         return

@@ -19,6 +19,7 @@ COMMANDS = {
     "move": "diskplan.cli.move",
     "realign": "diskplan.cli.realign",
     "resume": "diskplan.cli.resume",
+    "resize": "diskplan.cli.resize",
 }
 PLANNER = "diskplan.cli.planner"
 

@@ -20,12 +20,13 @@ from collections.abc import Callable, Iterator
 
 from diskplan.backend.commit import CommitError, preload
 from diskplan.backend.datamove import Progress
-from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, prepare_move
+from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
-from diskplan.model.sizes import SizeError, parse_lba
+from diskplan.model.disk import Disk
+from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.units import human_bytes
 
 
@@ -39,6 +40,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="block device or image file")
     p.add_argument("--partition", "-N", type=int, required=True, metavar="N", help="the partition's number")
     p.add_argument("--to", required=True, metavar="START", help="new start: 2048 or 2048s (sectors), 1MiB, ...")
+    p.add_argument("--size", metavar="SIZE", help="also resize it (diskplan resize): a shrink before the move, "
+                   "a grow after it")
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
     p.add_argument("--backup", metavar="PATH",
                    help="where to save the backup of the table (the journal goes beside it)")
@@ -179,9 +182,56 @@ def main(argv: list[str]) -> int:
     try:
         disk = open_target(args.target)
         to = target_start(args.to, disk.geometry)
+        part = disk.table.by_number(args.partition)
+        new = parse_size(args.size, disk.geometry).sectors if args.size else 0
+        if part is not None and new and new != part.size:
+            return move_and_resize(args, disk, to, new, part.size, console, err)
         p = prepare_move(args.target, args.partition, to, host(), current=disk)
     except (TargetError, CommitError, SizeError) as exc:
         err.print(f"diskplan move: {exc}")
         return 2
     return run(p, args.yes, "move it (the table is backed up and the move journalled first)", console, err,
                lambda q, answer, h, **kw: execute_move(q, answer, h, backup_path=args.backup, **kw))
+
+
+def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old: int, console: Out, err: Out) -> int:
+    """``move --size``: two writes, each whole and safe on its own, in the order that always has room:
+    shrink then move, or move then grow. Interrupted in between, the same command does what is left (the
+    step already done is "nothing to do")."""
+    from diskplan.backend.resize import execute_resize, prepare_resize
+    from diskplan.cli.resize import render
+
+    target, number = args.target, args.partition
+    if new < old:
+        first_rz = prepare_resize(target, number, new, host(), current=disk)
+        mv = prepare_move(target, number, to, host(), current=disk, length=new)
+        render(first_rz, console)
+        refusals = [*first_rz.refusals, *mv.refusals]
+    else:
+        mv = prepare_move(target, number, to, host(), current=disk)
+        refusals = [*mv.refusals, *placement(disk, number, to, new)]
+    render_move(mv, console)
+    if new > old:
+        console.print(f"  then grow it to {new} sectors ({human_bytes(new * mv.sector_size)}) with its filesystem's "
+                      "own tool (diskplan resize)")
+    code = before_writing(refusals, "", args.yes, "shrink and move it" if new < old else "move and grow it",
+                          console, err)
+    if code is not None:
+        return code
+    answer = confirm(mv, args.yes)  # type: ignore[arg-type]
+    rz_backup = args.backup and args.backup.removesuffix(".dpbackup") + "-resize.dpbackup"  # one backup per write
+    with stop_on_interrupt(err) as stop, progress_display(err) as show:
+        if new < old:
+            outcome = execute_resize(first_rz, answer, host(), backup_path=rz_backup, progress=show)
+            if outcome.exit_code == 0:
+                render_outcome(outcome, console, err)
+                mv = prepare_move(target, number, to, host())
+                outcome = execute_move(mv, answer, host(), backup_path=args.backup, progress=show, stop=stop)
+        else:
+            outcome = execute_move(mv, answer, host(), backup_path=args.backup, progress=show, stop=stop)
+            if outcome.exit_code == 0:
+                render_outcome(outcome, console, err)
+                rz = prepare_resize(target, number, new, host())
+                outcome = execute_resize(rz, answer, host(), backup_path=rz_backup, progress=show)
+    render_outcome(outcome, console, err)
+    return outcome.exit_code

@@ -14,9 +14,17 @@ Moving ``length`` sectors from ``start`` to ``target``:
   in the journal first.
 - **The last chunk** is cut to what is left; chunks cover the range exactly once (util-linux #938 was a
   last step that ran past the partition's end).
-- **Resume** (``resume_point``): chunks are written one at a time, each recorded as written (fsynced)
-  before the next begins, so at most one chunk is in flight; it is redone from its source — intact
-  unless its own write overlaps it, and then the overlapping old bytes are in the journal.
+- **Durability** (``groups``): a sync of the device and of the journal is needed only before a write
+  would destroy a source byte whose chunk is not yet durably copied. So chunks are written in groups
+  with no sync inside: a group ends before a chunk whose destination overlaps the source of a chunk in
+  the group, before and after a chunk that saves old bytes (alone in its group, its saved bytes and
+  its read record durable before its write), and after ``batch`` chunks (bounding what a crash makes
+  redo). After each group the device is synced, then its chunks are recorded as written. A move whose
+  shift exceeds the partition (the usual realign into free space) thus syncs every ``batch`` chunks, a
+  shift of one chunk after every chunk, as before.
+- **Resume** (``resume_point``): every chunk not recorded as written is redone from its source, which
+  no write has touched (the rule above), except the chunk that saves its old bytes: it is redone with
+  those bytes from the journal.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from diskplan.model.grain import Grain
 
 MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
 MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
+BATCH_BYTES = 256 << 20  # at most this much is redone after a crash when nothing forces a sync sooner
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,23 @@ class Schedule:
 
     def steps(self) -> Iterator[Step]:
         return (self.step(k) for k in range(self.count))
+
+    def groups(self, first: int = 0, batch: int = 1) -> Iterator[range]:
+        """Chunks ``first..count-1`` in the groups written with no sync between them (see the module's
+        doc): a chunk joins the group unless its destination overlaps a source of the group, it or the
+        group's last chunk saves old bytes, or the group holds ``batch`` chunks already."""
+        lo = first
+        while lo < self.count:
+            hi = lo + 1
+            src = self.step(lo).source
+            while hi < self.count and hi - lo < max(1, batch):
+                nxt, prev = self.step(hi), self.step(hi - 1)
+                if nxt.saved is not None or prev.saved is not None or nxt.dest.overlaps(src):
+                    break
+                src = Extent(min(src.start, nxt.src), max(src.end, nxt.source.end))  # sources are contiguous
+                hi += 1
+            yield range(lo, hi)
+            lo = hi
 
 
 def schedule(

@@ -1,0 +1,212 @@
+"""Grow or shrink a partition that holds data, its start unchanged, its content resized by its own tool.
+
+``prepare_resize(target, number, length, host)`` says what would change, the smallest size a shrink can
+reach and what forbids it; nothing is written. ``execute_resize`` then, holding the disk's write lock:
+
+1. checks the filesystem (backend.fscheck) and refuses a dirty one;
+2. saves a backup of the table (no partition's data in it);
+3. in the safe order (model.fsresize): to shrink, the filesystem first (backend.fsresize, through a
+   writable loop device over the partition's old bytes), then the table entry's end; to grow, the entry
+   first (backend.moveentry: only its end changes, its PARTUUID stays), then the filesystem, over the new
+   bytes;
+4. tells the kernel and checks the filesystem again: same type, UUID and label, clean.
+
+A crash between the two steps leaves a filesystem smaller than its partition: harmless; a shrink is
+finished by the same command run again, a grow by the filesystem's own tool (the entry is already
+grown). A crash inside the filesystem's tool is that tool's to survive (resize2fs, for one, is not
+crash-safe: the backup of the table does not cover it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from diskplan.backend import backup as bk
+from diskplan.backend import fscheck
+from diskplan.backend import fsresize as tools
+from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target
+from diskplan.backend.commit import unsafe as unsafe_now
+from diskplan.backend.datamove import Progress
+from diskplan.backend.move import (
+    LABELS,
+    MoveOutcome,
+    entry_problems,
+    journal_dir,
+    placement,
+    take_lock,
+    tell_kernel,
+)
+from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
+from diskplan.backend.movejournal import unfinished
+from diskplan.model.disk import Disk
+from diskplan.model.extent import Extent, Role
+from diskplan.model.fsresize import refusals as fs_refusals
+from diskplan.model.fsresize import steps
+from diskplan.model.units import human_bytes
+
+
+@dataclass(frozen=True)
+class ResizeProposal:
+    target: str
+    kind: str  # "block" or "file"
+    model: str
+    sectors: int
+    sector_size: int
+    number: int
+    entry: Entry | None
+    old: int  # sectors
+    new: int  # sectors
+    refusals: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    identity: Identity | None = None
+    fs: fscheck.Identity = field(default_factory=fscheck.Identity)
+    minimum: int | None = None  # bytes: the smallest the filesystem can shrink to (None: unknown or cannot)
+    protect: tuple[Extent, ...] = ()
+
+    @property
+    def order(self) -> tuple[str, str]:
+        return steps(self.old, self.new)
+
+    @property
+    def confirm_word(self) -> str:
+        return confirm_word(self.kind, self.target)
+
+    @property
+    def prompt(self) -> str:
+        return f"Type {self.confirm_word} to resize partition {self.number} on {self.target}"
+
+    def accepts(self, answer: str) -> bool:
+        return accepts(self.kind, self.target, answer)
+
+
+def prepare_resize(
+    target: str, number: int, length: int, host: Host, *, current: Disk | None = None
+) -> ResizeProposal:
+    """What resizing partition ``number`` of ``target`` to ``length`` sectors would do. Writes nothing.
+    Raises CommitError when the target cannot be read."""
+    ident, disk = read_target(target, current)
+    ss = disk.geometry.logical
+    label = LABELS.get(disk.table.label or "", "")
+    p = disk.table.by_number(number)
+    old = p.size if p is not None else 0
+    refusals: list[str] = []
+    notes: list[str] = []
+    entry = None
+    if not label:
+        refusals.append(f"diskplan resizes partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
+    elif p is not None:
+        refusals += placement(disk, number, p.start, length)
+    else:
+        refusals.append(f"{target} has no partition {number}")
+    if not refusals:
+        try:
+            entry = read_entry(target, label, number, ss, disk.geometry.sectors)
+            refusals += entry_problems(target, entry, p, ss)
+        except (EntryError, OSError, bk.BackupError) as exc:
+            refusals.append(str(exc))
+    blocking, idle = unsafe_now(target, host)
+    refusals += blocking
+    notes += idle
+    waiting = unfinished(journal_dir(target), target, ident.size)
+    if waiting:
+        refusals.append(f"an unfinished move is recorded in {waiting[0]}: run `diskplan resume {target}` first")
+    fs, least = fscheck.Identity(), None
+    if not refusals and p is not None and length != old:
+        try:
+            with fscheck.view(target, p.start * ss, old * ss) as loop:
+                fs = fscheck.identify(loop)
+                why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+                if why:
+                    refusals.append(why)
+                elif length < old:
+                    least = tools.minimum(loop, fs.fs)
+        except (fscheck.CheckError, tools.ResizeError) as exc:
+            refusals.append(str(exc))
+        refusals += fs_refusals(fs.fs, old * ss, length * ss, least)
+    protect = (*(q.extent for q in disk.table.live if q.role is not Role.EXTENDED),)
+    return ResizeProposal(target, "block" if ident.kind == "block" else "file", disk.geometry.model,
+                          disk.geometry.sectors, ss, number, entry, old, length, tuple(refusals), tuple(notes), ident,
+                          fs, least, protect)
+
+
+def execute_resize(
+    p: ResizeProposal, answer: str, host: Host, *, backup_path: str | None = None, progress: Progress | None = None
+) -> MoveOutcome:
+    """Check, back up, resize in the safe order, tell the kernel, check again (see the module's doc)."""
+    base = MoveOutcome(Verdict.REFUSED, "", p.target)
+    if p.refusals:
+        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
+    if p.new == p.old:
+        return replace(base, verdict=Verdict.NOTHING, message=f"nothing to do: partition {p.number} already has "
+                       f"{p.new} sectors")
+    if not p.accepts(answer):
+        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
+    assert p.entry is not None
+
+    def step(what: str) -> None:
+        if progress:
+            progress(1, 1, what)
+
+    held = take_lock(p.target, host, base)
+    if isinstance(held, MoveOutcome):
+        return held
+    ss, start = p.sector_size, p.entry.start
+    with held:
+        try:
+            now = read_target(p.target, None)
+        except CommitError as exc:
+            return replace(base, message=f"refused: {exc}")
+        if now[0] != p.identity:
+            return replace(base, message=f"refused: {p.target} is no longer the disk that was read")
+        blocking = unsafe_now(p.target, host)[0]
+        if blocking:
+            return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
+        step("checking the filesystem")
+        try:
+            fs, clean, said = fscheck.referee(p.target, start * ss, p.old * ss)
+        except fscheck.CheckError as exc:
+            return replace(base, message=f"refused: {exc}")
+        if not clean or fs != p.fs:
+            why = "is not clean; repair it first" if not clean else "changed since it was read"
+            return replace(base, message=f"refused: the {fs.fs} filesystem on partition {p.number} {why}; nothing "
+                           "was written", details=(said,) if said else ())
+        try:
+            extents = bk.backup_extents(p.target, ss, p.sectors, protect=p.protect)
+            path = bk.save(bk.capture(p.target, ss, p.sectors, extents, model=p.model),
+                           backup_path or bk.default_path(p.target))
+        except (OSError, bk.BackupError) as exc:
+            why = getattr(exc, "strerror", None) or str(exc)
+            return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
+        base = replace(base, backup_path=path, verdict=Verdict.FAILED)
+        done: list[str] = []
+        for what in p.order:
+            try:
+                if what == "entry":
+                    step("rewriting the partition's table entry")
+                    rewrite_entry(p.target, p.entry, start, ss, p.sectors, length=p.new)
+                else:
+                    step(f"resizing the {fs.fs} filesystem")
+                    # a shrink runs over the old bytes, a grow (and mkswap, which fills its device) over the new
+                    size = p.new if p.new > p.old or fs.fs == "swap" else p.old
+                    with fscheck.view(p.target, start * ss, size * ss, read_only=False) as loop:
+                        tools.resize(loop, fs, p.new * ss)
+            except (EntryError, OSError, bk.BackupError, fscheck.CheckError, tools.ResizeError) as exc:
+                where = "; ".join(done) or "nothing was changed"
+                return replace(base, message=f"the resize of partition {p.number} stopped: {exc} ({where})")
+            done.append("the filesystem is resized" if what != "entry" else "the table entry is rewritten")
+        kernel = tell_kernel(p.target, p.kind)
+        step("checking the filesystem at its new size")
+        try:
+            after, clean, said = fscheck.referee(p.target, start * ss, p.new * ss)
+        except fscheck.CheckError as exc:
+            return replace(base, message=f"resized, but the check afterwards could not run: {exc}")
+        if (after.fs, after.uuid, after.label) != (fs.fs, fs.uuid, fs.label):
+            return replace(base, message=f"resized, but blkid now sees {after} where it saw {fs}")
+        if not clean:
+            return replace(base, details=(said,), message=f"resized, but the {fs.fs} checker does not find the "
+                           "filesystem clean")
+    verb = "grown" if p.new > p.old else "shrunk"
+    return replace(base, verdict=Verdict.WRITTEN, details=(kernel,) if kernel else (),
+                   message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "
+                   f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}, PARTUUID {p.entry.guid or '-'} "
+                   "unchanged")
