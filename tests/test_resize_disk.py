@@ -1,7 +1,7 @@
 """Resizing partitions that hold real filesystems on loop devices, with their own tools: grow, shrink,
 a shrink below the minimum refused, XFS shrink refused. Afterwards the table says the new size (sfdisk
 referee), the checker finds the filesystem clean, blkid sees the same UUID and label, the PARTUUID is the
-same and every file's SHA-256 is unchanged (tests.test_move_disk's disks and referees)."""
+same and every file's SHA-256 is unchanged (tests/helpers/movedisk.py's disks and referees)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import re
 import subprocess
 
 import pytest
-from tests.conftest import need_tool, run
-from tests.test_move_disk import CHECK, Disk, View, _file_sums, diskplan, entry, make_disk
 
 from diskplan.model.fsresize import refusals, resizer, steps
+from helpers.movedisk import CHECK, Disk, View, diskplan, entry, file_sums, make_disk
+from helpers.tools import need_tool, run
 
 
 def assert_resized(d: Disk, size: int, partuuid: str) -> None:
@@ -22,7 +22,7 @@ def assert_resized(d: Disk, size: int, partuuid: str) -> None:
         assert check.returncode == 0, check.stdout + check.stderr
         ids = run("blkid", "-p", "-o", "export", v)
         assert f"TYPE={d.fs}" in ids and "LABEL=moved" in ids
-        assert _file_sums(v, d.fs, list(d.sums)) == d.sums
+        assert file_sums(v, d.fs, list(d.sums)) == d.sums
 
 
 def resize(d: Disk, size: int) -> subprocess.CompletedProcess[str]:
