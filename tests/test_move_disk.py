@@ -212,12 +212,11 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
     loop_device, tmp_path, monkeypatch  # type: ignore[no-untyped-def]
 ) -> None:
     """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
-    from helpers.lockholders import holding
-
     from diskplan.backend import lock as wlock
     from diskplan.backend.commit import Verdict
     from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
     from diskplan.cli.apply import host
+    from helpers.lockholders import holding
 
     d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)
     monkeypatch.setenv("XDG_STATE_HOME", str(d.state))
