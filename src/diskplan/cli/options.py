@@ -32,6 +32,12 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--optimal-io", type=_size, metavar="SIZE", help="optimal I/O size, e.g. a stripe: 196608")
     g.add_argument("--min-io", type=_size, metavar="SIZE", help="minimum I/O size")
     g.add_argument(
+        "--ssd",
+        action="store_true",
+        help="the device is flash (an image, or firmware that says rotational): judge starts against a 4 KiB "
+        "page at least, whatever physical block it reports",
+    )
+    g.add_argument(
         "--grain",
         type=_size,
         action="append",
@@ -53,6 +59,7 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
             optimal_io=nbytes(args.optimal_io),
             min_io=nbytes(args.min_io),
             grains=tuple(a.nbytes(ss) for a in args.grain) if args.grain else None,
+            ssd=getattr(args, "ssd", False),
         )
     except ValueError as exc:
         raise TargetError(str(exc)) from exc

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.findings import nearby_starts
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
@@ -30,17 +31,23 @@ def num(n: int) -> str:
 
 
 def blocks_touched(geom: Geometry, first_lba: int, nbytes: int = FS_BLOCK) -> tuple[Extent, int, int]:
-    """The sectors of an ``nbytes`` block starting at ``first_lba``, and the first and last physical
-    blocks they touch."""
+    """The sectors of an ``nbytes`` block starting at ``first_lba``, and the first and last pages (physical
+    blocks, or on flash at least 4 KiB: ``Geometry.page``) they touch."""
     sectors = max(1, -(-nbytes // geom.logical))
     ext = Extent(first_lba, first_lba + sectors - 1)
-    return ext, geom.physical_block_of(ext.start), geom.physical_block_of(ext.end)
+    return ext, geom.page_of(ext.start), geom.page_of(ext.end)
 
 
 def physical_block_extent(geom: Geometry, block: int) -> Extent:
     off = geom.alignment_offset % geom.physical
     lo = (block * geom.physical + off) // geom.logical
     return Extent(lo, lo + geom.sectors_per_physical - 1)
+
+
+def page_extent(geom: Geometry, page: int) -> Extent:
+    off = geom.alignment_offset % geom.page
+    lo = (page * geom.page + off) // geom.logical
+    return Extent(lo, lo + geom.sectors_per_page - 1)
 
 
 def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
@@ -135,7 +142,7 @@ def explain(
     if item.kind is Kind.METADATA:
         return _explain_metadata(item, geom)
     assert item.partition is not None
-    return _explain_partition(item, item.partition, geom, grain)
+    return _explain_partition(item, item.partition, geom, grain, table)
 
 
 def lbas(ext: Extent) -> str:
@@ -153,7 +160,7 @@ def _where(geom: Geometry, ext: Extent) -> str:
     return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
 
 
-def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -> list[Line]:
+def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None) -> list[Line]:
     out = [Line("heading", item.label[0].upper() + item.label[1:])]
     kind = describe(p.type) if p.type else p.role.value
     start_bytes = p.start * geom.logical
@@ -167,11 +174,8 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -
     gtext = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * geom.logical)}"
     if grain.is_aligned(p.start):
         out.append(Line("good", f"The start is on the {gtext} grain."))
-    else:
-        out.append(
-            Line("text", f"The {gtext} grain's nearest starts: {num(grain.align_down(p.start))}s or "
-                 f"{num(grain.align_up(p.start))}s.")
-        )
+    elif near := nearby_starts(grain, p.start, table):
+        out.append(Line("text", f"The {gtext} grain's nearest starts in the usable area: {near}."))
     found = _findings(item)
     if not found:
         out.append(Line("good", "No findings: nothing here costs extra I/O."))
@@ -182,22 +186,21 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
     head = f"Its first 4 KiB filesystem block is {lbas(ext)} (highlighted on the map)"
-    if geom.physical < FS_BLOCK:
+    if geom.page < FS_BLOCK:
         return [
-            Line("text", f"{head}: {touched} whole {geom.physical} B physical blocks, so no write is split."),
-            Line("dim", "If the device's real page is larger (SSDs), say so with --physical-block 4096."),
+            Line("text", f"{head}: {touched} whole {geom.page} B physical blocks, so no write is split on a hard "
+                 "disk with true 512 B sectors."),
+            Line("dim", "An SSD writes pages of 4 KiB or more whatever it reports: say so with --ssd."),
         ]
-    blocks = " and ".join(
-        f"{num(b)} ({lbas(physical_block_extent(geom, b))})"
-        for b in range(first, last + 1)
-    )
+    unit = "physical block" if geom.page == geom.physical else "flash page (assumed)"
+    blocks = " and ".join(f"{num(b)} ({lbas(page_extent(geom, b))})" for b in range(first, last + 1))
     if touched == 1:
-        return [Line("good", f"{head}: inside physical block {blocks}. One write, no read-modify-write.")]
+        return [Line("good", f"{head}: inside {unit} {blocks}. One write, no read-modify-write.")]
     return [
         Line(
             "warning",
-            f"{head}: it touches {touched} physical blocks of {geom.physical} B, {blocks}. Writing those 4 KiB "
-            f"makes the drive read {touched} blocks, merge, and write {touched} back: {touched} media writes "
+            f"{head}: it touches {touched} {unit}s of {geom.page} B, {blocks}. Writing those 4 KiB alone "
+            f"makes the drive read {touched} of them, merge, and write {touched} back: {touched} media writes "
             "instead of 1.",
         )
     ]
@@ -281,7 +284,9 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
          + (f", offset {grain.offset}s" if grain.offset else "")),
         ("fdisk would use", _grain_text(libfdisk_grain(g), g)),
         ("parted optimal", _grain_text(libparted_optimum(g), g)),
-        ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]),
+        ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]
+         + (", marked --ssd" if g.ssd else "")),
+        ("Starts judged by", g.page_rule()),
         ("I/O scheduler", g.scheduler or "unknown"),
         ("Discard granularity", f"{g.discard_granularity} B" if g.discard_granularity else "not reported"),
     ]

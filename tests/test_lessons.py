@@ -1,0 +1,186 @@
+"""Every lesson and finding says what the experiments measured, and the flash-page rule: each statement is
+pinned to the number it comes from (the experiment texts in ../shared/seeds when present, else the
+numbers quoted in README "Where the numbers come from")."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from diskplan.model import demos
+from diskplan.model import findings as F
+from diskplan.model.extent import Partition
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import libparted_optimum, optimal_grain
+from diskplan.model.table import new_table
+
+SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
+M4 = 500118192  # the Crucial M4's sectors
+
+
+def _text(prefix: str) -> str:
+    found = sorted(SEEDS.glob(f"{prefix}_*.txt")) if SEEDS.is_dir() else []
+    if not found:
+        pytest.skip("the experiment texts (../shared/seeds) are not here")
+    return found[0].read_text()
+
+
+def _codes(geom: Geometry, *parts: Partition, label: str = "gpt") -> dict[int, list[str]]:
+    table = new_table(label, geom).with_partitions(parts)
+    out: dict[int, list[str]] = {p.number: [] for p in parts}
+    for f in F.analyze(geom, table):
+        out[f.partition or 0].append(f.code)
+    return out
+
+
+def _finding(geom: Geometry, p: Partition, code: str) -> F.Finding:
+    table = new_table("gpt", geom).with_partitions((p,))
+    return next(f for f in F.analyze(geom, table) if f.code == code)
+
+
+# --- the flash-page rule ----------------------------------------------------------------------------
+
+
+def test_34s_on_a_non_rotational_512_512_device_is_a_warning_with_the_assumption() -> None:
+    ssd = Geometry(sectors=M4, rotational=False)  # what the M4 reported: 512/512, rotational 0
+    f = _finding(ssd, Partition(1, 34, M4 - 34), F.START_NOT_PAGE)
+    assert f.severity == F.WARNING
+    text = " ".join(f.explanation)
+    assert "17408 B mod 4096 = 1024" in text
+    assert "read-modify-write" in text and "assumption about flash" in text and "--physical-block" in text
+    assert "sysfs queue/rotational = 0" in text
+    assert _codes(ssd, Partition(1, 2048, M4 - 34)) == {1: []}
+
+
+def test_ssd_marked_by_the_user_is_judged_the_same_and_says_why() -> None:
+    image = Geometry(sectors=M4)  # an image file: rotational unknown
+    marked = image.with_overrides(ssd=True)
+    assert _codes(marked, Partition(1, 34, M4 - 34))[1] == [F.START_NOT_PAGE]
+    assert "--ssd" in " ".join(_finding(marked, Partition(1, 34, M4 - 34), F.START_NOT_PAGE).explanation)
+    assert marked.page == 4096 and image.page == 512
+    # A larger page said with --physical-block: then the physical block itself is the rule.
+    assert marked.with_overrides(physical=16384).page == 16384
+
+
+def test_34s_on_a_rotational_512_512_disk_stays_a_notice() -> None:
+    hdd = Geometry(sectors=M4, rotational=True)
+    f = _finding(hdd, Partition(1, 34, M4 - 34), F.START_NOT_GRAIN)
+    assert f.severity == F.NOTICE
+    assert "hard disk with true 512 B sectors" in " ".join(f.explanation) and "--ssd" in " ".join(f.explanation)
+    assert "hard disk" in hdd.page_rule()
+
+
+def test_the_page_rule_names_its_reason() -> None:
+    assert "sysfs queue/rotational = 0" in Geometry(sectors=10**6, rotational=False).page_rule()
+    assert "--ssd" in Geometry(sectors=10**6, ssd=True).page_rule()
+    assert "say --ssd" in Geometry(sectors=10**6).page_rule()
+    # 4Kn flash: every LBA is a whole page already.
+    assert Geometry(sectors=10**6, logical=4096, physical=4096, rotational=False).page == 4096
+
+
+# --- the corrections, each pinned to its number --------------------------------------------------------
+
+
+def _iops(text: str, kind: str) -> tuple[float, float]:
+    """Mean IOPS of the misaligned and the aligned runs of ``kind`` in the fio experiment."""
+    runs = [int(n) for n in re.findall(rf"^{kind}_\d :.*iops=(\d+)", text, re.M)]
+    assert len(runs) == 10
+    return statistics.mean(runs[:5]), statistics.mean(runs[5:])
+
+
+def test_1_the_fio_runs_were_sequential_and_19x() -> None:
+    text = _text("000")
+    assert "fio fio.ini -rw ${TEST}" in text and "for TEST in read write" in text  # not randread/randwrite
+    bad, good = _iops(text, "write")
+    assert round(good / bad) == 19 and round(bad, -2) == 1500 and round(good, -3) == 28000
+    rbad, _ = _iops(text, "read")
+    assert round(rbad, -2) == 21400
+    lesson = " ".join(demos.find("ssd-gpt-34").lesson)
+    for said in (F.MEASURED_SSD, lesson):
+        assert "random" not in said and "sequential" in said
+        assert "19x" in said and "1,500" in said and "28,000" in said and "21,400" in said
+    assert "512B/512B" in text and "512/512" in F.MEASURED_SSD
+
+
+def test_2_physical_greater_than_logical_is_not_the_whole_rule() -> None:
+    af = " ".join(demos.find("advanced-format").lesson)
+    assert "alignment matters when physical > logical" not in af
+    assert "true 512-byte sectors" in af and "512/512 still pays" in af
+    demo = demos.find("ssd-gpt-34")
+    assert (demo.physical, demo.rotational) == (512, False)  # what the drive reported, judged as flash
+    assert demo.geometry().page == 4096
+
+
+def test_3_the_stripe_finding_calls_parity_rmw_and_quotes_parted_s_192k() -> None:
+    s = demos.find("stripe")
+    geom = s.geometry()
+    assert libparted_optimum(geom).sectors * 512 == 196608
+    f = _finding(geom, Partition(1, 2048, 209717247), F.START_NOT_GRAIN)
+    text = " ".join(f.explanation)
+    assert "read-modify-write of parity" in text and "not free" in text
+    assert "parted -a optimal on 192 KiB (384s)" in text and "fdisk and sfdisk start on 1 MiB (2048s)" in text
+    assert "costs no read-modify-write" not in text
+    assert "192 KiB optimal I/O size itself (384s)" in " ".join(s.lesson)
+
+
+def test_4_suggested_starts_lie_in_the_usable_area() -> None:
+    hdd = Geometry(sectors=M4, rotational=True)
+    f = _finding(hdd, Partition(1, 34, M4 - 34), F.START_NOT_GRAIN)
+    assert "0s" not in f.message and "Aligned starts nearby: 2048s." in " ".join(f.explanation)
+    mid = _finding(hdd, Partition(1, 3000, M4 - 34), F.START_NOT_GRAIN)
+    assert "2048s or 4096s" in mid.message
+
+
+def test_5_the_dos_lesson_matches_the_pg_test_fsync_experiment() -> None:
+    text = _text("003")
+    assert re.search(r"/dev/sde1\s+63\s+1875444164", text)  # the misaligned partition's end
+    assert "255 heads, 63 sectors/track" in text and "fdisk -c -u" in text
+    s = demos.find("dos-63")
+    (p,) = s.partitions
+    assert (p.start, p.end) == (63, 1875444164) and (p.end + 1) % (255 * 63) == 0  # a cylinder boundary
+    lesson = " ".join(s.lesson)
+    four_k = [float(n.replace(",", "")) for n in re.findall(r"4 \*  4kB open_sync writes\s+([\d.]+)", text)]
+    assert [round(n) for n in four_k] == [3991, 4989] and round(100 * (four_k[1] / four_k[0] - 1)) == 25
+    fdatasync = [float(n) for n in re.findall(r"fdatasync\s+([\d.]+) ops/sec", text)][::2]  # one 16kB write
+    assert round(100 * (fdatasync[1] / fdatasync[0] - 1)) == 8
+    for said in (lesson, F.MEASURED_DOS):
+        assert "3,991 -> 4,989" in said and "+25%" in said and "+8%" in said
+    assert "fdisk -c -u" in lesson and "half" in lesson and "not for alignment" in lesson
+    assert "flush" in lesson and "19x" in lesson  # why the two experiments' ratios differ
+
+
+def test_6_erase_blocks_are_not_said_to_divide_1mib() -> None:
+    modern = " ".join(demos.find("modern").lesson)
+    assert "most erase blocks divide" not in modern and "several MiB" in modern
+    flash = Geometry(sectors=M4, rotational=False)
+    f = _finding(flash, Partition(1, 4096 + 8, M4 - 34), F.START_NOT_GRAIN)
+    assert "several MiB" in " ".join(f.explanation)
+
+
+def test_7_read_modify_write_costs_small_writes_not_streams() -> None:
+    text = _text("002")
+    assert "x2.6" in text and "x1.6" in text
+    af = Geometry(sectors=3907029168, physical=4096, rotational=True)
+    f = _finding(af, Partition(1, 34, 2047), F.START_NOT_PHYSICAL)
+    said = " ".join(f.explanation)
+    assert "isolated small write" in said and "only at its two edges" in said and "2.6x" in said
+    assert "for every write" not in said
+
+
+def test_8_the_af_lesson_quotes_parted_s_1049kb_and_its_1mb_window() -> None:
+    text = _text("002")
+    assert "1 1049kB 20.0GB" in text
+    lesson = " ".join(demos.find("advanced-format").lesson)
+    assert "1049kB" in lesson and 2048 * 512 == 1_048_576
+    assert "half a unit" in lesson and "-a optimal" in lesson and "1953.125s" in lesson
+    assert 1_000_000 / 512 == 1953.125
+
+
+def test_no_internal_jargon_in_findings() -> None:
+    for name in ("MEASURED_SSD", "MEASURED_AF", "MEASURED_DOS", "MEASURED_STRIPE"):
+        assert "seed" not in getattr(F, name).lower()
+    geom = Geometry(sectors=M4, rotational=True)
+    assert optimal_grain(geom).sectors == 2048
