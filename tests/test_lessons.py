@@ -184,3 +184,87 @@ def test_no_internal_jargon_in_findings() -> None:
         assert "seed" not in getattr(F, name).lower()
     geom = Geometry(sectors=M4, rotational=True)
     assert optimal_grain(geom).sectors == 2048
+
+
+# --- the rule end to end: sysfs queue/rotational of a real loop device, and --ssd on an image ---------------
+
+
+def _gpt_at_34(path: Path) -> None:
+    import subprocess
+
+    with open(path, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["parted", "-s", str(path), "mklabel", "gpt", "mkpart", "p", "34s", "100%"],
+                   check=True, capture_output=True)
+
+
+def _check(target: str, *extra: str) -> tuple[int, dict[str, object]]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "diskplan", "check", target, "--json", *extra],
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, json.loads(done.stdout)
+
+
+def _severities(report: dict[str, object]) -> dict[str, str]:
+    parts = report["partitions"]
+    assert isinstance(parts, list)
+    return {f["code"]: f["severity"] for f in parts[0]["findings"]}
+
+
+def test_check_reads_rotational_from_sysfs(tmp_path: Path, loop_device) -> None:  # type: ignore[no-untyped-def]
+    image = tmp_path / "m4.img"
+    _gpt_at_34(image)
+    dev = loop_device(image)
+    rot = Path("/sys/block") / Path(dev).name / "queue" / "rotational"
+    rot.write_text("0")
+    if rot.read_text().strip() != "0":
+        pytest.skip("this kernel does not let a loop device say it is not rotational")
+    status, report = _check(dev)
+    assert status == 1 and _severities(report) == {F.START_NOT_PAGE: F.WARNING}
+    assert report["flash"] is True and report["page_size"] == 4096
+    assert "sysfs queue/rotational = 0" in str(report["page_rule"])
+    rot.write_text("1")
+    status, report = _check(dev)
+    assert _severities(report) == {F.START_NOT_GRAIN: F.NOTICE} and report["page_size"] == 512
+
+
+def test_check_ssd_option_on_an_image(tmp_path: Path) -> None:
+    image = tmp_path / "m4.img"
+    _gpt_at_34(image)
+    assert _severities(_check(str(image))[1]) == {F.START_NOT_GRAIN: F.NOTICE}
+    status, report = _check(str(image), "--ssd")
+    assert status == 1 and _severities(report) == {F.START_NOT_PAGE: F.WARNING}
+    assert "--ssd" in str(report["page_rule"])
+
+
+def test_topology_lists_the_schedulers(tmp_path: Path, loop_device) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.discovery.topology import topology
+
+    image = tmp_path / "d.img"
+    _gpt_at_34(image)
+    dev = loop_device(image)
+    topo = topology(dev)
+    offered = (Path("/sys/block") / Path(dev).name / "queue" / "scheduler").read_text().split()
+    assert topo is not None and topo.schedulers == tuple(w.strip("[]") for w in offered)
+    assert f"[{topo.scheduler}]" in offered
+
+
+def test_the_facts_panel_says_which_rule_and_why() -> None:
+    from diskplan.model.grain import optimal_grain as og
+    from diskplan.ui.explain import facts
+
+    s = demos.find("ssd-gpt-34")
+    disk = s.planned_disk()
+    rows = dict(facts(disk, og(disk.geometry)))
+    assert "assumed 4096 B page" in rows["Starts judged by"] and "rotational = 0" in rows["Starts judged by"]
+    hdd = demos.find("advanced-format").planned_disk()
+    assert "hard disk" in dict(facts(hdd, og(hdd.geometry)))["Starts judged by"]
+    offered = Geometry(sectors=10**6, scheduler="none", schedulers=("none", "mq-deadline", "bfq"))
+    from diskplan.model.disk import Disk
+    from diskplan.model.table import no_table
+
+    rows = dict(facts(Disk(offered, no_table(offered), source="x", kind="image"), og(offered)))
+    assert rows["I/O scheduler"] == "none (available: mq-deadline, bfq)"

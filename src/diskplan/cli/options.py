@@ -91,6 +91,7 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
             discard_granularity=topo.discard_granularity,
             rotational=topo.rotational,
             scheduler=topo.scheduler,
+            schedulers=topo.schedulers,
             model=disk.geometry.model or topo.model,
         )
         disk = replace(disk, geometry=geom, kind="block")

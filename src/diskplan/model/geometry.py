@@ -32,6 +32,7 @@ class Geometry:
     model: str = ""
     rotational: bool | None = None
     scheduler: str | None = None
+    schedulers: tuple[str, ...] = ()  # the ones the kernel offers (sysfs queue/scheduler)
     discard_granularity: int = 0
     ssd: bool = False  # the user said --ssd: flash, whatever sysfs says (images, lying firmware)
     notes: tuple[str, ...] = field(default=())

@@ -287,7 +287,9 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]
          + (", marked --ssd" if g.ssd else "")),
         ("Starts judged by", g.page_rule()),
-        ("I/O scheduler", g.scheduler or "unknown"),
+        ("I/O scheduler", (g.scheduler or "unknown")
+         + (f" (available: {', '.join(x for x in g.schedulers if x != g.scheduler)})"
+            if len(g.schedulers) > 1 else "")),
         ("Discard granularity", f"{g.discard_granularity} B" if g.discard_granularity else "not reported"),
     ]
     if t.label is None:
