@@ -51,13 +51,13 @@ def page_extent(geom: Geometry, page: int) -> Extent:
 
 
 def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
-    """LBA, byte offset, MiB, physical block and what lies there, for the status line. Made to fit ``width``
+    """LBA, byte offset, MiB, physical block (or flash page) and what lies there, for the status line. Made to fit ``width``
     (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
     lies under the cursor is the last thing to be shortened."""
     nbytes = lba * geom.logical
-    block = geom.physical_block_of(lba)
-    into = nbytes - physical_block_extent(geom, block).start * geom.logical
-    pb = f"phys block {num(block)}"
+    block = geom.page_of(lba)  # on flash that reports small sectors, the assumed page
+    into = nbytes - page_extent(geom, block).start * geom.logical
+    pb = f"{'phys block' if geom.page == geom.physical else 'page'} {num(block)}"
     what = describe_item(item, short=True) if item else "past the end of the disk"
     at, nb, mib = f"LBA {num(lba)}", f"{num(nbytes)} B", f"{nbytes / MiB:,.3f} MiB"
     into_text = f" +{into} B" if into else ""
