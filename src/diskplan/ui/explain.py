@@ -51,7 +51,7 @@ def page_extent(geom: Geometry, page: int) -> Extent:
 
 
 def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
-    """LBA, byte offset, MiB, physical block (or flash page) and what lies there, for the status line. Made to fit ``width``
+    """LBA, byte offset, MiB, physical block (or flash page) and what lies there, for the status line. Fits ``width``
     (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
     lies under the cursor is the last thing to be shortened."""
     nbytes = lba * geom.logical
