@@ -62,6 +62,7 @@ def render(report: Report, console: Console) -> None:
         f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
         + (f", offset {g.offset}s" if g.offset else "")
     )
+    console.print(Text(f"starts judged by: {geom.page_rule()}"))
     if report.partitions:
         t = RichTable(box=None, pad_edge=False, header_style="bold")
         for col, just in (("#", "right"), ("start", "right"), ("end", "right"), ("size", "right")):
