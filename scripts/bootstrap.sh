@@ -20,6 +20,8 @@ if [ "$want_test" = 1 ]; then
   # filesystems the data-move tests create, check and read back (tests/test_move_disk.py)
   need+=([e2fsprogs]=/usr/sbin/e2fsck [xfsprogs]=/usr/sbin/mkfs.xfs [btrfs-progs]=/usr/sbin/mkfs.btrfs
          [dosfstools]=/usr/sbin/mkfs.vfat [mtools]=/usr/bin/mcopy)
+  # the storage stack's headers, made by the real tools (tests/test_stack.py); mdadm only reads ours
+  need+=([lvm2]=/usr/sbin/pvcreate [cryptsetup-bin]=/usr/sbin/cryptsetup [mdadm]=/usr/sbin/mdadm)
 fi
 
 PY=${PYTHON:-python3}

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from diskplan.model.sizes import Amount, SizeError, parse_option
+from diskplan.model.stackfindings import with_stack_findings
 
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
@@ -63,7 +64,7 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
         )
     except ValueError as exc:
         raise TargetError(str(exc)) from exc
-    return disk.with_geometry(geom)
+    return with_stack_findings(disk.with_geometry(geom))
 
 
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
@@ -71,6 +72,7 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
     from diskplan.backend.filekind import target_problem
     from diskplan.backend.reader import ReadError, read
+    from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
 
     problem = target_problem(path)
@@ -95,5 +97,6 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
             model=disk.geometry.model or topo.model,
         )
         disk = replace(disk, geometry=geom, kind="block")
+    disk = replace(disk, stacks=tuple(read_stacks(path, disk).items()))
     return apply_overrides(disk, args) if args is not None else disk
 
