@@ -255,3 +255,28 @@ def test_lvm_inside_md_raid5_off_the_full_stripe(tmp_path: Path, sparse_image, l
     assert len(stripe) == 1 and "1,048,576 B from the array's data start mod 196,608 = 65,536" in " ".join(
         stripe[0].explanation)
     assert "pvcreate --dataalignment" in stripe[0].explanation[-1]
+
+
+def test_the_explain_panel_walks_down_the_stack() -> None:
+    """md raid5 (data at +1 MiB) holding a PV (pe_start 1 MiB), in a partition at 1 MiB on an SSD."""
+    from diskplan.model.extent import Partition
+    from diskplan.model.table import new_table
+    from diskplan.ui.cells import MapContent
+    from diskplan.ui.explain import explain
+
+    md = S.md_layer(S.parse_md_super(md_super(5, 4, 128, 2048, 100_000), 2))  # type: ignore[arg-type]
+    pv = S.Layer("lvm2-pv", MiB, 8192, 0, (("pe_start", f"{MiB} B"),), "pvcreate --dataalignment 192k")
+    geom = Geometry(sectors=1 << 21, rotational=False)
+    table = new_table("gpt", geom).with_partitions((Partition(1, 2048, (1 << 21) - 2048),))
+    grain = optimal_grain(geom)
+    found = SF.stack_findings(geom, 2048, (md, pv), grain, 1)
+    content = MapContent(geom, table, found, grain)
+    item = content.item_at(4096)
+    text = [line.text for line in explain(item, geom, grain, table, stack=(md, pv))]
+    joined = "\n".join(text)
+    assert "Inside it, layer by layer" in joined
+    assert "md RAID member at byte 1,048,576: the array's data (data offset) at +1,048,576 B = byte 2,097,152" in joined
+    assert "LVM2 physical volume at byte 2,097,152: extent 0 (pe_start) at +1,048,576 B = byte 3,145,728" in joined
+    assert text.index("Inside it, layer by layer") < next(i for i, t in enumerate(text) if SF.LAYER_NOT_STRIPE in t)
+    assert "Fix: pvcreate --dataalignment 192k." in joined
+    assert "Inside it" not in "\n".join(line.text for line in explain(item, geom, grain, table))

@@ -13,6 +13,8 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
 from diskplan.model.safetext import safe
+from diskplan.model.stack import Layer
+from diskplan.model.stackfindings import NAMES, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.units import MiB, human_bytes, human_si
 from diskplan.ui.cells import Item, Kind
@@ -125,8 +127,11 @@ def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
 
 
 def explain(
-    item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = ""
+    item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = "",
+    stack: tuple[Layer, ...] = (),
 ) -> list[Line]:
+    """``stack``: the layers inside the partition under the cursor (``Disk.stack(number)``), walked down
+    after the partition's own lines."""
     if item is None:
         return [Line("dim", "Past the end of the disk.")]
     if item.kind is Kind.FREE:
@@ -136,13 +141,34 @@ def explain(
                     Line("heading", f"Whole-disk {filesystem} filesystem"),
                     Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
                          "fills the disk. Creating a table here would destroy it."),
+                    *(stack_walk(geom, 0, stack, grain) if stack else ()),
                 ]
             return _explain_blank(item, geom, grain)
         return _explain_free(item, geom, grain)
     if item.kind is Kind.METADATA:
         return _explain_metadata(item, geom)
     assert item.partition is not None
-    return _explain_partition(item, item.partition, geom, grain, table)
+    out = _explain_partition(item, item.partition, geom, grain, table)
+    if stack and item.partition.role is not Role.EXTENDED:
+        out[2:2] = stack_walk(geom, item.partition.start, stack, grain)
+    return out
+
+
+def stack_walk(geom: Geometry, start_lba: int, stack: tuple[Layer, ...], grain: Grain) -> list[Line]:
+    """Down the stack: where each layer begins, where its data lands in absolute bytes, and whether that
+    byte is on the page and on the grain (the findings, if any, follow with the fix)."""
+    out = [Line("heading", "Inside it, layer by layer")]
+    out += [Line("text", text) for text in walk_lines(geom, start_lba, stack)]
+    gbytes = grain.sectors * geom.logical
+    for placed in place(start_lba * geom.logical, stack):
+        if placed.layer.data_offset == 0:
+            continue
+        on_page, on_grain = placed.data % geom.page == 0, placed.data % gbytes == 0
+        style = "good" if on_page and on_grain else ("notice" if on_page else "warning")
+        name = NAMES.get(placed.layer.kind, placed.layer.kind)
+        out.append(Line(style, f"{name}: data at byte {num(placed.data)}; mod {geom.page} = "
+                        f"{placed.data % geom.page}, mod {num(gbytes)} = {num(placed.data % gbytes)}."))
+    return out
 
 
 def lbas(ext: Extent) -> str:
