@@ -280,3 +280,40 @@ def test_the_explain_panel_walks_down_the_stack() -> None:
     assert text.index("Inside it, layer by layer") < next(i for i, t in enumerate(text) if SF.LAYER_NOT_STRIPE in t)
     assert "Fix: pvcreate --dataalignment 192k." in joined
     assert "Inside it" not in "\n".join(line.text for line in explain(item, geom, grain, table))
+
+
+# --- the LVM-striping demo: real PV headers, read by pvs ------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "data_start"), [("lvm-whole-disk", MiB), ("lvm-partition", 2 * MiB)])
+def test_lvm_demo_images_carry_pv_headers_pvs_reads(tmp_path: Path, name: str, data_start: int) -> None:
+    import os
+
+    from diskplan.backend.demo_image import build
+    from diskplan.model import demos
+
+    need_tool("pvs")
+    s = demos.find(name)
+    image = build(s, str(tmp_path))
+    start = data_start - s.pv.pe_start  # type: ignore[union-attr]
+    # A loop device over just the PV (a partition of a loop device has no node here without udev).
+    loop = run("losetup", "--find", "--show", "--read-only", "--offset", str(start), image.image).strip()
+    try:
+        out = subprocess.run(["pvs", "--noheadings", "--units", "b", "--nosuffix", "-o",
+                              "vg_name,pe_start,vg_extent_size", loop], capture_output=True, text=True,
+                             env={**os.environ, **LVM_QUIET})
+        lvs = subprocess.run(["lvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "stripes,stripe_size",
+                              "vgdata01"], capture_output=True, text=True, env={**os.environ, **LVM_QUIET})
+    finally:
+        run("losetup", "--detach", loop)
+    vg, pe, ext = out.stdout.split()
+    assert (vg, int(pe), int(ext)) == ("vgdata01", MiB, 128 * MiB), out.stderr
+    assert [int(x) for x in lvs.stdout.split()] == [2, 8192]  # lvcreate -i 2 -I 8
+    report = _check(image.device, "--ssd")
+    layers = report["layers"] if s.label is None else report["partitions"][0]["layers"]  # type: ignore[index]
+    (layer,) = layers  # type: ignore[misc]
+    assert layer["data_start"] == data_start and layer["stripe"] == 8192
+    assert data_start % 8192 == 0 and data_start % MiB == 0  # the same remainder: both aligned
+    assert s.planned_disk().stack(s.pv_on)[0].data_offset == MiB  # the model reads its own headers alike
+    lesson = " ".join(s.lesson)
+    assert "2.9 GB/s" in lesson or "5.9 GB/s" in lesson
