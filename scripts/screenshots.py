@@ -41,10 +41,11 @@ class Shot:
 
 SHOTS = (
     Shot("overview", "modern", about="a modern aligned disk, whole-disk zoom"),
-    Shot("ssd-gpt-34", "ssd-gpt-34", ("1",), about="seed 000: a GPT partition at 34s, one sector per cell"),
+    Shot("ssd-gpt-34", "ssd-gpt-34", ("1",), about="an SSD reporting 512/512 with a GPT partition at 34s, one sector per cell"),
     Shot("advanced-format", "advanced-format", ("1",), about="a 512e HDD: partitions at 17.4 kB and 1 MiB"),
     Shot("stripe", "stripe", ("1", *["minus"] * 8), about="192 KiB stripe: the 3 MiB grain's lines"),
     Shot("disk-facts", "stripe", ("i",), about="the device facts and the demo's lesson"),
+    Shot("lvm-stripe", "lvm-partition", (), about="the LVM-striping experiment: a PV on a 1 MiB partition"),
     Shot("console", "dos-63", ("1",), (80, 25), True, "TERM=linux at 80x25: CP437 glyphs, 16 colours"),
     Shot("console-help", "empty", ("question_mark",), (80, 25), True, "the help screen on a console"),
     Shot("demos", "ssd-gpt-34", ("d", "down", "down"), (80, 25), about="the demo disks"),
