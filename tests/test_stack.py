@@ -317,3 +317,59 @@ def test_lvm_demo_images_carry_pv_headers_pvs_reads(tmp_path: Path, name: str, d
     assert s.planned_disk().stack(s.pv_on)[0].data_offset == MiB  # the model reads its own headers alike
     lesson = " ".join(s.lesson)
     assert "2.9 GB/s" in lesson or "5.9 GB/s" in lesson
+
+
+# --- any bytes: a StackError or a stack, never another exception -------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _headers() -> list[bytes]:
+    """Real-looking starts of each format, to mutate: a PV (from the demo writer), md, LUKS1/2 magic, ext4, XFS."""
+    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+
+    pv = bytearray(16384)
+    for off, data in pv_header_pieces(StripedVg("vg", 64 * MiB, 8192, 4 * MiB, 8192), 0):
+        pv[off:off + len(data)] = data[:16384 - off]
+    md = bytes(4096) + md_super(5, 4, 128, 2048, 1000) + bytes(8192)
+    luks2 = bytearray(16384)
+    luks2[:8] = b"LUKS\xba\xbe\x00\x02"
+    struct.pack_into(">Q", luks2, 8, 16384)
+    luks2[4096:4200] = b'{"segments": {"0": {"offset": "16777216", "sector_size": 4096}}}'
+    ext4 = bytearray(4096)
+    struct.pack_into("<H", ext4, 1024 + 56, 0xEF53)
+    return [bytes(pv), md, bytes(luks2), bytes(ext4), b"XFSB" + bytes(4092)]
+
+
+HEADERS = _headers()
+
+
+# Where the parsers read: label and pv_header, md superblock fields, LUKS/ext4/XFS fields, and anywhere.
+HOT = st.one_of(st.integers(512, 700), st.integers(4096, 4400), st.integers(0, 200), st.integers(1024, 1500),
+                st.integers(0, 16383))
+
+
+@settings(max_examples=300, deadline=None)
+@given(which=st.integers(0, len(HEADERS) - 1), flips=st.lists(st.tuples(HOT, st.integers(0, 255)), max_size=12))
+def test_any_mutated_header_gives_a_stack_or_a_stack_error(which: int, flips: list[tuple[int, int]]) -> None:
+    data = bytearray(HEADERS[which])
+    for at, value in flips:
+        if at < len(data):
+            data[at] = value
+    try:
+        layers = S.walk(lambda off, n: bytes(data[off:off + n]) if off >= 0 else b"", 64 * MiB)
+    except S.StackError:
+        return
+    assert all(la.data_offset >= 0 for la in layers)
+
+
+def test_a_label_pointing_past_its_sector_is_a_stack_error() -> None:
+    pv = bytearray(HEADERS[0])
+    struct.pack_into("<I", pv, 512 + 20, 0xFFFF)  # offset_xl: the pv_header far past what was read
+    with pytest.raises(S.StackError, match="does not hold together"):
+        S.walk(lambda off, n: bytes(pv[off:off + n]), 64 * MiB)
+    luks2 = bytearray(HEADERS[2])
+    luks2[4096:4200] = b'{"segments": {"0": {"offset": "16777216", "sector_size": "4k"}}}'.ljust(104, b"\0")
+    with pytest.raises(S.StackError):
+        S.walk(lambda off, n: bytes(luks2[off:off + n]), 64 * MiB)

@@ -39,7 +39,7 @@ def read_stacks(path: str, disk: Disk) -> dict[int, tuple[Layer, ...]]:
 
             try:
                 layers = walk(read, size)
-            except (StackError, OSError, struct.error):
+            except (StackError, OSError, struct.error):  # a header that does not hold together
                 continue
             if layers:
                 out[number] = layers

@@ -291,7 +291,12 @@ def walk(read: Reader, size: int) -> tuple[Layer, ...]:
     layers: list[Layer] = []
     base = 0
     while len(layers) < MAX_DEPTH and base < size:
-        layer = _one(lambda off, n, b=base: read(b + off, n), size - base)
+        try:
+            layer = _one(lambda off, n, b=base: read(b + off, n), size - base)
+        except (struct.error, ValueError, KeyError, TypeError, OverflowError) as exc:
+            if isinstance(exc, StackError):
+                raise
+            raise StackError(f"a header that does not hold together: {exc}") from exc
         if layer is None:
             break
         layers.append(layer)
