@@ -14,7 +14,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
 from diskplan.model.geometry import Geometry
 from diskplan.model.lvmformat import StripedVg, pv_header_pieces
-from diskplan.model.stack import walk
+from diskplan.model.stack import Layer, walk
 from diskplan.model.table import Table, new_table, no_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -83,7 +83,7 @@ class Scenario:
             start = next(p.start for p in self.partitions if p.number == self.pv_on) * self.logical
         return [(start + off, data) for off, data in pv_header_pieces(self.pv, 0)]
 
-    def pv_stack(self) -> tuple:  # type: ignore[type-arg]
+    def pv_stack(self) -> tuple[Layer, ...]:
         """The layers the model reads from those headers, as backend.stack reads them from the image."""
         assert self.pv is not None
         head = bytearray(self.pv.pe_start)

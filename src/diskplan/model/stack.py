@@ -189,7 +189,7 @@ def md_csum(sb: bytes) -> int:
     size = 256 + 2 * max_dev
     data = bytearray(sb[:size])
     data[216:220] = b"\0\0\0\0"
-    total = sum(struct.unpack_from(f"<{size // 4}I", data))
+    total: int = sum(struct.unpack_from(f"<{size // 4}I", data))
     return (total & 0xFFFFFFFF) + (total >> 32) & 0xFFFFFFFF
 
 
@@ -231,7 +231,8 @@ def parse_luks(head: bytes, read: Reader | None = None) -> Layer | None:
         payload = struct.unpack_from(">I", head, 104)[0] * SECTOR
         cipher = head[8:40].rstrip(b"\0").decode("ascii", "replace")
         mode = head[40:72].rstrip(b"\0").decode("ascii", "replace")
-        facts = (("version", "1"), ("payload offset", f"{payload} B"), ("cipher", f"{cipher}-{mode}"))
+        facts: tuple[tuple[str, str], ...] = (("version", "1"), ("payload offset", f"{payload} B"),
+                                              ("cipher", f"{cipher}-{mode}"))
         return Layer("luks1", payload, 0, 0, facts, "cryptsetup luksFormat --type luks1 --align-payload SECTORS")
     if version == 2:
         hdr_size = struct.unpack_from(">Q", head, 8)[0]
@@ -291,8 +292,11 @@ def walk(read: Reader, size: int) -> tuple[Layer, ...]:
     layers: list[Layer] = []
     base = 0
     while len(layers) < MAX_DEPTH and base < size:
+        def at(off: int, n: int, b: int = base) -> bytes:
+            return read(b + off, n)
+
         try:
-            layer = _one(lambda off, n, b=base: read(b + off, n), size - base)
+            layer = _one(at, size - base)
         except (struct.error, ValueError, KeyError, TypeError, OverflowError) as exc:
             if isinstance(exc, StackError):
                 raise
