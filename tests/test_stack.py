@@ -373,3 +373,16 @@ def test_a_label_pointing_past_its_sector_is_a_stack_error() -> None:
     luks2[4096:4200] = b'{"segments": {"0": {"offset": "16777216", "sector_size": "4k"}}}'.ljust(104, b"\0")
     with pytest.raises(S.StackError):
         S.walk(lambda off, n: bytes(luks2[off:off + n]), 64 * MiB)
+
+
+def test_the_facts_panel_lists_the_layers_of_the_lvm_demo() -> None:
+    from diskplan.model import demos
+    from diskplan.ui.explain import facts
+
+    s = demos.find("lvm-partition")
+    disk = s.planned_disk()
+    rows = [v for k, v in facts(disk, optimal_grain(disk.geometry)) if k == "Inside #1"]
+    assert rows == ["LVM2 physical volume at byte 1,048,576, data at +1,048,576 = byte 2,097,152: mod 4096 = 0, "
+                    "mod 1,048,576 = 0"]
+    whole = demos.find("lvm-whole-disk").planned_disk()
+    assert [k for k, _ in facts(whole, optimal_grain(whole.geometry))].count("Inside the disk") == 1

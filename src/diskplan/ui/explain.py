@@ -325,6 +325,26 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         rows.append(("Usable area", f"LBA {num(t.first_usable)}-{num(t.last_usable)}"))
     if g.sectors_per_physical > 1 and mib_grain(g).sectors % g.sectors_per_physical == 0:
         rows.append(("1 MiB", f"{MiB // g.logical}s = {MiB // g.physical} physical blocks"))
+    rows.extend(stack_rows(disk, grain))
+    return rows
+
+
+def stack_rows(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
+    """One row per layer inside each partition: where its data lands, and the remainders that judge it."""
+    g, gbytes = disk.geometry, grain.sectors * disk.geometry.logical
+    starts = {p.number: p.start for p in disk.table.partitions}
+    rows = []
+    for number, layers in disk.stacks:
+        where = f"Inside #{number}" if number else "Inside the disk"
+        for placed in place(starts.get(number, 0) * g.logical, layers):
+            name = NAMES.get(placed.layer.kind, placed.layer.kind)
+            if placed.layer.data_offset:
+                rows.append((where, f"{name} at byte {num(placed.begins)}, data at +{num(placed.layer.data_offset)} "
+                             f"= byte {num(placed.data)}: mod {g.page} = {placed.data % g.page}, "
+                             f"mod {num(gbytes)} = {num(placed.data % gbytes)}"))
+            else:
+                facts = ", ".join(f"{k} {v}" for k, v in placed.layer.facts)
+                rows.append((where, f"{name} at byte {num(placed.begins)} ({facts})"))
     return rows
 
 
