@@ -149,6 +149,8 @@ def test_5_the_dos_lesson_matches_the_pg_test_fsync_experiment() -> None:
     for said in (lesson, F.MEASURED_DOS):
         assert "3,991 -> 4,989" in said and "+25%" in said and "+8%" in said
     assert "fdisk -c -u" in lesson and "half" in lesson and "not for alignment" in lesson
+    assert re.search(r"/dev/sde1\s+2048\s+1867775999", text) and "1,867,775,999 = 912,000 MiB - 1" in lesson
+    assert (1867775999 + 1) * 512 == 912_000 * (1 << 20)
     assert "flush" in lesson and "19x" in lesson  # why the two experiments' ratios differ
 
 
@@ -268,3 +270,11 @@ def test_the_facts_panel_says_which_rule_and_why() -> None:
 
     rows = dict(facts(Disk(offered, no_table(offered), source="x", kind="image"), og(offered)))
     assert rows["I/O scheduler"] == "none (available: mq-deadline, bfq)"
+
+
+def test_no_ssd_overrides_sysfs() -> None:
+    virtual = Geometry(sectors=M4, rotational=False).with_overrides(ssd=False)
+    assert not virtual.flash and virtual.page == 512 and "--no-ssd" in virtual.page_rule()
+    assert _codes(virtual, Partition(1, 34, M4 - 34))[1] == [F.START_NOT_GRAIN]
+    assert "--no-ssd" in " ".join(_finding(Geometry(sectors=M4, rotational=False), Partition(1, 34, M4 - 34),
+                                           F.START_NOT_PAGE).explanation)

@@ -34,9 +34,10 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--min-io", type=_size, metavar="SIZE", help="minimum I/O size")
     g.add_argument(
         "--ssd",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="the device is flash (an image, or firmware that says rotational): judge starts against a 4 KiB "
-        "page at least, whatever physical block it reports",
+        "page at least, whatever physical block it reports; --no-ssd: it is not, whatever sysfs says",
     )
     g.add_argument(
         "--grain",
@@ -60,7 +61,7 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
             optimal_io=nbytes(args.optimal_io),
             min_io=nbytes(args.min_io),
             grains=tuple(a.nbytes(ss) for a in args.grain) if args.grain else None,
-            ssd=getattr(args, "ssd", False),
+            ssd=getattr(args, "ssd", None),
         )
     except ValueError as exc:
         raise TargetError(str(exc)) from exc

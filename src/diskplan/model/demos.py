@@ -163,8 +163,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             "and ended it on a cylinder boundary: cylinders of 255 x 63 = 16,065 sectors, so the end is "
             "1,875,444,164 = 116,741 x 16,065 - 1.",
             "32,256 is not a multiple of 4,096: no 4 KiB page of the partition lines up with the flash.",
-            "The fix was `fdisk -c -u` (no DOS compatibility, sector units), start 2048 (1 MiB). Afterwards "
-            "the disk was split in two halves, not for alignment: that SSD slows down past half full.",
+            "The fix: start at sector 2048 (1 MiB), typed into `fdisk -u`, and end on a whole MiB "
+            "(1,867,775,999 = 912,000 MiB - 1); the author notes `fdisk -c -u` (no DOS compatibility) starts "
+            "at 2048 by default. The later split into two halves was not for alignment: that SSD slows down "
+            "past half full.",
             "Measured on an OCZ RevoDrive3 X2 with pg_test_fsync, 63s -> 2048s: 4 x 4 kB open_sync writes "
             "3,991 -> 4,989 ops/s (+25%), the clearest alignment effect; one 16 kB write + fdatasync "
             "9,700 -> 10,500 ops/s (+8%).",

@@ -118,7 +118,7 @@ def start_not_page(geom: Geometry, p: Partition) -> Finding:
             f"This device is flash ({geom.page_rule()}).",
             f"{pg} B is an assumption about flash, not a number the device gives: SSDs that report "
             f"{geom.physical} B sectors write pages of 4 KiB or more. If its page is larger, say "
-            "--physical-block 16384 (or its size); if it is not flash at all, it should not be marked --ssd.",
+            "--physical-block 16384 (or its size); if it is not flash at all (a virtual disk), say --no-ssd.",
             f"Every {pg} B filesystem block inside the partition straddles two pages: writing one alone makes "
             "the drive read both pages, merge, and write both back (read-modify-write).",
             RMW_EDGES,

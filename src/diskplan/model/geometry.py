@@ -34,7 +34,9 @@ class Geometry:
     scheduler: str | None = None
     schedulers: tuple[str, ...] = ()  # the ones the kernel offers (sysfs queue/scheduler)
     discard_granularity: int = 0
-    ssd: bool = False  # the user said --ssd: flash, whatever sysfs says (images, lying firmware)
+    # The user said --ssd (flash, whatever sysfs says: images, lying firmware) or --no-ssd (not flash,
+    # although sysfs says rotational 0: a virtual disk on a spinning array); None: sysfs decides.
+    ssd: bool | None = None
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -61,7 +63,7 @@ class Geometry:
 
     @property
     def flash(self) -> bool:
-        return self.ssd or self.rotational is False
+        return self.ssd if self.ssd is not None else self.rotational is False
 
     @property
     def page(self) -> int:
@@ -79,7 +81,9 @@ class Geometry:
         why = "--ssd" if self.ssd else "sysfs queue/rotational = 0"
         if self.flash and self.page > self.physical:
             return (f"flash ({why}): judged against an assumed {self.page} B page, not the reported "
-                    f"{self.physical} B block; --physical-block SIZE sets a larger page")
+                    f"{self.physical} B block; --physical-block SIZE sets a larger page, --no-ssd none")
+        if self.ssd is False:
+            return f"not flash (--no-ssd): judged against the reported {self.physical} B physical block"
         if self.flash:
             return f"flash ({why}): judged against the {self.page} B physical block"
         if self.rotational:
@@ -118,8 +122,8 @@ class Geometry:
             changes["min_io"] = min_io
         if grains is not None:
             changes["user_grains"] = tuple(grains)
-        if ssd:
-            changes["ssd"] = True
+        if ssd is not None:
+            changes["ssd"] = ssd
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def lba_to_bytes(self, lba: int) -> int:

@@ -311,7 +311,7 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         ("fdisk would use", _grain_text(libfdisk_grain(g), g)),
         ("parted optimal", _grain_text(libparted_optimum(g), g)),
         ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]
-         + (", marked --ssd" if g.ssd else "")),
+         + {True: ", marked --ssd", False: ", marked --no-ssd", None: ""}[g.ssd]),
         ("Starts judged by", g.page_rule()),
         ("I/O scheduler", (g.scheduler or "unknown")
          + (f" (available: {', '.join(x for x in g.schedulers if x != g.scheduler)})"
