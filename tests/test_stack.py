@@ -386,3 +386,18 @@ def test_the_facts_panel_lists_the_layers_of_the_lvm_demo() -> None:
                     "mod 1,048,576 = 0"]
     whole = demos.find("lvm-whole-disk").planned_disk()
     assert [k for k, _ in facts(whole, optimal_grain(whole.geometry))].count("Inside the disk") == 1
+
+
+def test_a_pv_on_the_page_but_off_its_lvs_stripe() -> None:
+    """pe_start 1 MiB + 4 KiB with 8 KiB stripes: on 4 KiB pages, so only the stripe finding, with its sum."""
+    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+
+    head = bytearray(2 * MiB)
+    for off, data in pv_header_pieces(StripedVg("vg", 64 * MiB, MiB + 4096, 4 * MiB, 8192), 0):
+        head[off:off + len(data)] = data
+    layers = S.walk(lambda off, n: bytes(head[off:off + n]), 64 * MiB)
+    geom = Geometry(sectors=1 << 20, rotational=False)
+    found = SF.stack_findings(geom, 2048, layers, optimal_grain(geom), 1)
+    assert {f.code for f in found} == {SF.LAYER_NOT_STRIPE, SF.LAYER_NOT_GRAIN}
+    stripe = next(f for f in found if f.code == SF.LAYER_NOT_STRIPE)
+    assert "2,101,248 mod 8,192 = 4,096" in " ".join(stripe.explanation) and "its own striped LV" in stripe.message

@@ -100,7 +100,8 @@ def stack_findings(
                         (*walk, f"{arith}: on the {geom.page} B {_unit(geom)}, so no write is split, but not on "
                          "the grain a stripe or an erase block would want.", f"Fix: {layer.fix}."),
                         number))
-            if layer.kind == "lvm2-pv" and layer.stripe:
+            on_page = not _mod(geom, p.data, geom.page)[1]
+            if layer.kind == "lvm2-pv" and layer.stripe and on_page:  # off the page says it already
                 arith, rem = _mod(geom, p.data, layer.stripe)
                 if rem:
                     out.append(_stripe_finding(walk, name, arith, layer.stripe, "its own striped LV", layer, number))
