@@ -22,6 +22,8 @@ if [ "$want_test" = 1 ]; then
          [dosfstools]=/usr/sbin/mkfs.vfat [mtools]=/usr/bin/mcopy)
   # filesystems the resize tests grow and shrink (tests/test_resize_disk.py)
   need+=([ntfs-3g]=/usr/sbin/ntfsresize)
+  # the storage stack's headers, made by the real tools (tests/test_stack.py); mdadm only reads ours
+  need+=([lvm2]=/usr/sbin/pvcreate [cryptsetup-bin]=/usr/sbin/cryptsetup [mdadm]=/usr/sbin/mdadm)
 fi
 
 PY=${PYTHON:-python3}
@@ -46,10 +48,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "Installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null || true
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "diskplan needs these Debian packages. Run:" >&2
-    echo "    sudo apt-get install -y ${missing[*]}" >&2
+    echo "    sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
   fi
 fi

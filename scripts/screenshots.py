@@ -17,6 +17,7 @@ import asyncio
 import io
 import pathlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -37,14 +38,39 @@ class Shot:
     size: tuple[int, int] = (100, 30)
     console: bool = False
     about: str = ""
+    image: Callable[[pathlib.Path], str] | None = None  # builds a disk image to open instead of the demo
+    args: tuple[str, ...] = ()  # the planner's options for that image
+
+
+def misaligned_pv(directory: pathlib.Path) -> str:
+    """GPT with partition 1 at 1 MiB holding an LVM2 PV whose pe_start is 1 MiB + 1 KiB: the data misses
+    4 KiB flash pages although the partition is aligned (the headers pvs would read: model.lvmformat)."""
+    import subprocess
+
+    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+
+    img = directory / "misaligned-pv.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["parted", "-s", str(img), "mklabel", "gpt", "mkpart", "p", "1MiB", "100%"], check=True,
+                   capture_output=True)
+    with open(img, "r+b") as f:
+        for off, data in pv_header_pieces(StripedVg("vgdata01", 62 << 20, (1 << 20) + 1024, 4 << 20, 8192), 0):
+            f.seek((1 << 20) + off)
+            f.write(data)
+    return str(img)
 
 
 SHOTS = (
     Shot("overview", "modern", about="a modern aligned disk, whole-disk zoom"),
-    Shot("ssd-gpt-34", "ssd-gpt-34", ("1",), about="seed 000: a GPT partition at 34s, one sector per cell"),
+    Shot("ssd-gpt-34", "ssd-gpt-34", ("1",),
+         about="an SSD reporting 512/512 with a GPT partition at 34s, one sector per cell"),
     Shot("advanced-format", "advanced-format", ("1",), about="a 512e HDD: partitions at 17.4 kB and 1 MiB"),
     Shot("stripe", "stripe", ("1", *["minus"] * 8), about="192 KiB stripe: the 3 MiB grain's lines"),
     Shot("disk-facts", "stripe", ("i",), about="the device facts and the demo's lesson"),
+    Shot("lvm-stripe", "lvm-partition", (), about="the LVM-striping experiment: a PV on a 1 MiB partition"),
+    Shot("explain-stack", "", ("e",), (110, 40), about="the explain panel walking down a partition's stack to a "
+         "misaligned pe_start", image=misaligned_pv, args=("--ssd",)),
     Shot("console", "dos-63", ("1",), (80, 25), True, "TERM=linux at 80x25: CP437 glyphs, 16 colours"),
     Shot("console-help", "empty", ("question_mark",), (80, 25), True, "the help screen on a console"),
     Shot("demos", "ssd-gpt-34", ("d", "down", "down"), (80, 25), about="the demo disks"),
@@ -61,7 +87,12 @@ SHOTS = (
 
 
 async def take(shot: Shot, source: CliSource) -> pathlib.Path:
-    app = PlannerApp(source, ("demo", shot.demo), console=shot.console)
+    start = ("demo", shot.demo)
+    if shot.image is not None:
+        path = shot.image(pathlib.Path(source.workspace.directory))
+        source = CliSource(parser().parse_args([path, *shot.args]))
+        start = ("path", path)
+    app = PlannerApp(source, start, console=shot.console)
     async with app.run_test(size=shot.size) as pilot:
         for _ in range(200):  # the demo image is built and read in a worker
             await pilot.pause(0.02)

@@ -37,6 +37,17 @@ def _write(path: str, label: str, partitions: tuple) -> None:  # type: ignore[ty
     write_table(path, label, partitions)
 
 
+def _write_pv(device: str, scenario: Scenario) -> None:
+    """The LVM2 PV headers a scenario carries (model.lvmformat), after the table: ``pvs`` reads them."""
+    pieces = scenario.pv_pieces()
+    if not pieces:
+        return
+    with open(device, "r+b") as f:
+        for offset, data in pieces:
+            f.seek(offset)
+            f.write(data)
+
+
 def _attach_loop(image: str, sector: int) -> str:
     if os.geteuid() != 0:
         raise DemoUnavailable(
@@ -74,6 +85,7 @@ def build(scenario: Scenario, directory: str) -> DemoImage:
     try:
         if scenario.label is not None:
             run_isolated(_write, device, scenario.label, scenario.partitions, timeout=60)
+        _write_pv(device, scenario)
     except IsolatedFailure as exc:
         if loop:
             detach_loop(loop)

@@ -17,6 +17,7 @@ from diskplan.cli.options import TargetError, add_overrides, open_target
 from diskplan.model.extent import Role
 from diskplan.model.report import Report, build_report, report_json
 from diskplan.model.safetext import safe
+from diskplan.model.stackfindings import walk_lines
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -62,6 +63,7 @@ def render(report: Report, console: Console) -> None:
         f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
         + (f", offset {g.offset}s" if g.offset else "")
     )
+    console.print(Text(f"starts judged by: {geom.page_rule()}"))
     if report.partitions:
         t = RichTable(box=None, pad_edge=False, header_style="bold")
         for col, just in (("#", "right"), ("start", "right"), ("end", "right"), ("size", "right")):
@@ -83,6 +85,11 @@ def render(report: Report, console: Console) -> None:
                 ", ".join(f.code for f in r.findings) or "-",
             )
         console.print(t)
+    for number, layers in disk.stacks:
+        where = f"partition {number}" if number else "whole disk"
+        start = next((p.start for p in disk.table.partitions if p.number == number), 0)
+        for line in walk_lines(geom, start, layers, where[0].upper() + where[1:]):
+            console.print(Text(f"  {safe(line)}", style="dim"))
     for f in report.all_findings:
         where = f"partition {f.partition}" if f.partition is not None else "table"
         console.print(Text.assemble((f"{f.severity}", SEVERITY_STYLE[f.severity]),

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from diskplan.model.sizes import Amount, SizeError, parse_option
+from diskplan.model.stackfindings import with_stack_findings
 
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
@@ -32,6 +33,13 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--optimal-io", type=_size, metavar="SIZE", help="optimal I/O size, e.g. a stripe: 196608")
     g.add_argument("--min-io", type=_size, metavar="SIZE", help="minimum I/O size")
     g.add_argument(
+        "--ssd",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the device is flash (an image, or firmware that says rotational): judge starts against a 4 KiB "
+        "page at least, whatever physical block it reports; --no-ssd: it is not, whatever sysfs says",
+    )
+    g.add_argument(
         "--grain",
         type=_size,
         action="append",
@@ -53,10 +61,11 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
             optimal_io=nbytes(args.optimal_io),
             min_io=nbytes(args.min_io),
             grains=tuple(a.nbytes(ss) for a in args.grain) if args.grain else None,
+            ssd=getattr(args, "ssd", None),
         )
     except ValueError as exc:
         raise TargetError(str(exc)) from exc
-    return disk.with_geometry(geom)
+    return with_stack_findings(disk.with_geometry(geom))
 
 
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
@@ -64,6 +73,7 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
     from diskplan.backend.filekind import target_problem
     from diskplan.backend.reader import ReadError, read
+    from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
 
     problem = target_problem(path)
@@ -84,8 +94,10 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
             discard_granularity=topo.discard_granularity,
             rotational=topo.rotational,
             scheduler=topo.scheduler,
+            schedulers=topo.schedulers,
             model=disk.geometry.model or topo.model,
         )
         disk = replace(disk, geometry=geom, kind="block")
+    disk = replace(disk, stacks=tuple(read_stacks(path, disk).items()))
     return apply_overrides(disk, args) if args is not None else disk
 

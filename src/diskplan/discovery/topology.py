@@ -20,6 +20,7 @@ class Topology:
     discard_granularity: int = 0
     rotational: bool | None = None
     scheduler: str | None = None
+    schedulers: tuple[str, ...] = ()  # every scheduler the kernel offers for this queue
     model: str = ""
     read_only: bool = False
 
@@ -62,6 +63,10 @@ def _scheduler(text: str | None) -> str | None:
     return text.split()[0]
 
 
+def _schedulers(text: str | None) -> tuple[str, ...]:
+    return tuple(w.strip("[]") for w in (text or "").split())
+
+
 def topology(path: str, sys_root: str = "/sys") -> Topology | None:
     d = sysfs_dir(path, sys_root)
     if d is None:
@@ -80,6 +85,7 @@ def topology(path: str, sys_root: str = "/sys") -> Topology | None:
         discard_granularity=_int(q, "discard_granularity"),
         rotational=None if rot is None else rot == "1",
         scheduler=_scheduler(_read(q, "scheduler")),
+        schedulers=_schedulers(_read(q, "scheduler")),
         model=model,
         read_only=_read(d, "ro") == "1",
     )

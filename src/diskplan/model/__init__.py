@@ -1,1 +1,2 @@
-"""The pure model: geometry, grains, extents, tables, findings, plans. Imports nothing but the stdlib."""
+"""The pure model: geometry, grains, extents, tables, findings, plans, the storage stack inside a
+partition. Imports nothing but the stdlib."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.repair import GptRepair
+from diskplan.model.stack import Layer
 from diskplan.model.table import Table
 
 
@@ -23,6 +24,12 @@ class Disk:
     findings: tuple[Finding, ...] = field(default=())
     views: tuple[Table, ...] = field(default=())  # other readings of the same sectors: a hybrid MBR's half
     repair: GptRepair | None = None  # a repair the plan can offer (nothing is written until commit)
+    # What sits inside each partition (number -> layers, 0 for a table-less disk): LVM, md, LUKS, a
+    # filesystem's stripe hints (model.stack); read by backend.stack, read-only.
+    stacks: tuple[tuple[int, tuple[Layer, ...]], ...] = field(default=())
+
+    def stack(self, number: int) -> tuple[Layer, ...]:
+        return dict(self.stacks).get(number, ())
 
     def with_geometry(self, geometry: Geometry) -> Disk:
         return replace(self, geometry=geometry)

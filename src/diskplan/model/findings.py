@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from diskplan.model.extent import Partition, Role
 from diskplan.model.geometry import Geometry
-from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, optimal_grain
 from diskplan.model.table import MBR_LIMIT_SECTORS, Table
 from diskplan.model.units import human_bytes, human_si
 
@@ -29,13 +29,32 @@ DOS_ERA = "dos-era-layout"
 ERROR, WARNING, NOTICE = "error", "warning", "notice"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1, NOTICE: 2}
 
-# What the seed experiments measured (shared/design/background.md), quoted where a finding applies.
-SEED_SSD = "Seed 000: an SSD with GPT from 34s did ~1,500 random 4 KiB write IOPS; from 2048s, ~28,000 (19x)."
-SEED_AF = (
-    "Seed 002: on 512e 'Advanced Format' HDDs, bonnie++ file creation was up to 2.6x slower misaligned."
+# --- issue 15: codes added by the flash-page rule and the storage stack (to move to the codes registry) ---
+START_NOT_PAGE = "start-not-flash-page"
+# ---------------------------------------------------------------------------------------------------------
+
+# What the experiments behind diskplan measured (README "Where the numbers come from"), quoted where a
+# finding applies: each says what the device, the tool and the workload were.
+MEASURED_SSD = (
+    "Measured: a Crucial M4 256 GB SSD that reports 512/512 B sectors, fio sequential 4 KiB direct writes "
+    "(8 jobs, iodepth 4): ~1,500 IOPS from 34s, ~28,000 from 2048s (19x); reads ~21,400 vs ~24,700-30,000."
 )
-SEED_DOS = "Seed 003: moving a PCIe SSD's partition from 63s to 2048s took fdatasync from 9,700 to 10,500 ops/s."
-SEED_STRIPE = "Seed 004: an LVM stripe over two SSDs wrote 2.9 GB/s misaligned and 5.9 GB/s on a 1 MiB start."
+MEASURED_AF = (
+    "Measured: 2 TB Advanced Format hard disks (512 B logical / 4096 B physical), bonnie++: misaligned file "
+    "creation up to 2.6x slower, random deletes 1.6x; sequential throughput barely changed."
+)
+MEASURED_DOS = (
+    "Measured: an OCZ RevoDrive3 X2 PCIe SSD, pg_test_fsync, start 63s vs 2048s: 4 x 4 kB open_sync writes "
+    "3,991 -> 4,989 ops/s (+25%); one 16 kB write + fdatasync 9,700 -> 10,500 ops/s (+8%, the flush dominates)."
+)
+MEASURED_STRIPE = (
+    "Measured: an LVM stripe over two PCIe SSDs (lvcreate -i 2 -I 8, six parallel dd direct writes): 2.9 GB/s "
+    "with the PVs on whole disks, 5.9 GB/s with them on partitions from parted -a optimal ... 1MB."
+)
+RMW_EDGES = (
+    "Read-modify-write costs each isolated small write; a long sequential stream pays it only at its two "
+    "edges, which is why misaligned hard disks kept their sequential throughput while metadata work slowed."
+)
 
 
 @dataclass(frozen=True)
@@ -76,43 +95,93 @@ def start_not_physical(geom: Geometry, p: Partition) -> Finding:
             f"Start: {_start_line(geom, p.start)}; {arith}.",
             f"The partition begins {rem} B into a {pb} B physical block, so every {pb} B filesystem block "
             f"inside it straddles two physical blocks.",
-            "Writing one such block makes the drive read both physical blocks, merge, and write both "
-            "back (read-modify-write): two media writes and a read for every write.",
-            SEED_SSD if not geom.rotational else SEED_AF,
+            "Writing one such block alone makes the drive read both physical blocks, merge, and write both "
+            "back (read-modify-write): two media writes and a read for that write.",
+            RMW_EDGES,
+            MEASURED_SSD if geom.flash else MEASURED_AF,
         ),
         p.number,
     )
 
 
-def start_not_grain(geom: Geometry, p: Partition, grain: Grain) -> Finding:
+def start_not_page(geom: Geometry, p: Partition) -> Finding:
+    """A start off the flash page on a device that reports a smaller physical block (an SSD saying 512/512)."""
+    nbytes = p.start * geom.logical
+    arith, rem = _offset_arith(geom, nbytes, geom.page)
+    pg = geom.page
+    return Finding(
+        START_NOT_PAGE,
+        WARNING,
+        f"starts {rem} B into a {pg} B flash page (the device reports {geom.physical} B blocks)",
+        (
+            f"Start: {_start_line(geom, p.start)}; {arith}.",
+            f"This device is flash ({geom.page_rule()}).",
+            f"{pg} B is an assumption about flash, not a number the device gives: SSDs that report "
+            f"{geom.physical} B sectors write pages of 4 KiB or more. If its page is larger, say "
+            "--physical-block 16384 (or its size); if it is not flash at all (a virtual disk), say --no-ssd.",
+            f"Every {pg} B filesystem block inside the partition straddles two pages: writing one alone makes "
+            "the drive read both pages, merge, and write both back (read-modify-write).",
+            RMW_EDGES,
+            MEASURED_SSD,
+        ),
+        p.number,
+    )
+
+
+def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | None = None) -> Finding:
     gbytes = grain.sectors * geom.logical
     nbytes = p.start * geom.logical
     arith, _ = _offset_arith(geom, nbytes, gbytes)
-    prev, nxt = grain.align_down(p.start), grain.align_up(p.start)
-    cost = (
-        "On this disk it costs no read-modify-write (the start is on a physical block), but I/O that the "
-        "device wants in grain-sized pieces (RAID stripes, SSD erase blocks) is split at the edges."
+    near = nearby_starts(grain, p.start, table)
+    fdisk, parted = libfdisk_grain(geom), libparted_optimum(geom)
+    tools = (
+        f"fdisk and sfdisk start on {human_bytes(fdisk.sectors * geom.logical)} ({fdisk.sectors}s); "
+        f"parted -a optimal on {human_bytes(parted.sectors * geom.logical)} ({parted.sectors}s)."
     )
-    if geom.physical == geom.logical and not geom.user_grains and not geom.optimal_io:
+    if geom.optimal_io or geom.min_io:
         cost = (
-            f"This disk reports {geom.logical}/{geom.physical} B sectors, so nothing is measurably slower "
-            "(seed 002): it matters only if the device's real page is larger; say so with --physical-block."
+            "The start is on a physical block, but the device asks for I/O in larger pieces: on a parity RAID "
+            "a write that misses the stripe costs the array a read-modify-write of parity (read old data and "
+            "parity, write both), so it is not free."
+        )
+    elif geom.user_grains:
+        cost = (
+            "The start is on a physical block, but I/O in pieces of your --grain (a stripe, an erase block) "
+            "is split at its edges: a striped volume sends such a write to two devices."
+        )
+    elif geom.flash:
+        cost = (
+            f"The start is on a {geom.page} B flash page, so no write is split; erase blocks are usually "
+            "several MiB, which neither this start nor 1 MiB lines up with unless you give the size with --grain."
+        )
+    else:
+        cost = (
+            f"This disk reports {geom.logical}/{geom.physical} B sectors and is not known to be flash: on a hard "
+            "disk with true 512 B sectors nothing is measurably slower. An SSD that reports 512/512 still has "
+            "4 KiB pages or larger: say --ssd (or --physical-block 4096)."
         )
     return Finding(
         START_NOT_GRAIN,
         NOTICE,
-        f"starts off the {human_bytes(gbytes)} grain (nearest boundaries {prev}s and {nxt}s)",
+        f"starts off the {human_bytes(gbytes)} grain" + (f" (nearest boundaries {near})" if near else ""),
         (
             f"Start: {_start_line(geom, p.start)}; grain {grain.sectors} × {geom.logical} B = {gbytes} B; "
             f"{arith}.",
-            f"Aligned starts nearby: {prev}s or {nxt}s. Modern tools (parted -a optimal, fdisk, sfdisk) "
-            f"start partitions on a 1 MiB grain.",
+            (f"Aligned starts nearby: {near}. " if near else "No aligned start lies in the usable area nearby. ")
+            + tools,
             cost,
-            # A stripe or erase block: what seed 004 measured when starts missed the stripe.
-            *((SEED_STRIPE,) if geom.optimal_io or geom.user_grains else ()),
+            *((MEASURED_STRIPE,) if geom.optimal_io or geom.user_grains else ()),
         ),
         p.number,
     )
+
+
+def nearby_starts(grain: Grain, lba: int, table: Table | None) -> str:
+    """The grain's boundaries either side of ``lba`` that a partition could start on: inside the table's
+    usable area (LBA 0 holds the MBR, LBA 1-33 GPT's header and entries), "2048s or 4096s"."""
+    lo, hi = (table.first_usable, table.last_usable) if table is not None and table.label else (1, None)
+    cands = [c for c in (grain.align_down(lba), grain.align_up(lba)) if c >= lo and (hi is None or c <= hi)]
+    return " or ".join(f"{c}s" for c in dict.fromkeys(cands))
 
 
 def end_not_physical(geom: Geometry, p: Partition) -> Finding:
@@ -212,9 +281,9 @@ def dos_era(geom: Geometry, p: Partition) -> Finding:
         f"DOS-era start at sector {p.start} (a track of 63 sectors)",
         (
             f"Old fdisk started the first partition one track in: {p.start} × {geom.logical} B = {nbytes} B "
-            f"({human_bytes(nbytes)}), and aligned partitions to cylinders of 255 × 63 sectors.",
+            f"({human_bytes(nbytes)}), and ended partitions on cylinders of 255 × 63 = 16,065 sectors.",
             f"{nbytes} mod 4096 = {nbytes % 4096}: no 4 KiB page lines up. Today's fdisk starts at 2048s (1 MiB).",
-            SEED_DOS,
+            MEASURED_DOS,
         ),
         p.number,
     )
@@ -242,10 +311,13 @@ def analyze(geom: Geometry, table: Table, grain: Grain | None = None) -> list[Fi
         if table.label == "msdos" and _is_dos_era(p):
             found.append(dos_era(geom, p))
         start_on_physical = (p.start - grain.offset) % geom.sectors_per_physical == 0
+        start_on_page = (p.start - grain.offset) % geom.sectors_per_page == 0
         if physical_matters and not start_on_physical:
             found.append(start_not_physical(geom, p))
+        elif not start_on_page:
+            found.append(start_not_page(geom, p))
         elif not grain.is_aligned(p.start):
-            found.append(start_not_grain(geom, p, grain))
+            found.append(start_not_grain(geom, p, grain, table))
         if physical_matters and (p.end + 1 - grain.offset) % geom.sectors_per_physical:
             found.append(end_not_physical(geom, p))
     found.extend(_pair_findings(geom, live))

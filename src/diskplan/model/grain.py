@@ -65,6 +65,11 @@ def physical_grain(geom: Geometry) -> Grain:
     return Grain(geom.sectors_per_physical, offset_sectors(geom))
 
 
+def page_grain(geom: Geometry) -> Grain:
+    """The write unit starts are judged against: the physical block, or on flash at least a 4 KiB page."""
+    return Grain(geom.sectors_per_page, offset_sectors(geom))
+
+
 def mib_grain(geom: Geometry) -> Grain:
     return Grain(max(1, MiB // geom.logical), offset_sectors(geom))
 

@@ -9,6 +9,7 @@ from diskplan.model.extent import Partition
 from diskplan.model.findings import NOTICE, SEVERITY_RANK, Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.ptypes import describe
+from diskplan.model.stackfindings import layers_json
 from diskplan.model.tablefindings import SECTOR_SIZE_MISMATCH, UNREADABLE
 
 NO_TABLE = "no-partition-table"
@@ -96,6 +97,9 @@ def report_json(report: Report) -> dict[str, object]:
         "logical_sector_size": geom.logical,
         "physical_block_size": geom.physical,
         "alignment_offset": geom.alignment_offset,
+        "flash": geom.flash,
+        "page_size": geom.page,
+        "page_rule": geom.page_rule(),
         "grain_sectors": report.grain.sectors,
         "grain_offset": report.grain.offset,
         "sectors": geom.sectors,
@@ -113,9 +117,11 @@ def report_json(report: Report) -> dict[str, object]:
                 "aligned_physical": r.aligned_physical,
                 "aligned_grain": r.aligned_grain,
                 "findings": [f.as_json() for f in r.findings],
+                "layers": layers_json(geom, r.partition.start, disk.stack(r.partition.number)),
             }
             for r in report.partitions
         ],
+        "layers": layers_json(geom, 0, disk.stack(0)) if disk.table.label is None else [],
         "findings": [f.as_json() for f in report.table_findings],
         "read_only": disk.table.read_only or None,
         "filesystem": disk.filesystem or None,

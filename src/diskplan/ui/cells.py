@@ -28,7 +28,7 @@ from diskplan.model.findings import (
     Finding,
 )
 from diskplan.model.geometry import Geometry
-from diskplan.model.grain import Grain, mib_grain, physical_grain
+from diskplan.model.grain import Grain, mib_grain, page_grain
 from diskplan.model.safetext import safe
 from diskplan.model.table import Region, Table
 
@@ -285,7 +285,7 @@ class MapContent:
     def _grids(self) -> tuple[tuple[Grid, int, int], ...]:
         geom = self.geometry
         out: list[tuple[Grid, int, int]] = []
-        phys = physical_grain(geom)
+        phys = page_grain(geom)  # the physical block, or on flash the assumed 4 KiB page
         mib = mib_grain(geom)
         if phys.sectors > 1:
             out.append((Grid.PHYSICAL, phys.sectors, phys.offset))

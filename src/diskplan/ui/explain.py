@@ -8,10 +8,13 @@ from dataclasses import dataclass
 
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.findings import nearby_starts
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
 from diskplan.model.safetext import safe
+from diskplan.model.stack import Layer
+from diskplan.model.stackfindings import NAMES, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.units import MiB, human_bytes, human_si
 from diskplan.ui.cells import Item, Kind
@@ -30,11 +33,11 @@ def num(n: int) -> str:
 
 
 def blocks_touched(geom: Geometry, first_lba: int, nbytes: int = FS_BLOCK) -> tuple[Extent, int, int]:
-    """The sectors of an ``nbytes`` block starting at ``first_lba``, and the first and last physical
-    blocks they touch."""
+    """The sectors of an ``nbytes`` block starting at ``first_lba``, and the first and last pages (physical
+    blocks, or on flash at least 4 KiB: ``Geometry.page``) they touch."""
     sectors = max(1, -(-nbytes // geom.logical))
     ext = Extent(first_lba, first_lba + sectors - 1)
-    return ext, geom.physical_block_of(ext.start), geom.physical_block_of(ext.end)
+    return ext, geom.page_of(ext.start), geom.page_of(ext.end)
 
 
 def physical_block_extent(geom: Geometry, block: int) -> Extent:
@@ -43,14 +46,20 @@ def physical_block_extent(geom: Geometry, block: int) -> Extent:
     return Extent(lo, lo + geom.sectors_per_physical - 1)
 
 
+def page_extent(geom: Geometry, page: int) -> Extent:
+    off = geom.alignment_offset % geom.page
+    lo = (page * geom.page + off) // geom.logical
+    return Extent(lo, lo + geom.sectors_per_page - 1)
+
+
 def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
-    """LBA, byte offset, MiB, physical block and what lies there, for the status line. Made to fit ``width``
+    """LBA, byte offset, MiB, physical block (or flash page) and what lies there, for the status line. Fits ``width``
     (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
     lies under the cursor is the last thing to be shortened."""
     nbytes = lba * geom.logical
-    block = geom.physical_block_of(lba)
-    into = nbytes - physical_block_extent(geom, block).start * geom.logical
-    pb = f"phys block {num(block)}"
+    block = geom.page_of(lba)  # on flash that reports small sectors, the assumed page
+    into = nbytes - page_extent(geom, block).start * geom.logical
+    pb = f"{'phys block' if geom.page == geom.physical else 'page'} {num(block)}"
     what = describe_item(item, short=True) if item else "past the end of the disk"
     at, nb, mib = f"LBA {num(lba)}", f"{num(nbytes)} B", f"{nbytes / MiB:,.3f} MiB"
     into_text = f" +{into} B" if into else ""
@@ -118,8 +127,11 @@ def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
 
 
 def explain(
-    item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = ""
+    item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = "",
+    stack: tuple[Layer, ...] = (),
 ) -> list[Line]:
+    """``stack``: the layers inside the partition under the cursor (``Disk.stack(number)``), walked down
+    after the partition's own lines."""
     if item is None:
         return [Line("dim", "Past the end of the disk.")]
     if item.kind is Kind.FREE:
@@ -129,13 +141,34 @@ def explain(
                     Line("heading", f"Whole-disk {filesystem} filesystem"),
                     Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
                          "fills the disk. Creating a table here would destroy it."),
+                    *(stack_walk(geom, 0, stack, grain) if stack else ()),
                 ]
             return _explain_blank(item, geom, grain)
         return _explain_free(item, geom, grain)
     if item.kind is Kind.METADATA:
         return _explain_metadata(item, geom)
     assert item.partition is not None
-    return _explain_partition(item, item.partition, geom, grain)
+    out = _explain_partition(item, item.partition, geom, grain, table)
+    if stack and item.partition.role is not Role.EXTENDED:
+        out[2:2] = stack_walk(geom, item.partition.start, stack, grain)
+    return out
+
+
+def stack_walk(geom: Geometry, start_lba: int, stack: tuple[Layer, ...], grain: Grain) -> list[Line]:
+    """Down the stack: where each layer begins, where its data lands in absolute bytes, and whether that
+    byte is on the page and on the grain (the findings, if any, follow with the fix)."""
+    out = [Line("heading", "Inside it, layer by layer")]
+    out += [Line("text", text) for text in walk_lines(geom, start_lba, stack)]
+    gbytes = grain.sectors * geom.logical
+    for placed in place(start_lba * geom.logical, stack):
+        if placed.layer.data_offset == 0:
+            continue
+        on_page, on_grain = placed.data % geom.page == 0, placed.data % gbytes == 0
+        style = "good" if on_page and on_grain else ("notice" if on_page else "warning")
+        name = NAMES.get(placed.layer.kind, placed.layer.kind)
+        out.append(Line(style, f"{name}: data at byte {num(placed.data)}; mod {geom.page} = "
+                        f"{placed.data % geom.page}, mod {num(gbytes)} = {num(placed.data % gbytes)}."))
+    return out
 
 
 def lbas(ext: Extent) -> str:
@@ -153,7 +186,7 @@ def _where(geom: Geometry, ext: Extent) -> str:
     return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
 
 
-def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -> list[Line]:
+def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None) -> list[Line]:
     out = [Line("heading", item.label[0].upper() + item.label[1:])]
     kind = describe(p.type) if p.type else p.role.value
     start_bytes = p.start * geom.logical
@@ -167,11 +200,8 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain) -
     gtext = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * geom.logical)}"
     if grain.is_aligned(p.start):
         out.append(Line("good", f"The start is on the {gtext} grain."))
-    else:
-        out.append(
-            Line("text", f"The {gtext} grain's nearest starts: {num(grain.align_down(p.start))}s or "
-                 f"{num(grain.align_up(p.start))}s.")
-        )
+    elif near := nearby_starts(grain, p.start, table):
+        out.append(Line("text", f"The {gtext} grain's nearest starts in the usable area: {near}."))
     found = _findings(item)
     if not found:
         out.append(Line("good", "No findings: nothing here costs extra I/O."))
@@ -182,22 +212,21 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
     head = f"Its first 4 KiB filesystem block is {lbas(ext)} (highlighted on the map)"
-    if geom.physical < FS_BLOCK:
+    if geom.page < FS_BLOCK:
         return [
-            Line("text", f"{head}: {touched} whole {geom.physical} B physical blocks, so no write is split."),
-            Line("dim", "If the device's real page is larger (SSDs), say so with --physical-block 4096."),
+            Line("text", f"{head}: {touched} whole {geom.page} B physical blocks, so no write is split on a hard "
+                 "disk with true 512 B sectors."),
+            Line("dim", "An SSD writes pages of 4 KiB or more whatever it reports: say so with --ssd."),
         ]
-    blocks = " and ".join(
-        f"{num(b)} ({lbas(physical_block_extent(geom, b))})"
-        for b in range(first, last + 1)
-    )
+    unit = "physical block" if geom.page == geom.physical else "flash page (assumed)"
+    blocks = " and ".join(f"{num(b)} ({lbas(page_extent(geom, b))})" for b in range(first, last + 1))
     if touched == 1:
-        return [Line("good", f"{head}: inside physical block {blocks}. One write, no read-modify-write.")]
+        return [Line("good", f"{head}: inside {unit} {blocks}. One write, no read-modify-write.")]
     return [
         Line(
             "warning",
-            f"{head}: it touches {touched} physical blocks of {geom.physical} B, {blocks}. Writing those 4 KiB "
-            f"makes the drive read {touched} blocks, merge, and write {touched} back: {touched} media writes "
+            f"{head}: it touches {touched} {unit}s of {geom.page} B, {blocks}. Writing those 4 KiB alone "
+            f"makes the drive read {touched} of them, merge, and write {touched} back: {touched} media writes "
             "instead of 1.",
         )
     ]
@@ -281,8 +310,12 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
          + (f", offset {grain.offset}s" if grain.offset else "")),
         ("fdisk would use", _grain_text(libfdisk_grain(g), g)),
         ("parted optimal", _grain_text(libparted_optimum(g), g)),
-        ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]),
-        ("I/O scheduler", g.scheduler or "unknown"),
+        ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]
+         + {True: ", marked --ssd", False: ", marked --no-ssd", None: ""}[g.ssd]),
+        ("Starts judged by", g.page_rule()),
+        ("I/O scheduler", (g.scheduler or "unknown")
+         + (f" (available: {', '.join(x for x in g.schedulers if x != g.scheduler)})"
+            if len(g.schedulers) > 1 else "")),
         ("Discard granularity", f"{g.discard_granularity} B" if g.discard_granularity else "not reported"),
     ]
     if t.label is None:
@@ -292,6 +325,26 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         rows.append(("Usable area", f"LBA {num(t.first_usable)}-{num(t.last_usable)}"))
     if g.sectors_per_physical > 1 and mib_grain(g).sectors % g.sectors_per_physical == 0:
         rows.append(("1 MiB", f"{MiB // g.logical}s = {MiB // g.physical} physical blocks"))
+    rows.extend(stack_rows(disk, grain))
+    return rows
+
+
+def stack_rows(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
+    """One row per layer inside each partition: where its data lands, and the remainders that judge it."""
+    g, gbytes = disk.geometry, grain.sectors * disk.geometry.logical
+    starts = {p.number: p.start for p in disk.table.partitions}
+    rows = []
+    for number, layers in disk.stacks:
+        where = f"Inside #{number}" if number else "Inside the disk"
+        for placed in place(starts.get(number, 0) * g.logical, layers):
+            name = NAMES.get(placed.layer.kind, placed.layer.kind)
+            if placed.layer.data_offset:
+                rows.append((where, f"{name} at byte {num(placed.begins)}, data at +{num(placed.layer.data_offset)} "
+                             f"= byte {num(placed.data)}: mod {g.page} = {placed.data % g.page}, "
+                             f"mod {num(gbytes)} = {num(placed.data % gbytes)}"))
+            else:
+                facts = ", ".join(f"{k} {v}" for k, v in placed.layer.facts)
+                rows.append((where, f"{name} at byte {num(placed.begins)} ({facts})"))
     return rows
 
 

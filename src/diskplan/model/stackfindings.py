@@ -1,0 +1,168 @@
+"""Where each layer inside a partition puts its data, in absolute bytes, checked against the page, the grain
+and the stripe: findings with the arithmetic, and what to run to fix the layer.
+
+A partition can start on 1 MiB and its data still land off the page: an LVM physical volume made with
+``--dataalignmentoffset``, an md array or a LUKS header with an odd offset shifts everything above it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from diskplan.model.disk import Disk
+from diskplan.model.findings import NOTICE, WARNING, Finding
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.stack import Layer
+from diskplan.model.units import human_bytes
+
+# --- issue 15: codes of the storage stack (to move to the codes registry) ---------------------------------
+LAYER_NOT_PAGE = "layer-data-not-page"
+LAYER_NOT_GRAIN = "layer-data-not-grain"
+LAYER_NOT_STRIPE = "layer-data-not-stripe"
+FS_HINT_MISMATCH = "fs-stripe-hint-mismatch"
+# ----------------------------------------------------------------------------------------------------------
+
+NAMES = {"lvm2-pv": "LVM2 physical volume", "md": "md RAID member", "luks1": "LUKS1 header",
+         "luks2": "LUKS2 header", "ext4": "ext4 filesystem", "xfs": "XFS filesystem"}
+DATA = {"lvm2-pv": "extent 0 (pe_start)", "md": "the array's data (data offset)",
+        "luks1": "the encrypted payload", "luks2": "the encrypted payload"}
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A layer and the absolute bytes where it begins and where its data begins."""
+
+    layer: Layer
+    begins: int
+    data: int
+
+
+def place(start: int, layers: tuple[Layer, ...]) -> tuple[Placed, ...]:
+    out, at = [], start
+    for layer in layers:
+        out.append(Placed(layer, at, at + layer.data_offset))
+        at += layer.data_offset
+    return tuple(out)
+
+
+def walk_lines(geom: Geometry, start_lba: int, layers: tuple[Layer, ...], where: str = "The partition") -> list[str]:
+    """The stack from the partition's first byte down, one line per layer, with the sums."""
+    start = start_lba * geom.logical
+    lines = [f"{where} starts at byte {start:,} (LBA {start_lba:,} × {geom.logical} B)."]
+    for p in place(start, layers):
+        name = NAMES.get(p.layer.kind, p.layer.kind)
+        facts = ", ".join(f"{k} {v}" for k, v in p.layer.facts if k not in ("payload offset", "pe_start",
+                                                                            "data offset"))
+        if p.layer.kind in DATA:
+            lines.append(f"{name} at byte {p.begins:,}: {DATA[p.layer.kind]} at +{p.layer.data_offset:,} B = byte "
+                         f"{p.data:,}" + (f" ({facts})" if facts else "") + ".")
+        else:
+            lines.append(f"{name} at byte {p.begins:,}" + (f" ({facts})" if facts else "") + ".")
+    return lines
+
+
+def _mod(geom: Geometry, nbytes: int, modulus: int) -> tuple[str, int]:
+    off = geom.alignment_offset % modulus
+    rem = (nbytes - off) % modulus
+    if off:
+        return f"({nbytes:,} − {off} B alignment offset) mod {modulus:,} = {rem:,}", rem
+    return f"{nbytes:,} mod {modulus:,} = {rem:,}", rem
+
+
+def stack_findings(
+    geom: Geometry, start_lba: int, layers: tuple[Layer, ...], grain: Grain, number: int | None
+) -> list[Finding]:
+    """The findings for the layers of the partition ``number`` (None: the whole disk) starting at ``start_lba``."""
+    where = f"Partition {number}" if number is not None else "The whole disk"
+    walk = walk_lines(geom, start_lba, layers, where)
+    gbytes = grain.sectors * geom.logical
+    out: list[Finding] = []
+    placed = place(start_lba * geom.logical, layers)
+    striped_below: Placed | None = None  # the nearest layer below that spreads data in stripes (md)
+    for p in placed:
+        layer, name = p.layer, NAMES.get(p.layer.kind, p.layer.kind)
+        if layer.kind in DATA:
+            arith, rem = _mod(geom, p.data, geom.page)
+            if rem:
+                out.append(Finding(
+                    LAYER_NOT_PAGE, WARNING,
+                    f"the {name}'s data begins {rem} B into a {geom.page} B {_unit(geom)} (byte {p.data:,})",
+                    (*walk, f"{arith}: every {geom.page} B block of {DATA[layer.kind]} straddles two "
+                     f"{_unit(geom)}s, so writing one alone is a read-modify-write.", f"Fix: {layer.fix}."),
+                    number))
+            else:
+                arith, rem = _mod(geom, p.data, gbytes)
+                if rem:
+                    out.append(Finding(
+                        LAYER_NOT_GRAIN, NOTICE,
+                        f"the {name}'s data begins off the {human_bytes(gbytes)} grain (byte {p.data:,})",
+                        (*walk, f"{arith}: on the {geom.page} B {_unit(geom)}, so no write is split, but not on "
+                         "the grain a stripe or an erase block would want.", f"Fix: {layer.fix}."),
+                        number))
+            on_page = not _mod(geom, p.data, geom.page)[1]
+            if layer.kind == "lvm2-pv" and layer.stripe and on_page:  # off the page says it already
+                arith, rem = _mod(geom, p.data, layer.stripe)
+                if rem:
+                    out.append(_stripe_finding(walk, name, arith, layer.stripe, "its own striped LV", layer, number))
+            if striped_below is not None and striped_below.layer.full_stripe:
+                rel = p.data - striped_below.data
+                full = striped_below.layer.full_stripe
+                if rel % full:
+                    arith = f"{rel:,} B from the array's data start mod {full:,} = {rel % full:,}"
+                    out.append(_stripe_finding(walk, name, arith, full, "the md array below", layer, number))
+        else:  # a filesystem: do its stripe hints match the stripe below it?
+            below = striped_below.layer if striped_below is not None else None
+            want = (below.stripe, below.full_stripe) if below else (geom.min_io, geom.optimal_io)
+            if any(want) and (layer.stripe, layer.full_stripe) != want:
+                src = "the md array below" if below else "the device's minimum/optimal I/O"
+                out.append(Finding(
+                    FS_HINT_MISMATCH, NOTICE,
+                    f"the {name}'s stripe hints ({layer.stripe} B / {layer.full_stripe} B) differ from "
+                    f"{src} ({want[0]} B / {want[1]} B)",
+                    (*walk, "The filesystem places files and metadata on its stripe unit and width; with the "
+                     "wrong ones, full-stripe writes become partial ones (a parity RAID then reads to "
+                     "recompute parity).", f"Fix: {layer.fix}."),
+                    number))
+        if layer.kind == "md" and layer.full_stripe:
+            striped_below = p
+    return out
+
+
+def _unit(geom: Geometry) -> str:
+    return "physical block" if geom.page == geom.physical else "flash page"
+
+
+def _stripe_finding(walk: list[str], name: str, arith: str, stripe: int, whose: str, layer: Layer,
+                    number: int | None) -> Finding:
+    return Finding(
+        LAYER_NOT_STRIPE, WARNING,
+        f"the {name}'s data is not on the {human_bytes(stripe)} stripe of {whose}",
+        (*walk, f"{arith}: every stripe chunk spans two of the device's, so each write touches both.",
+         f"Fix: {layer.fix}."),
+        number)
+
+
+STACK_CODES = frozenset({LAYER_NOT_PAGE, LAYER_NOT_GRAIN, LAYER_NOT_STRIPE, FS_HINT_MISMATCH})
+
+
+def with_stack_findings(disk: Disk, grain: Grain | None = None) -> Disk:
+    """``disk`` with the findings of its stacks judged on its geometry as it is now (after the user's
+    overrides): earlier stack findings are replaced, so calling it again after an override is safe."""
+    geom = disk.geometry
+    grain = grain or optimal_grain(geom)
+    kept = tuple(f for f in disk.findings if f.code not in STACK_CODES)
+    starts = {p.number: p.start for p in disk.table.live}
+    new: list[Finding] = []
+    for number, layers in disk.stacks:
+        if number == 0 and disk.table.label is None:
+            new += stack_findings(geom, 0, layers, grain, None)
+        elif number in starts:
+            new += stack_findings(geom, starts[number], layers, grain, number)
+    return replace(disk, findings=kept + tuple(new))
+
+
+def layers_json(geom: Geometry, start_lba: int, layers: tuple[Layer, ...]) -> list[dict[str, object]]:
+    """Each layer with the absolute bytes where it begins and where its data begins (``check --json``)."""
+    return [{**p.layer.as_json(), "begins": p.begins, "data_start": p.data}
+            for p in place(start_lba * geom.logical, layers)]
