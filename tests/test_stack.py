@@ -401,3 +401,20 @@ def test_a_pv_on_the_page_but_off_its_lvs_stripe() -> None:
     assert {f.code for f in found} == {SF.LAYER_NOT_STRIPE, SF.LAYER_NOT_GRAIN}
     stripe = next(f for f in found if f.code == SF.LAYER_NOT_STRIPE)
     assert "2,101,248 mod 8,192 = 4,096" in " ".join(stripe.explanation) and "its own striped LV" in stripe.message
+
+
+def test_the_planner_walks_down_the_stack_of_the_partition_under_the_cursor() -> None:
+    """The planner hands the partition's layers to the explanation where it lies on the disk, not elsewhere."""
+    from diskplan.ui.app import PlannerApp
+    from helpers.pilot import demo, run, screen_text, started, wait_for
+
+    @run
+    async def go() -> None:
+        app = PlannerApp(start=demo("lvm-partition"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            await started(app, pilot)
+            await pilot.press("]", "e")
+            await wait_for(pilot, lambda: "layer by layer" in screen_text(app), 10, what="the stack in the explanation")
+            assert "LVM2 physical volume at byte 1,048,576" in screen_text(app)
+
+    go()

@@ -473,7 +473,14 @@ class PlannerApp(PlanActions, App[int]):
         geom = self.target.disk.geometry
         table = smap.table or self.target.disk.table
         blocked = self.session.plan.blocked() if self.session else ""
-        lines = explain(item, geom, self.grain, table, self.target.disk.filesystem)
+        disk = self.target.disk
+        part = item.partition if item is not None else None
+        # The layers read inside a partition (LVM, LUKS, md, a filesystem's stripe) belong to it where it lies on
+        # the disk: a proposal, or a partition planned elsewhere, has none.
+        on_disk = part is not None and any((q.number, q.start) == (part.number, part.start)
+                                           for q in disk.table.partitions)
+        stack = disk.stack(part.number) if on_disk and part is not None else ()
+        lines = explain(item, geom, self.grain, table, disk.filesystem, stack=stack)
         self.query_one(ViewsPanel).show_explanation(lines + plan_hints(item, blocked))
         self.query_one(PartitionList).follow(item_number(item), item is not None and item.state is State.DELETE)
         if item is not None and item.partition is not None:
