@@ -17,8 +17,8 @@ import pytest
 
 from conftest import need_tool, run
 from diskplan.backend import commit, libparted
-from diskplan.backend.commit import DiskState, Verdict
 from diskplan.backend.isolate import run_isolated
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
 from test_commit_support import HOST, expect_sfdisk, file_sha, sfdisk_parts

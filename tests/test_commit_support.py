@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import need_tool, run
-from diskplan.backend.commit import Host
+from diskplan.backend.write import Host
 from diskplan.discovery import inuse
 
 HOST = Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)

@@ -18,7 +18,7 @@ import pytest
 from conftest import need_tool, run
 from diskplan.backend import commit, gptrepair, restore
 from diskplan.backend import lock as wlock
-from diskplan.backend.commit import DiskState, Verdict
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.model.extent import Partition
 from diskplan.model.table import Table
 from lockholders import holding

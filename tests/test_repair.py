@@ -19,8 +19,8 @@ import pytest
 from conftest import need_tool, run
 from diskplan.backend import backup as bk
 from diskplan.backend import commit, gptrepair, restore
-from diskplan.backend.commit import DiskState, Verdict
 from diskplan.backend.reader import read
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.discovery import inuse
 from diskplan.model import tablefindings as tf
 from diskplan.model.extent import Extent

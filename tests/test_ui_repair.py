@@ -8,7 +8,7 @@ import asyncio
 import pathlib
 
 from conftest import need_tool, run
-from diskplan.backend.commit import Verdict
+from diskplan.backend.write import Verdict
 from diskplan.model.plan import REPAIR_PENDING
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen

@@ -44,13 +44,13 @@ from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
-from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, identity, read_target
-from diskplan.backend.commit import unsafe as unsafe_now
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
+from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, identity, read_target
+from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.move import JournalError, Schedule, resume_point, schedule

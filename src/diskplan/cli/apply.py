@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
+from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
@@ -84,7 +85,7 @@ def render_proposal(p: Proposal, console: Out) -> None:
         console.print(("note: ", "cyan"), note)
 
 
-def render_outcome(o: Outcome, console: Out, err: Out) -> None:
+def render_outcome(o: WriteOutcome, console: Out, err: Out) -> None:
     if o.backup_path:
         console.print("backup of the old table: ", (o.backup_path, "bold"))
     style = {Verdict.WRITTEN: "green", Verdict.NOTHING: "green", Verdict.REFUSED: "yellow", Verdict.FAILED: "bold red"}

@@ -18,9 +18,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-from diskplan.backend.commit import CommitError, preload
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, prepare_move
+from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError, Proposal, Verdict, preload
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.gptrepair import NEEDS_REPAIR, execute_repair, prepare_repair
 from diskplan.backend.reader import ReadError, read
+from diskplan.backend.write import CommitError, Proposal, Verdict, preload
 from diskplan.cli.apply import consoles, host, render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target

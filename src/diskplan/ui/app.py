@@ -43,7 +43,7 @@ from diskplan.ui.target import Source, Target
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
     from textual.notifications import SeverityLevel
 
-    from diskplan.backend.commit import Host
+    from diskplan.backend.write import Host
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
 # (an xterm title; scripts/bench_floor.py writes the same).

@@ -19,8 +19,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
+from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
 from diskplan.model.operations import Changes
@@ -83,7 +84,7 @@ def table_text(table: Table, sector_size: int) -> str:
     return "".join(line(r) for r in [head, *rows])
 
 
-def outcome_text(o: Outcome) -> Content:
+def outcome_text(o: WriteOutcome) -> Content:
     parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
                                           (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
     if o.backup_path:
@@ -106,7 +107,7 @@ def progress_bar(step: int, steps: int, width: int = 20) -> str:
     return "[" + "#" * done + "." * (width - done) + f"] {step}/{steps}"
 
 
-class CommitScreen(ModalScreen[Outcome | None]):
+class CommitScreen(ModalScreen[WriteOutcome | None]):
     """Dismissed with the outcome of the write (None when nothing was tried)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -137,7 +138,7 @@ class CommitScreen(ModalScreen[Outcome | None]):
         self.sector_size = sector_size
         self.sectors = sectors
         self.proposal: Proposal | None = None
-        self.outcome: Outcome | None = None
+        self.outcome: WriteOutcome | None = None
         self.writing = False
 
     def compose(self) -> ComposeResult:
@@ -217,16 +218,16 @@ class CommitScreen(ModalScreen[Outcome | None]):
         try:
             outcome = execute(p, answer, self.host, progress=progress)
         except Exception as exc:  # execute reports failures itself; this is for the unforeseen
-            from diskplan.backend.commit import DiskState
+            from diskplan.backend.write import DiskState
 
             reason = " ".join(str(exc).split()) or type(exc).__name__
-            outcome = Outcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)
+            outcome = WriteOutcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)
         self.app.call_from_thread(self._show_outcome, outcome)
 
     def _progress(self, step: int, steps: int, what: str) -> None:
         self.query_one("#commit-progress", Static).update(f"{progress_bar(step, steps)} {what}")
 
-    def _show_outcome(self, o: Outcome) -> None:
+    def _show_outcome(self, o: WriteOutcome) -> None:
         self.writing = False
         self.outcome = o
         self.query_one("#commit-outcome", Static).update(outcome_text(o))

@@ -25,8 +25,7 @@ from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_
 
 # Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
 if TYPE_CHECKING:
-    from diskplan.backend.commit import Host
-    from diskplan.backend.commit import Outcome as CommitOutcome
+    from diskplan.backend.write import Host, WriteOutcome
     from diskplan.model.disk import Disk
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.dialogs import SnapChoice
@@ -38,7 +37,7 @@ else:
 
 
 def default_host() -> Host:
-    from diskplan.backend.commit import Host
+    from diskplan.backend.write import Host
     from diskplan.discovery import inuse
 
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
@@ -590,8 +589,8 @@ class PlanActions(_Base):
                               repair=s.plan.pending_repair)
         self.push_confirmation(screen, self._written)
 
-    def _written(self, outcome: CommitOutcome | None) -> None:
-        from diskplan.backend.commit import Verdict
+    def _written(self, outcome: WriteOutcome | None) -> None:
+        from diskplan.backend.write import Verdict
 
         if outcome is None or self.target is None:
             return
