@@ -29,7 +29,7 @@ pytestmark = pytest.mark.corpus
 
 MANIFEST = CORPUS / "manifest.json"
 MUST = {"primary", "logical", "extended", "data"}  # roles the manifest says must be reported
-LABELS = {"dos": "msdos", "gpt": "gpt", "sgi": "dvh", "sun": "sun", "mac": "mac", "atari": "atari", "bsd": "bsd"}
+PARTED_LABEL = {"dos": "msdos", "gpt": "gpt", "sgi": "dvh", "sun": "sun", "mac": "mac", "atari": "atari", "bsd": "bsd"}
 
 # Refused cleanly: libparted cannot read the label and diskplan has no parser for it; the user is told a
 # table is there (finding unreadable-table, table read-only), never that the disk is empty.
@@ -129,7 +129,7 @@ def test_image_loads_with_the_expected_partitions(name: str, target: Callable[[s
         if fs:
             assert disk.filesystem == fs and WHOLE_DISK_FS in codes
     else:
-        assert disk.table.label == LABELS[kind]
+        assert disk.table.label == PARTED_LABEL[kind]
     if kind not in ("dos", "gpt", "none"):
         assert disk.table.read_only, "labels other than gpt/msdos are read-only"
     assert NOTED_FINDINGS.get(name, set()) <= codes

@@ -17,6 +17,7 @@ import _ped
 import parted
 
 from diskplan.backend import isolate, siblings
+from diskplan.backend.backup import BackupError, device_size
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -527,14 +528,6 @@ def preview_table(
             raise BackendError(f"libparted cannot build this table: {detail}") from exc
 
 
-def _device_size(path: str) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
-
-
 def commit_table(
     path: str,
     label: str,
@@ -556,9 +549,11 @@ def commit_table(
     (tests inject faults there). Run it in a child (backend.isolate)."""
     with answering() as messages:
         try:
-            size = _device_size(path)
+            size = device_size(path)
         except OSError as exc:
             raise BackendError(f"{path} is gone: {exc.strerror}") from exc
+        except BackupError as exc:  # no longer a disk or an image file
+            raise BackendError(str(exc)) from exc
         if size != sectors * sector_size:
             was = sectors * sector_size
             raise BackendError(f"{path} now has {size} bytes, not the {was} that were read: it vanished or changed")

@@ -8,6 +8,8 @@ import uuid
 import zlib
 from dataclasses import dataclass
 
+from diskplan.model.labels import EXTENDED_IDS
+
 
 @dataclass(frozen=True)
 class MbrEntry:
@@ -118,7 +120,6 @@ def read_bytes(path: str, offset: int, count: int) -> bytes:
 
 # --- MBR and the EBR chain ----------------------------------------------------------------------------
 
-EXTENDED_IDS = (0x05, 0x0F, 0x85)
 PROTECTIVE_ID = 0xEE
 
 

@@ -24,6 +24,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
+from diskplan.model.labels import EXTENDED_IDS
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table
 from diskplan.model.units import MiB
@@ -338,7 +339,7 @@ def _mbr_table(mbr: rawtable.MbrLayout, geom: Geometry) -> Table:
     for p in (*mbr.primaries, *mbr.logicals):
         if p.type_id == rawtable.PROTECTIVE_ID:
             continue
-        role = Role.LOGICAL if p.number > 4 else Role.EXTENDED if p.type_id in rawtable.EXTENDED_IDS else Role.PRIMARY
+        role = Role.LOGICAL if p.number > 4 else Role.EXTENDED if p.type_id in EXTENDED_IDS else Role.PRIMARY
         parts.append(
             Partition(p.number, p.start, p.end, type=f"0x{p.type_id:02x}", role=role, state=State.EXISTING)
         )
