@@ -17,7 +17,7 @@ import pytest
 from conftest import need_tool, run
 from diskplan.backend import reader
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import UNREADABLE
 from diskplan.model.disk import Disk
 from diskplan.model.table import new_table
 
@@ -40,7 +40,7 @@ def sfdisk_parts(image: pathlib.Path) -> dict[int, tuple[int, int]]:
 
 
 def unreadable_message(disk: Disk) -> str:
-    found = [f.message for f in disk.findings if f.code == tf.UNREADABLE]
+    found = [f.message for f in disk.findings if f.code == UNREADABLE]
     assert len(found) == 1
     return found[0]
 

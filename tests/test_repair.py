@@ -22,7 +22,7 @@ from diskplan.backend import commit, gptrepair, restore
 from diskplan.backend.reader import read
 from diskplan.backend.write import DiskState, Verdict
 from diskplan.discovery import inuse
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import GPT_BACKUP_DAMAGED
 from diskplan.model.extent import Extent
 from diskplan.model.plan import History, Plan
 from test_commit_support import HOST, digest, file_sha, mounted, partx_update
@@ -203,7 +203,7 @@ def test_the_plan_step_commits_through_the_ordinary_commit_calls(image: pathlib.
     dump, data = sfdisk_dump(image), data_digests(image)
     DAMAGE["backup-entries-flipped"](image)
     disk = read(str(image))
-    assert disk.repair is not None and tf.GPT_BACKUP_DAMAGED in {f.code for f in disk.findings}
+    assert disk.repair is not None and GPT_BACKUP_DAMAGED in {f.code for f in disk.findings}
     history = History(Plan.open(disk.geometry, disk.table, offer=disk.repair))
     assert history.apply(history.present.repair())
     plan = history.present

@@ -45,18 +45,21 @@ from diskplan.backend.write import (
     unsafe,
     write_failed,
 )
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import (
+    GPT_BACKUP_DAMAGED,
+    GPT_BACKUP_NOT_AT_END,
+    GPT_NO_PROTECTIVE_MBR,
+    GPT_PRIMARY_DAMAGED,
+    NEEDS_REPAIR,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
 from diskplan.model.operations import differences, repair_operations
 from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Table
 
-# Findings that say the table needs a repair: when the disk offers none, that is a refusal, not "nothing to do".
-NEEDS_REPAIR = (tf.GPT_PRIMARY_DAMAGED, tf.GPT_BACKUP_DAMAGED, tf.GPT_BOTH_DAMAGED, tf.GPT_COPIES_DIFFER,
-                tf.GPT_NO_PROTECTIVE_MBR, tf.TABLE_LARGER_THAN_DISK)
-REPAIRED = {"primary": (tf.GPT_PRIMARY_DAMAGED,), "backup": (tf.GPT_BACKUP_DAMAGED,),
-            PROTECTIVE_MBR: (tf.GPT_NO_PROTECTIVE_MBR,)}
+REPAIRED = {"primary": (GPT_PRIMARY_DAMAGED,), "backup": (GPT_BACKUP_DAMAGED,),
+            PROTECTIVE_MBR: (GPT_NO_PROTECTIVE_MBR,)}
 
 
 def _extents(table: Table) -> list[tuple[int, int, int]]:
@@ -113,7 +116,7 @@ def prepare_repair(
             refusals.append(f"the repair would write sectors {e.start}..{e.end}, past the last LBA {geom.last_lba}")
         refusals += [f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}"
                      for p in data if p.extent.overlaps(e)]
-    if r is None and any(f.code == tf.GPT_BACKUP_NOT_AT_END for f in current.findings):
+    if r is None and any(f.code == GPT_BACKUP_NOT_AT_END for f in current.findings):
         notes.append("the backup GPT is not at the end of the disk (it grew): writing any change to the table "
                      "moves it there; diskplan repair does not")
     blocking, idle = unsafe(target, host)

@@ -20,6 +20,13 @@ from dataclasses import replace
 from diskplan.backend import gptcheck, hybrid, probe, rawtable
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model import tablefindings as tf
+from diskplan.model.codes import (
+    EBR_CHAIN_DAMAGED,
+    EXTENDED_WITHOUT_EBR,
+    GPT_BACKUP_DAMAGED,
+    GPT_PRIMARY_DAMAGED,
+    TABLE_LARGER_THAN_DISK,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import Finding
@@ -300,8 +307,8 @@ class _Survey:
 
 # libparted messages that a finding of ours already says better (with the numbers): not repeated.
 _COVERED = (
-    ("GPT table is corrupt", (tf.GPT_BACKUP_DAMAGED, tf.GPT_PRIMARY_DAMAGED, tf.TABLE_LARGER_THAN_DISK)),
-    ("wrong signature", (tf.EXTENDED_WITHOUT_EBR, tf.EBR_CHAIN_DAMAGED)),
+    ("GPT table is corrupt", (GPT_BACKUP_DAMAGED, GPT_PRIMARY_DAMAGED, TABLE_LARGER_THAN_DISK)),
+    ("wrong signature", (EXTENDED_WITHOUT_EBR, EBR_CHAIN_DAMAGED)),
 )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from diskplan.backend.filekind import write_refusals
-from diskplan.backend.gptrepair import NEEDS_REPAIR, execute_repair, prepare_repair
+from diskplan.backend.gptrepair import execute_repair, prepare_repair
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.write import CommitError, Proposal, Verdict, preload
 from diskplan.cli.apply import consoles, host, render_outcome
@@ -25,6 +25,7 @@ from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, columns
 from diskplan.model import ptypes
+from diskplan.model.codes import NEEDS_REPAIR
 from diskplan.model.units import human_bytes
 
 OP_STYLE = {"repair": "yellow", "keep": "dim"}

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from diskplan.model.codes import SEVERITY_RANK, SHARED_BLOCK
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import SEVERITY_RANK, SHARED_BLOCK, Finding, analyze
+from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
