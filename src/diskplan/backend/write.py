@@ -38,7 +38,6 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
-from diskplan.model.units import human_bytes
 
 BLKROGET = 0x125E
 BLKGETDISKSEQ = 0x80081280
@@ -142,14 +141,6 @@ class Proposal:
 
     def accepts(self, answer: str) -> bool:
         return accepts(self.kind, self.target, answer)
-
-    @property
-    def headline(self) -> str:
-        model = f" ({self.model})" if self.model else ""
-        return (
-            f"{self.target}{model}: {self.sectors} sectors × {self.sector_size} B = "
-            f"{human_bytes(self.sectors * self.sector_size)}"
-        )
 
 
 @dataclass(frozen=True)
