@@ -188,7 +188,7 @@ def _weak(table: str) -> bool:
 def _ebr_chain(read: Reader, ext_start: int, sectors: int) -> list[tuple[int, bytes]]:
     """(LBA, sector) of every EBR, following the links; stops on a loop, a bad link or 256 EBRs."""
     out: list[tuple[int, bytes]] = []
-    ebr, seen = ext_start, set()
+    ebr, seen = ext_start, set[int]()
     while ebr not in seen and len(seen) < 256 and 0 < ebr < sectors:
         seen.add(ebr)
         raw = read(ebr, 1)
@@ -640,7 +640,7 @@ def parse(text: str) -> TableBackup:
     head: dict[str, str] = {}
     dump: list[str] = []
     chunks: list[Chunk] = []
-    section, pending, body = "", None, []
+    section, pending, body = "", None, list[str]()
     seal: Seal | None = None
     saved = 0
 

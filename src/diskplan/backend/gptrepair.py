@@ -190,14 +190,14 @@ def verify_repair(p: Proposal, before: GptState | None) -> tuple[list[str], Disk
     if r.rewrite == PROTECTIVE_MBR and not any(e.type_id == PROTECTIVE_ID for e in mbr_entries(mbr)):
         out.append("sector 0 has no protective 0xEE entry")
     try:
-        disk: Disk | None = read(p.target)
+        disk = read(p.target)
     except ReadError as exc:
         return [*out, f"the disk cannot be read back: {exc}"], None
     if disk.table.label != "gpt":
         out.append(f"the disk reads as {disk.table.label or 'no table'}, not gpt")
     elif _extents(disk.table) != _extents(p.current.table):
-        got = ", ".join(f"{n}:{s}..{e}" for n, s, e in _extents(disk.table)) or "none"
-        out.append(f"the partitions read back are {got}, not the ones the disk had")
+        found = ", ".join(f"{n}:{s}..{e}" for n, s, e in _extents(disk.table)) or "none"
+        out.append(f"the partitions read back are {found}, not the ones the disk had")
     left = [f.message for f in disk.findings if f.code in REPAIRED.get(r.rewrite, ())]
     out += [f"still: {m}" for m in left]
     return out, disk

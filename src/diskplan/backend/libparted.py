@@ -43,15 +43,15 @@ def _handler(kind: int, options: int, message: str) -> int:
         _ped.EXCEPTION_OPT_IGNORE_CANCEL,
         _ped.EXCEPTION_OPT_RETRY_IGNORE_CANCEL,
     ):
-        return _ped.EXCEPTION_RESOLVE_IGNORE
+        return int(_ped.EXCEPTION_RESOLVE_IGNORE)
     if options == _ped.EXCEPTION_OPT_OK_CANCEL and kind in (
         _ped.EXCEPTION_TYPE_INFORMATION,
         _ped.EXCEPTION_TYPE_WARNING,
     ):
-        return _ped.EXCEPTION_RESOLVE_OK
+        return int(_ped.EXCEPTION_RESOLVE_OK)
     if options in (_ped.EXCEPTION_OPT_YES_NO, _ped.EXCEPTION_OPT_YES_NO_CANCEL):
-        return _ped.EXCEPTION_RESOLVE_NO  # never let libparted "fix" a table while we only read it
-    return _ped.EXCEPTION_RESOLVE_CANCEL
+        return int(_ped.EXCEPTION_RESOLVE_NO)  # never let libparted "fix" a table while we only read it
+    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
 
 
 def _read_handler(kind: int, options: int, message: str) -> int:
@@ -61,8 +61,8 @@ def _read_handler(kind: int, options: int, message: str) -> int:
     for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
         if options & answer:
             _went_on.add(_messages[-1])
-            return answer
-    return _ped.EXCEPTION_RESOLVE_CANCEL
+            return int(answer)
+    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
 
 
 _went_on: set[str] = set()  # messages _read_handler answered so that libparted would go on

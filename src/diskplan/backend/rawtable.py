@@ -160,7 +160,7 @@ def mbr_layout(path: str, sector: int, sectors: int, max_logical: int = 256) -> 
         if logicals or missing or problems:
             problems.append((ext.number, "a second extended partition (only one is allowed)"))
             break
-        ebr, seen = ext.start, set()
+        ebr, seen = ext.start, set[int]()
         while True:
             if ebr in seen:
                 problems.append((ext.number, f"the chain loops back to the EBR at LBA {ebr}"))

@@ -49,7 +49,8 @@ Fault = Callable[[str], None]  # tests: called at "backup", "write" (in the chil
 class Usage(Protocol):
     """One use of the disk (discovery.inuse.Use): blocking uses refuse the write."""
 
-    blocking: bool
+    @property
+    def blocking(self) -> bool: ...
 
     def __str__(self) -> str: ...
 

@@ -159,7 +159,7 @@ def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
     code = before_writing(p.refusals, nothing, yes, hint, console, err)
     if code is not None:
         return code
-    answer = confirm(p, yes)  # type: ignore[arg-type]  # kind is a frozen field: read-only is all confirm needs
+    answer = confirm(p, yes)
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcome = execute(p, answer, host(), progress=show, stop=stop)
     render_outcome(outcome, console, err)
