@@ -12,7 +12,8 @@ from diskplan.ui.panels import KeysFooter
 from test_ui_commit import image_target, wait_for
 from test_ui_repair import damaged_gpt
 
-LATER = ("diskplan.backend.commit", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
+LATER = ("diskplan.backend.commit", "diskplan.backend.write", "diskplan.backend.tablewrite",
+         "diskplan.backend.gptrepair", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
          "diskplan.model.planfile")
 
 
