@@ -16,6 +16,7 @@ from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.write import (
     CommitError,
+    ConfirmedByName,
     DiskState,
     Host,
     Identity,
@@ -23,8 +24,6 @@ from diskplan.backend.write import (
     Verdict,
     Write,
     WriteOutcome,
-    accepts,
-    confirm_word,
     identity,
     inform_kernel_child,
     kernel_differences,
@@ -36,7 +35,7 @@ from diskplan.model.extent import Extent
 
 
 @dataclass(frozen=True)
-class RestoreProposal:
+class RestoreProposal(ConfirmedByName):
     backup: bk.TableBackup
     backup_path: str
     target: str
@@ -48,15 +47,8 @@ class RestoreProposal:
     kept: tuple[Extent, ...] = ()  # saved sectors inside a partition now on the disk: left alone
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to put the old table back on {self.target}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 def prepare_restore(backup_path: str, target: str, host: Host, *, force_foreign: bool = False) -> RestoreProposal:

@@ -98,9 +98,31 @@ class Identity:
     diskseq: int = 0  # bumped by the kernel whenever a loop device gets a new backing file
 
 
+class _Named(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+
+class ConfirmedByName:
+    """What confirms a write of ``target``: its kernel name typed for a block device, "yes" for a file
+    (``confirm_word``, ``accepts``). A mixin of the proposals, which have ``kind`` and ``target``."""
+
+    @property
+    def confirm_word(self: _Named) -> str:
+        return confirm_word(self.kind, self.target)
+
+    def accepts(self: _Named, answer: str) -> bool:
+        return accepts(self.kind, self.target, answer)
+
 
 @dataclass(frozen=True)
-class Proposal:
+class Proposal(ConfirmedByName):
+    """What a table commit (backend.tablewrite) or a GPT repair (backend.gptrepair) would write, and what
+    refuses it: everything shown before the user is asked."""
+
     target: str
     kind: str  # "block" or "file"
     model: str
@@ -131,17 +153,10 @@ class Proposal:
         return not self.refusals
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         if self.repair is not None:
             return f"Type {self.confirm_word} to repair the table on {self.target}"
         return f"Type {self.confirm_word} to write this table to {self.target}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 @dataclass(frozen=True)
@@ -207,7 +222,6 @@ def preload() -> None:
     """Import pyparted in this process once, so that every child forked to read, preview, write and
     verify inherits it instead of importing it again (about 40 ms a child). Importing opens no device."""
     import diskplan.backend.libparted  # noqa: F401
-
 
 
 # --- looking at the target --------------------------------------------------------------------------
@@ -318,6 +332,8 @@ def other_disk(target: str, geom: Geometry, sector_size: int | None, sectors: in
         out.append(f"the plan is for a disk of {sectors} sectors; {target} has {geom.sectors}")
     return out
 
+
+# --- the steps of the sequence ---------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -440,7 +456,6 @@ def not_as_planned(
     state, how = state_after_failure(saved, target)
     state = DiskState.DIFFERENT if state is not DiskState.UNKNOWN else state
     return replace(base, verdict=Verdict.FAILED, state=state, message=message, details=(*diffs, how, *then))
-
 
 
 def inform_kernel_child(target: str) -> tuple[bool, str]:
