@@ -127,8 +127,8 @@ def test_failures_exit_2_with_one_line(sparse_image: Callable[..., pathlib.Path]
 
 
 def test_a_person_at_a_terminal_types_the_device_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    from diskplan.backend.commit import accepts
-    from diskplan.backend.commit import confirm_word as word_for
+    from diskplan.backend.write import accepts
+    from diskplan.backend.write import confirm_word as word_for
     from diskplan.cli.apply import confirm
 
     class Block:

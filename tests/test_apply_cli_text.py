@@ -11,7 +11,8 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.cli.textout import Out, clean, columns, width
+from diskplan.cli.textout import Out, clean
+from diskplan.model.safetext import columns, width
 
 
 def test_control_characters_from_a_plan_cannot_reach_the_terminal() -> None:

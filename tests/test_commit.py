@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import commit, restore
-from diskplan.backend.commit import DiskState, Verdict
+from diskplan.backend import commit, restore, write
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
@@ -49,7 +49,7 @@ def plan(label: str, *parts: Partition) -> Table:
     return Table(label, 0, 0, parts)
 
 
-def apply(target: str, desired: Table, tmp_path: pathlib.Path, **kw: object) -> commit.Outcome:
+def apply(target: str, desired: Table, tmp_path: pathlib.Path, **kw: object) -> write.WriteOutcome:
     proposal = commit.prepare(target, desired, HOST)
     assert proposal.refusals == (), proposal.refusals
     return commit.execute(proposal, proposal.confirm_word, HOST, backup_path=str(tmp_path / "old.dpbackup"), **kw)
@@ -268,7 +268,7 @@ def test_deleted_image_is_a_clear_refusal(sparse_image: Callable[..., pathlib.Pa
     o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"))
     assert o.verdict is Verdict.REFUSED and "is gone" in o.message
     assert not img.exists() and not (tmp_path / "b.dpbackup").exists()
-    with pytest.raises(commit.CommitError, match="no such file"):
+    with pytest.raises(write.CommitError, match="no such file"):
         commit.prepare(str(img), GPT_PLAN, HOST)
 
 

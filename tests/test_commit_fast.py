@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from diskplan.backend import commit, libparted
-from diskplan.backend.commit import DiskState, Verdict
 from diskplan.backend.isolate import run_isolated
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
 from helpers.images import HOST, expect_sfdisk, file_sha, sfdisk_parts

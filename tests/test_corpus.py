@@ -19,17 +19,26 @@ from types import ModuleType
 import pytest
 
 from diskplan.backend.reader import read
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import (
+    EXTENDED_WITHOUT_EBR,
+    GPT_BACKUP_DAMAGED,
+    HYBRID_ISO,
+    HYBRID_MBR,
+    OVERLAP,
+    PAST_END,
+    SECTOR_SIZE_MISMATCH,
+    UNREADABLE,
+    WHOLE_DISK_FS,
+)
 from diskplan.model.disk import Disk
-from diskplan.model.findings import OVERLAP, PAST_END
-from diskplan.model.report import WHOLE_DISK_FS, build_report
+from diskplan.model.report import build_report
 from helpers.tools import CORPUS
 
 pytestmark = pytest.mark.corpus
 
 MANIFEST = CORPUS / "manifest.json"
 MUST = {"primary", "logical", "extended", "data"}  # roles the manifest says must be reported
-LABELS = {"dos": "msdos", "gpt": "gpt", "sgi": "dvh", "sun": "sun", "mac": "mac", "atari": "atari", "bsd": "bsd"}
+PARTED_LABEL = {"dos": "msdos", "gpt": "gpt", "sgi": "dvh", "sun": "sun", "mac": "mac", "atari": "atari", "bsd": "bsd"}
 
 # Refused cleanly: libparted cannot read the label and diskplan has no parser for it; the user is told a
 # table is there (finding unreadable-table, table read-only), never that the disk is empty.
@@ -42,10 +51,10 @@ KNOWN_EXTRAS = {
 }
 # Findings an image must raise, from its manifest notes (not from our own output).
 NOTED_FINDINGS = {
-    "node-mbr-rpi-sparse": {tf.EXTENDED_WITHOUT_EBR},  # "extended partition 4 whose EBR is missing (zeros)"
-    "bootcamp-hybrid-sparse": {tf.HYBRID_MBR, tf.GPT_BACKUP_DAMAGED},
-    "coreos-iso-2023-03-x86_64": {tf.HYBRID_ISO},
-    "coreos-iso-2023-07-x86_64": {tf.HYBRID_ISO},
+    "node-mbr-rpi-sparse": {EXTENDED_WITHOUT_EBR},  # "extended partition 4 whose EBR is missing (zeros)"
+    "bootcamp-hybrid-sparse": {HYBRID_MBR, GPT_BACKUP_DAMAGED},
+    "coreos-iso-2023-03-x86_64": {HYBRID_ISO},
+    "coreos-iso-2023-07-x86_64": {HYBRID_ISO},
 }
 
 
@@ -116,7 +125,7 @@ def test_image_loads_with_the_expected_partitions(name: str, target: Callable[[s
 
     if name in REFUSED:
         assert not got, "a refused table shows no partitions"
-        assert tf.UNREADABLE in codes and disk.table.read_only
+        assert UNREADABLE in codes and disk.table.read_only
         return
     assert {n: got.get(n) for n in must} == must
     extras = {n for n, (s, e) in got.items() if n not in must and (n, s, e) not in optional}
@@ -129,7 +138,7 @@ def test_image_loads_with_the_expected_partitions(name: str, target: Callable[[s
         if fs:
             assert disk.filesystem == fs and WHOLE_DISK_FS in codes
     else:
-        assert disk.table.label == LABELS[kind]
+        assert disk.table.label == PARTED_LABEL[kind]
     if kind not in ("dos", "gpt", "none"):
         assert disk.table.read_only, "labels other than gpt/msdos are read-only"
     assert NOTED_FINDINGS.get(name, set()) <= codes
@@ -138,7 +147,7 @@ def test_image_loads_with_the_expected_partitions(name: str, target: Callable[[s
 @pytest.mark.parametrize("name", sorted(n for n, e in IMAGES.items() if any("crash" in t for t in e["tags"])))
 def test_a_libparted_crash_is_survived_and_said(name: str, corpus_dir: pathlib.Path) -> None:
     disk = read(str(corpus_dir / f"{name}.img"))
-    unreadable = [f for f in build_report(disk).table_findings if f.code == tf.UNREADABLE]
+    unreadable = [f for f in build_report(disk).table_findings if f.code == UNREADABLE]
     assert unreadable and unreadable[0].message == "this table could not be read safely: libparted crashed (SIGSEGV)"
     assert disk.table.read_only
     assert disk.geometry.sectors == IMAGES[name]["device_sectors"], "the geometry survives: a new label can be planned"
@@ -168,7 +177,7 @@ def test_overlapping_partitions_are_flagged(corpus_dir: pathlib.Path) -> None:
 @pytest.mark.parametrize("name", sorted(n for n, e in IMAGES.items() if e["logical_sector_size"] == 4096))
 def test_a_4kn_image_opened_as_a_plain_file_says_how_to_attach_it(name: str, corpus_dir: pathlib.Path) -> None:
     disk = read(str(corpus_dir / f"{name}.img"))
-    found = [f for f in disk.findings if f.code == tf.SECTOR_SIZE_MISMATCH]
+    found = [f for f in disk.findings if f.code == SECTOR_SIZE_MISMATCH]
     assert found and found[0].message == (
         "this looks like a 4096-byte-sector disk: attach it with losetup --sector-size 4096"
     )

@@ -15,10 +15,24 @@ from collections.abc import Callable
 import pytest
 
 from diskplan.backend.reader import ReadError, read
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import (
+    EBR_CHAIN_DAMAGED,
+    EXTENDED_WITHOUT_EBR,
+    GPT_BACKUP_DAMAGED,
+    GPT_BACKUP_NOT_AT_END,
+    GPT_BOTH_DAMAGED,
+    GPT_NO_PROTECTIVE_MBR,
+    GPT_PRIMARY_DAMAGED,
+    HYBRID_MBR,
+    OVERLAP,
+    SECTOR_SIZE_MISMATCH,
+    SIZE_NOT_SECTOR_MULTIPLE,
+    TABLE_LARGER_THAN_DISK,
+    TINY_DISK,
+    WHOLE_DISK_FS,
+)
 from diskplan.model.disk import Disk
-from diskplan.model.findings import OVERLAP
-from diskplan.model.report import WHOLE_DISK_FS, build_report
+from diskplan.model.report import build_report
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR, MiB
 
@@ -121,7 +135,7 @@ def test_one_damaged_gpt_copy_is_named_the_good_one_shown_and_the_repair_works(
     assert gdisk_verdict(gpt_image)[gdisk_key] == "ERROR", "the referee sees the same damage"
 
     disk = read(str(gpt_image))
-    code = tf.GPT_PRIMARY_DAMAGED if which == "primary" else tf.GPT_BACKUP_DAMAGED
+    code = GPT_PRIMARY_DAMAGED if which == "primary" else GPT_BACKUP_DAMAGED
     found = [f for f in disk.findings if f.code == code]
     assert found, codes(disk)
     good = "backup" if which == "primary" else "primary"
@@ -138,7 +152,7 @@ def test_one_damaged_gpt_copy_is_named_the_good_one_shown_and_the_repair_works(
     assert sgdisk_verify_clean(gpt_image), run("sgdisk", "-v", str(gpt_image))
     assert sgdisk_parts(gpt_image) == before
     again = read(str(gpt_image))
-    assert not codes(again) & {tf.GPT_PRIMARY_DAMAGED, tf.GPT_BACKUP_DAMAGED, tf.GPT_BOTH_DAMAGED}
+    assert not codes(again) & {GPT_PRIMARY_DAMAGED, GPT_BACKUP_DAMAGED, GPT_BOTH_DAMAGED}
     assert again.repair is None and not again.table.read_only and again.messages == ()
 
 
@@ -148,7 +162,7 @@ def test_a_gpt_whose_protective_mbr_was_wiped(gpt_image: pathlib.Path) -> None:
     gdisk = subprocess.run([need_tool("gdisk"), "-l", str(gpt_image)], capture_output=True, text=True, input="q\n")
     assert "MBR: not present" in gdisk.stdout and "GPT: present" in gdisk.stdout
     disk = read(str(gpt_image))
-    assert tf.GPT_NO_PROTECTIVE_MBR in codes(disk)
+    assert GPT_NO_PROTECTIVE_MBR in codes(disk)
     assert parts(disk) == before and disk.table.label == "gpt" and disk.table.read_only
     assert disk.repair is not None and disk.repair.rewrite == "protective MBR"
     apply_repair(disk, gpt_image)
@@ -164,7 +178,7 @@ def test_both_gpt_copies_damaged(gpt_image: pathlib.Path) -> None:
     gdisk = subprocess.run([need_tool("gdisk"), "-l", str(gpt_image)], capture_output=True, text=True, input="q\n")
     assert "GPT: not present" in gdisk.stdout  # the referee finds no usable copy either
     disk = read(str(gpt_image))
-    assert tf.GPT_BOTH_DAMAGED in codes(disk)
+    assert GPT_BOTH_DAMAGED in codes(disk)
     assert not disk.table.partitions and disk.table.label is None, "the protective MBR is not shown as a table"
     assert disk.repair is None
     assert disk.geometry.sectors == 64 * MiB // SECTOR  # a new label can still be planned
@@ -174,7 +188,7 @@ def test_a_grown_image_has_its_backup_gpt_before_the_end(gpt_image: pathlib.Path
     before = sgdisk_parts(gpt_image)
     os.truncate(gpt_image, 80 * MiB)
     disk = read(str(gpt_image))
-    found = [f for f in disk.findings if f.code == tf.GPT_BACKUP_NOT_AT_END]
+    found = [f for f in disk.findings if f.code == GPT_BACKUP_NOT_AT_END]
     assert found and f"LBA {64 * MiB // SECTOR - 1}" in found[0].message
     assert parts(disk) == before and not disk.table.read_only
 
@@ -183,7 +197,7 @@ def test_a_truncated_gpt_image_is_read_only_with_partitions_past_the_end(gpt_ima
     before = sgdisk_parts(gpt_image)
     os.truncate(gpt_image, 20 * MiB)
     disk = read(str(gpt_image))
-    assert tf.TABLE_LARGER_THAN_DISK in codes(disk)
+    assert TABLE_LARGER_THAN_DISK in codes(disk)
     assert parts(disk) == before
     assert "past-end-of-disk" in {f.code for f in build_report(disk).all_findings if f.partition == 3}
     assert disk.table.read_only and disk.repair is None
@@ -195,7 +209,7 @@ def test_a_truncated_gpt_image_is_read_only_with_partitions_past_the_end(gpt_ima
 def test_a_hybrid_mbr_shows_both_views_and_is_read_only(gpt_image: pathlib.Path) -> None:
     run(need_tool("sgdisk"), "-h", "1:2", str(gpt_image))
     disk = read(str(gpt_image))
-    assert tf.HYBRID_MBR in codes(disk)
+    assert HYBRID_MBR in codes(disk)
     assert parts(disk) == sgdisk_parts(gpt_image)
     assert len(disk.views) == 1 and disk.views[0].label == "msdos" and disk.views[0].read_only
     nested = run(need_tool("sfdisk"), "--dump", "--label-nested", "dos", str(gpt_image))
@@ -224,7 +238,7 @@ def test_an_extended_partition_without_its_ebr(dos_image: pathlib.Path) -> None:
     assert set(parts(read(str(dos_image)))) == {1, 2, 5, 6}
     poke(dos_image, 18432 * SECTOR, bytes(SECTOR))  # the first EBR, as images that kept only the MBR lose it
     disk = read(str(dos_image))
-    found = [f for f in build_report(disk).all_findings if f.code == tf.EXTENDED_WITHOUT_EBR]
+    found = [f for f in build_report(disk).all_findings if f.code == EXTENDED_WITHOUT_EBR]
     assert found and found[0].partition == 2 and "LBA 18432" in found[0].message
     sfdisk_numbers = {int(n) for n in re.findall(r"img(\d+) :", run("sfdisk", "--dump", str(dos_image)))}
     assert set(parts(disk)) == sfdisk_numbers == {1, 2}
@@ -242,7 +256,7 @@ def test_a_looping_ebr_chain_is_bounded_and_read_only(dos_image: pathlib.Path) -
     entry[12:16] = (1).to_bytes(4, "little")
     poke(dos_image, ebr2 * SECTOR + 446 + 16, bytes(entry))
     disk = read(str(dos_image), timeout=20)
-    found = [f for f in build_report(disk).all_findings if f.code == tf.EBR_CHAIN_DAMAGED]
+    found = [f for f in build_report(disk).all_findings if f.code == EBR_CHAIN_DAMAGED]
     assert found and found[0].partition == 2 and "loops back" in found[0].message
     assert disk.table.read_only
     assert {1, 2, 5} <= set(parts(disk))
@@ -269,7 +283,7 @@ def test_an_image_whose_size_is_not_a_whole_number_of_sectors(dos_image: pathlib
     with open(dos_image, "ab") as f:
         f.write(b"x" * 100)
     disk = read(str(dos_image))
-    found = [f for f in disk.findings if f.code == tf.SIZE_NOT_SECTOR_MULTIPLE]
+    found = [f for f in disk.findings if f.code == SIZE_NOT_SECTOR_MULTIPLE]
     assert found and "the last 100 B are unused" in found[0].message
     assert disk.geometry.sectors == 64 * MiB // SECTOR and set(parts(disk)) == {1, 2, 5, 6}
 
@@ -298,7 +312,7 @@ def test_a_one_sector_mbr_image(tmp_path: pathlib.Path) -> None:
     image.write_bytes(bytes(mbr))
     disk = read(str(image))
     assert disk.geometry.sectors == 1
-    assert {tf.TINY_DISK, "past-end-of-disk"} <= codes(disk)
+    assert {TINY_DISK, "past-end-of-disk"} <= codes(disk)
     assert parts(disk) == {1: (2048, 63487)} and disk.table.read_only
 
 
@@ -328,7 +342,7 @@ def test_a_512_byte_gpt_on_a_4096_byte_loop_device_says_so(
     dev = loop_device(gpt_image, sector_size=4096, read_only=True)
     disk = read(dev)
     assert disk.geometry.logical == 4096
-    found = [f for f in disk.findings if f.code == tf.SECTOR_SIZE_MISMATCH]
+    found = [f for f in disk.findings if f.code == SECTOR_SIZE_MISMATCH]
     assert found and found[0].message == (
         "this looks like a 512-byte-sector disk: attach it with losetup --sector-size 512"
     )

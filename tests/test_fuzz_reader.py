@@ -35,7 +35,7 @@ from rich.console import Console
 
 from diskplan.backend import reader
 from diskplan.cli.check import render
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import UNREADABLE
 from diskplan.model.report import build_report, report_json
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR
@@ -251,7 +251,7 @@ def _read_and_report(path: pathlib.Path) -> None:
     STATS[f"label {disk.table.label}"] += 1
     for f in report.all_findings:
         STATS[f"finding {f.code}"] += 1
-        if f.code == tf.UNREADABLE:
+        if f.code == UNREADABLE:
             STATS[f"unreadable: {f.message.split(': ', 1)[1][:60]}"] += 1
             assert "the reader failed" not in f.message, f.message  # a bug in our code, not libparted's
 

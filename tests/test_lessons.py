@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from diskplan.model import codes as C
 from diskplan.model import demos
 from diskplan.model import findings as F
 from diskplan.model.extent import Partition
@@ -46,8 +47,8 @@ def _finding(geom: Geometry, p: Partition, code: str) -> F.Finding:
 
 def test_34s_on_a_non_rotational_512_512_device_is_a_warning_with_the_assumption() -> None:
     ssd = Geometry(sectors=M4, rotational=False)  # what the M4 reported: 512/512, rotational 0
-    f = _finding(ssd, Partition(1, 34, M4 - 34), F.START_NOT_PAGE)
-    assert f.severity == F.WARNING
+    f = _finding(ssd, Partition(1, 34, M4 - 34), C.START_NOT_PAGE)
+    assert f.severity == C.WARNING
     text = " ".join(f.explanation)
     assert "17408 B mod 4096 = 1024" in text
     assert "read-modify-write" in text and "assumption about flash" in text and "--physical-block" in text
@@ -58,8 +59,8 @@ def test_34s_on_a_non_rotational_512_512_device_is_a_warning_with_the_assumption
 def test_ssd_marked_by_the_user_is_judged_the_same_and_says_why() -> None:
     image = Geometry(sectors=M4)  # an image file: rotational unknown
     marked = image.with_overrides(ssd=True)
-    assert _codes(marked, Partition(1, 34, M4 - 34))[1] == [F.START_NOT_PAGE]
-    assert "--ssd" in " ".join(_finding(marked, Partition(1, 34, M4 - 34), F.START_NOT_PAGE).explanation)
+    assert _codes(marked, Partition(1, 34, M4 - 34))[1] == [C.START_NOT_PAGE]
+    assert "--ssd" in " ".join(_finding(marked, Partition(1, 34, M4 - 34), C.START_NOT_PAGE).explanation)
     assert marked.page == 4096 and image.page == 512
     # A larger page said with --physical-block: then the physical block itself is the rule.
     assert marked.with_overrides(physical=16384).page == 16384
@@ -67,8 +68,8 @@ def test_ssd_marked_by_the_user_is_judged_the_same_and_says_why() -> None:
 
 def test_34s_on_a_rotational_512_512_disk_stays_a_notice() -> None:
     hdd = Geometry(sectors=M4, rotational=True)
-    f = _finding(hdd, Partition(1, 34, M4 - 34), F.START_NOT_GRAIN)
-    assert f.severity == F.NOTICE
+    f = _finding(hdd, Partition(1, 34, M4 - 34), C.START_NOT_GRAIN)
+    assert f.severity == C.NOTICE
     assert "hard disk with true 512 B sectors" in " ".join(f.explanation) and "--ssd" in " ".join(f.explanation)
     assert "hard disk" in hdd.page_rule()
 
@@ -118,7 +119,7 @@ def test_3_the_stripe_finding_calls_parity_rmw_and_quotes_parted_s_192k() -> Non
     s = demos.find("stripe")
     geom = s.geometry()
     assert libparted_optimum(geom).sectors * 512 == 196608
-    f = _finding(geom, Partition(1, 2048, 209717247), F.START_NOT_GRAIN)
+    f = _finding(geom, Partition(1, 2048, 209717247), C.START_NOT_GRAIN)
     text = " ".join(f.explanation)
     assert "read-modify-write of parity" in text and "not free" in text
     assert "parted -a optimal on 192 KiB (384s)" in text and "fdisk and sfdisk start on 1 MiB (2048s)" in text
@@ -128,9 +129,9 @@ def test_3_the_stripe_finding_calls_parity_rmw_and_quotes_parted_s_192k() -> Non
 
 def test_4_suggested_starts_lie_in_the_usable_area() -> None:
     hdd = Geometry(sectors=M4, rotational=True)
-    f = _finding(hdd, Partition(1, 34, M4 - 34), F.START_NOT_GRAIN)
+    f = _finding(hdd, Partition(1, 34, M4 - 34), C.START_NOT_GRAIN)
     assert "0s" not in f.message and "Aligned starts nearby: 2048s." in " ".join(f.explanation)
-    mid = _finding(hdd, Partition(1, 3000, M4 - 34), F.START_NOT_GRAIN)
+    mid = _finding(hdd, Partition(1, 3000, M4 - 34), C.START_NOT_GRAIN)
     assert "2048s or 4096s" in mid.message
 
 
@@ -158,7 +159,7 @@ def test_6_erase_blocks_are_not_said_to_divide_1mib() -> None:
     modern = " ".join(demos.find("modern").lesson)
     assert "most erase blocks divide" not in modern and "several MiB" in modern
     flash = Geometry(sectors=M4, rotational=False)
-    f = _finding(flash, Partition(1, 4096 + 8, M4 - 34), F.START_NOT_GRAIN)
+    f = _finding(flash, Partition(1, 4096 + 8, M4 - 34), C.START_NOT_GRAIN)
     assert "several MiB" in " ".join(f.explanation)
 
 
@@ -166,7 +167,7 @@ def test_7_read_modify_write_costs_small_writes_not_streams() -> None:
     text = _text("002")
     assert "x2.6" in text and "x1.6" in text
     af = Geometry(sectors=3907029168, physical=4096, rotational=True)
-    f = _finding(af, Partition(1, 34, 2047), F.START_NOT_PHYSICAL)
+    f = _finding(af, Partition(1, 34, 2047), C.START_NOT_PHYSICAL)
     said = " ".join(f.explanation)
     assert "isolated small write" in said and "only at its two edges" in said and "2.6x" in said
     assert "for every write" not in said
@@ -225,20 +226,20 @@ def test_check_reads_rotational_from_sysfs(tmp_path: Path, loop_device) -> None:
     if rot.read_text().strip() != "0":
         pytest.skip("this kernel does not let a loop device say it is not rotational")
     status, report = _check(dev)
-    assert status == 1 and _severities(report) == {F.START_NOT_PAGE: F.WARNING}
+    assert status == 1 and _severities(report) == {C.START_NOT_PAGE: C.WARNING}
     assert report["flash"] is True and report["page_size"] == 4096
     assert "sysfs queue/rotational = 0" in str(report["page_rule"])
     rot.write_text("1")
     status, report = _check(dev)
-    assert _severities(report) == {F.START_NOT_GRAIN: F.NOTICE} and report["page_size"] == 512
+    assert _severities(report) == {C.START_NOT_GRAIN: C.NOTICE} and report["page_size"] == 512
 
 
 def test_check_ssd_option_on_an_image(tmp_path: Path) -> None:
     image = tmp_path / "m4.img"
     _gpt_at_34(image)
-    assert _severities(_check(str(image))[1]) == {F.START_NOT_GRAIN: F.NOTICE}
+    assert _severities(_check(str(image))[1]) == {C.START_NOT_GRAIN: C.NOTICE}
     status, report = _check(str(image), "--ssd")
-    assert status == 1 and _severities(report) == {F.START_NOT_PAGE: F.WARNING}
+    assert status == 1 and _severities(report) == {C.START_NOT_PAGE: C.WARNING}
     assert "--ssd" in str(report["page_rule"])
 
 
@@ -275,6 +276,6 @@ def test_the_facts_panel_says_which_rule_and_why() -> None:
 def test_no_ssd_overrides_sysfs() -> None:
     virtual = Geometry(sectors=M4, rotational=False).with_overrides(ssd=False)
     assert not virtual.flash and virtual.page == 512 and "--no-ssd" in virtual.page_rule()
-    assert _codes(virtual, Partition(1, 34, M4 - 34))[1] == [F.START_NOT_GRAIN]
+    assert _codes(virtual, Partition(1, 34, M4 - 34))[1] == [C.START_NOT_GRAIN]
     assert "--no-ssd" in " ".join(_finding(Geometry(sectors=M4, rotational=False), Partition(1, 34, M4 - 34),
-                                           F.START_NOT_PAGE).explanation)
+                                           C.START_NOT_PAGE).explanation)

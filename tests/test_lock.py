@@ -17,7 +17,7 @@ import pytest
 
 from diskplan.backend import commit, gptrepair, restore
 from diskplan.backend import lock as wlock
-from diskplan.backend.commit import DiskState, Verdict
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.model.extent import Partition
 from diskplan.model.table import Table
 from helpers.images import HOST, file_sha, partx_update, sfdisk_parts

@@ -16,7 +16,7 @@ import pytest
 
 from diskplan.backend import reader
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import UNREADABLE
 from diskplan.model.disk import Disk
 from diskplan.model.table import new_table
 from helpers.tools import need_tool, run
@@ -39,7 +39,7 @@ def sfdisk_parts(image: pathlib.Path) -> dict[int, tuple[int, int]]:
 
 
 def unreadable_message(disk: Disk) -> str:
-    found = [f.message for f in disk.findings if f.code == tf.UNREADABLE]
+    found = [f.message for f in disk.findings if f.code == UNREADABLE]
     assert len(found) == 1
     return found[0]
 

@@ -16,10 +16,10 @@ import pytest
 
 from diskplan.backend import backup as bk
 from diskplan.backend import commit, gptrepair, restore
-from diskplan.backend.commit import DiskState, Verdict
 from diskplan.backend.reader import read
+from diskplan.backend.write import DiskState, Verdict
 from diskplan.discovery import inuse
-from diskplan.model import tablefindings as tf
+from diskplan.model.codes import GPT_BACKUP_DAMAGED
 from diskplan.model.extent import Extent
 from diskplan.model.plan import History, Plan
 from helpers.cli import diskplan
@@ -146,7 +146,7 @@ def test_the_plan_step_commits_through_the_ordinary_commit_calls(image: pathlib.
     dump, data = sfdisk_dump(image), data_digests(image)
     DAMAGE["backup-entries-flipped"](image)
     disk = read(str(image))
-    assert disk.repair is not None and tf.GPT_BACKUP_DAMAGED in {f.code for f in disk.findings}
+    assert disk.repair is not None and GPT_BACKUP_DAMAGED in {f.code for f in disk.findings}
     history = History(Plan.open(disk.geometry, disk.table, offer=disk.repair))
     assert history.apply(history.present.repair())
     plan = history.present

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from diskplan.backend.commit import Host, Verdict
 from diskplan.backend.reader import read
+from diskplan.backend.write import Host, Verdict
 from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.ui.app import PlannerApp

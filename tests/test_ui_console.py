@@ -86,8 +86,8 @@ def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None
     proposed / deleted / selected partitions told apart by glyphs (no colour needed)."""
     import subprocess
 
-    from diskplan.backend.commit import Host
     from diskplan.backend.reader import read
+    from diskplan.backend.write import Host
     from diskplan.ui.commit_screen import CommitScreen
 
     image = tmp_path / "disk.img"

@@ -7,7 +7,7 @@ import asyncio
 import pathlib
 from collections.abc import Callable
 
-from diskplan.backend import commit
+from diskplan.backend import commit, write
 from diskplan.backend.reader import read
 from diskplan.model.plan import Plan
 from diskplan.ui.app import PlannerApp
@@ -18,7 +18,7 @@ from helpers.tools import need_tool, run
 
 LOGICALS = ("label: dos\nstart=2048,size=100000,type=5\nstart=4096,size=8192,type=83\n"
             "start=14336,size=8192,type=83\nstart=24576,size=8192,type=83\n")
-HOST = commit.Host(users=lambda path: [])
+HOST = write.Host(users=lambda path: [])
 
 
 def logicals_image(sparse_image: Callable[..., pathlib.Path]) -> pathlib.Path:
@@ -43,7 +43,7 @@ def test_the_commit_executes_the_list_the_plan_shows(sparse_image: Callable[...,
     ]
     assert plan.problems() == () and p.refusals == ()  # one validator: the planner and the commit agree
     o = commit.execute(p, "yes", HOST, backup_path=str(tmp_path / "b.dpbackup"))
-    assert o.verdict is commit.Verdict.WRITTEN, o.details
+    assert o.verdict is write.Verdict.WRITTEN, o.details
     dump = run("sfdisk", "--dump", str(img))
     assert "img5 : start=       14336, size=        8192" in dump and "img6 : start=       24576" in dump
     assert "img7" not in dump and "start=        4096" not in dump

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from diskplan.backend.commit import Host
 from diskplan.backend.reader import read
+from diskplan.backend.write import Host
 from diskplan.model import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from diskplan.backend.commit import Verdict
+from diskplan.backend.write import Verdict
 from diskplan.model.plan import REPAIR_PENDING
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen

@@ -12,7 +12,8 @@ from diskplan.ui.panels import KeysFooter
 from helpers.images import damaged_gpt
 from helpers.pilot import image_target, wait_for
 
-LATER = ("diskplan.backend.commit", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
+LATER = ("diskplan.backend.commit", "diskplan.backend.write", "diskplan.backend.tablewrite",
+         "diskplan.backend.gptrepair", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
          "diskplan.model.planfile")
 
 

@@ -28,8 +28,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from diskplan.backend.gptcheck import check_gpt
-from diskplan.backend.rawtable import mbr_entries, mbr_layout, parse_gpt_entries, parse_gpt_header
+from diskplan.backend.rawtable import PROTECTIVE_ID, mbr_entries, mbr_layout, parse_gpt_entries, parse_gpt_header
 from diskplan.model.extent import Extent
+from diskplan.model.labels import EXTENDED_IDS, partition_node
 
 FORMAT = 2  # 2 adds the table id and the seal; format 1 (no seal) is still read
 READS = (1, 2)
@@ -37,7 +38,6 @@ MAX_FILE_BYTES = 48 << 20  # a real backup is KiB to a few MiB; MAX_SAVED_BYTES 
 MAX_SAVED_BYTES = 32 << 20  # sectors in one backup: 1 MiB at each end, two entry arrays (4 MiB at most), EBRs
 SECTOR_SIZES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 MARGIN_BYTES = 1 << 20  # saved at each end of the disk: covers every label's metadata and boot gaps
-EXTENDED_IDS = (0x05, 0x0F, 0x85)
 GPT_ATTRS = {0: "RequiredPartition", 1: "NoBlockIOProtocol", 2: "LegacyBIOSBootable"}
 
 
@@ -188,7 +188,7 @@ def _weak(table: str) -> bool:
 def _ebr_chain(read: Reader, ext_start: int, sectors: int) -> list[tuple[int, bytes]]:
     """(LBA, sector) of every EBR, following the links; stops on a loop, a bad link or 256 EBRs."""
     out: list[tuple[int, bytes]] = []
-    ebr, seen = ext_start, set()
+    ebr, seen = ext_start, set[int]()
     while ebr not in seen and len(seen) < 256 and 0 < ebr < sectors:
         seen.add(ebr)
         raw = read(ebr, 1)
@@ -248,7 +248,7 @@ def data_extents(path: str, sector_size: int, sectors: int) -> list[Extent]:
     layout = mbr_layout(path, sector_size, sectors)
     if layout is not None:
         out += [Extent(p.start, p.end) for p in (*layout.primaries, *layout.logicals)
-                if p.size and p.type_id not in (*EXTENDED_IDS, 0xEE)]
+                if p.size and p.type_id not in (*EXTENDED_IDS, PROTECTIVE_ID)]
     state = check_gpt(path, sector_size, sectors)
     for copy in (state.primary, state.backup) if state is not None else ():
         h = copy.header
@@ -297,11 +297,6 @@ def backup_extents(
 
 
 # --- the sfdisk dump --------------------------------------------------------------------------------
-
-
-def partition_node(device: str, number: int) -> str:
-    """sfdisk's names: /dev/sda1, /dev/loop0p1, /dev/nvme0n1p1, disk.img1."""
-    return f"{device}p{number}" if device[-1:].isdigit() else f"{device}{number}"
 
 
 def _field(name: str, value: int) -> str:
@@ -645,7 +640,7 @@ def parse(text: str) -> TableBackup:
     head: dict[str, str] = {}
     dump: list[str] = []
     chunks: list[Chunk] = []
-    section, pending, body = "", None, []
+    section, pending, body = "", None, list[str]()
     seal: Seal | None = None
     saved = 0
 
@@ -786,6 +781,7 @@ def changed_extents(b: TableBackup, path: str) -> list[Extent]:
 
 
 def device_size(path: str) -> int:
+    """The size of ``path`` in bytes. Raises OSError, or BackupError when it is no disk or image file."""
     fd = _open(path)
     try:
         return os.lseek(fd, 0, os.SEEK_END)

@@ -6,10 +6,11 @@ What is written is exactly ``GptRepair.writes``, raw, not a libparted commit of 
 not read a GPT whose primary header or protective MBR is gone, and re-creating the partitions would give
 them new GUIDs. The raw bytes keep every GUID, name and attribute, and ``sgdisk -v`` finds no problem.
 
-The steps are those of backend.commit, and a UI drives them the same way: ``prepare_repair`` (or
-``commit.prepare(..., repair=plan.pending_repair)``) gives a ``Proposal`` whose operations are one
-"repair" per run of sectors written plus "keep N" for every partition; ``execute_repair`` (or
-``commit.execute``) takes the write lock (backend.lock) and, under it until the verdict, checks again
+The steps are the shared ones of backend.write (``RepairWrite`` is one kind of ``Write``), and a UI drives
+them as it drives a table commit: ``prepare_repair`` (or ``commit.prepare(..., repair=plan.pending_repair)``)
+gives a ``Proposal`` whose operations are one "repair" per run of sectors written plus "keep N" for every
+partition; ``execute_repair`` (or ``commit.execute``) takes the write lock (backend.lock) and, under it
+until the verdict, checks again
 that nothing uses the disk and that it still needs the same repair on the same table, saves a backup of
 both ends of the disk, writes, syncs, and verifies by reading back: the written bytes, both GPT copies
 valid and equal with the entry array the good copy had, the partitions unchanged, and no damage left of
@@ -18,49 +19,47 @@ the kind repaired. ``diskplan restore`` puts the old bytes back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from diskplan.backend import backup as bk
-from diskplan.backend.commit import (
-    DiskState,
-    Fault,
-    Host,
-    Outcome,
-    Progress,
-    Proposal,
-    Verdict,
-    kernel_differences,
-    not_as_planned,
-    other_disk,
-    read_target,
-    recheck,
-    save_backup,
-    stepper,
-    stop_before_writing,
-    table_changed,
-    take_lock,
-    uninterruptible,
-    unsafe,
-    write_failed,
-)
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.rawtable import PROTECTIVE_ID, mbr_entries
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
-from diskplan.model import tablefindings as tf
+from diskplan.backend.write import (
+    DiskState,
+    Fault,
+    Host,
+    Progress,
+    Proposal,
+    ProposalWrite,
+    Verdict,
+    WriteOutcome,
+    inform_kernel_child,
+    kernel_differences,
+    not_as_planned,
+    other_disk,
+    read_target,
+    table_changed,
+    unsafe,
+    write_failed,
+)
+from diskplan.model.codes import (
+    GPT_BACKUP_DAMAGED,
+    GPT_BACKUP_NOT_AT_END,
+    GPT_NO_PROTECTIVE_MBR,
+    GPT_PRIMARY_DAMAGED,
+    NEEDS_REPAIR,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
 from diskplan.model.operations import differences, repair_operations
 from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Table
 
-# Findings that say the table needs a repair: when the disk offers none, that is a refusal, not "nothing to do".
-NEEDS_REPAIR = (tf.GPT_PRIMARY_DAMAGED, tf.GPT_BACKUP_DAMAGED, tf.GPT_BOTH_DAMAGED, tf.GPT_COPIES_DIFFER,
-                tf.GPT_NO_PROTECTIVE_MBR, tf.TABLE_LARGER_THAN_DISK)
-REPAIRED = {"primary": (tf.GPT_PRIMARY_DAMAGED,), "backup": (tf.GPT_BACKUP_DAMAGED,),
-            PROTECTIVE_MBR: (tf.GPT_NO_PROTECTIVE_MBR,)}
+REPAIRED = {"primary": (GPT_PRIMARY_DAMAGED,), "backup": (GPT_BACKUP_DAMAGED,),
+            PROTECTIVE_MBR: (GPT_NO_PROTECTIVE_MBR,)}
 
 
 def _extents(table: Table) -> list[tuple[int, int, int]]:
@@ -117,7 +116,7 @@ def prepare_repair(
             refusals.append(f"the repair would write sectors {e.start}..{e.end}, past the last LBA {geom.last_lba}")
         refusals += [f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}"
                      for p in data if p.extent.overlaps(e)]
-    if r is None and any(f.code == tf.GPT_BACKUP_NOT_AT_END for f in current.findings):
+    if r is None and any(f.code == GPT_BACKUP_NOT_AT_END for f in current.findings):
         notes.append("the backup GPT is not at the end of the disk (it grew): writing any change to the table "
                      "moves it there; diskplan repair does not")
     blocking, idle = unsafe(target, host)
@@ -144,12 +143,6 @@ def prepare_repair(
 
 
 # --- writing ----------------------------------------------------------------------------------------
-
-
-def _inform_child(target: str) -> tuple[bool, str]:
-    from diskplan.backend.libparted import inform_kernel
-
-    return inform_kernel(target)
 
 
 def _problems_now(p: Proposal) -> list[str]:
@@ -197,17 +190,87 @@ def verify_repair(p: Proposal, before: GptState | None) -> tuple[list[str], Disk
     if r.rewrite == PROTECTIVE_MBR and not any(e.type_id == PROTECTIVE_ID for e in mbr_entries(mbr)):
         out.append("sector 0 has no protective 0xEE entry")
     try:
-        disk: Disk | None = read(p.target)
+        disk = read(p.target)
     except ReadError as exc:
         return [*out, f"the disk cannot be read back: {exc}"], None
     if disk.table.label != "gpt":
         out.append(f"the disk reads as {disk.table.label or 'no table'}, not gpt")
     elif _extents(disk.table) != _extents(p.current.table):
-        got = ", ".join(f"{n}:{s}..{e}" for n, s, e in _extents(disk.table)) or "none"
-        out.append(f"the partitions read back are {got}, not the ones the disk had")
+        found = ", ".join(f"{n}:{s}..{e}" for n, s, e in _extents(disk.table)) or "none"
+        out.append(f"the partitions read back are {found}, not the ones the disk had")
     left = [f.message for f in disk.findings if f.code in REPAIRED.get(r.rewrite, ())]
     out += [f"still: {m}" for m in left]
     return out, disk
+
+
+class RepairWrite(ProposalWrite):
+    """Exactly the repair's sectors written raw (no libparted commit), read back and judged: both GPT
+    copies valid and equal with the good copy's entries, the partitions unchanged, the damage gone."""
+
+    checking = "locking the disk, checking that nothing uses it and that it still needs this repair"
+    saving = "saving the backup of both ends of the disk"
+    before: GptState | None = None  # both GPT copies as judged under the lock, right before the write
+
+    def nothing(self) -> str:
+        p = self.p
+        return "" if p.repair is not None and p.changes else f"nothing to do: the table on {p.target} needs no repair"
+
+    def changed_since(self) -> list[str]:
+        return _problems_now(self.p)
+
+    def recheck(self, base: WriteOutcome) -> WriteOutcome | None:
+        refused = super().recheck(base)
+        if refused is None:
+            self.before = check_gpt(self.p.target, self.p.sector_size, self.p.sectors)
+        return refused
+
+    def back_up(self, base: WriteOutcome) -> tuple[bk.TableBackup, WriteOutcome] | WriteOutcome:
+        got = super().back_up(base)
+        if isinstance(got, WriteOutcome):
+            return got
+        saved, base = got
+        missing = [e for e in self.p.table_sectors if not any(e.within(c) for c in saved.extents)]
+        if missing:  # never write a sector whose old bytes are not in the backup
+            first = missing[0]
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the backup lacks sectors {first.start}..{first.end}; nothing was written")
+        return saved, base
+
+    def write_and_verify(self, saved: bk.TableBackup, base: WriteOutcome) -> WriteOutcome:
+        p, fault = self.p, self.fault
+        r = p.repair
+        assert r is not None
+        try:
+            if fault:
+                fault("backup")
+            self.step(3, f"writing {r.sectors_written(p.sector_size)} sectors of the repair and syncing")
+            bk.write_sectors(p.target, r.writes, p.sector_size,
+                             after_first=(lambda: fault("write")) if fault else None)
+            if fault:
+                fault("verify")
+        except Exception as exc:  # any failure here, even a test's injected one, needs the state report
+            reason = " ".join(str(getattr(exc, "strerror", None) or exc).split()) or type(exc).__name__
+            return write_failed(base, saved, p.target, reason)
+
+        self.step(4, "reading the disk back: the bytes written, both GPT copies, the partitions")
+        diffs, disk = verify_repair(p, self.before)
+        if diffs:
+            return not_as_planned(base, saved, p.target, "the disk is not repaired as planned", diffs)
+        details = [
+            "both GPT copies pass every check (signatures, header and entry-array CRCs) and are equal"
+            if r.rewrite != PROTECTIVE_MBR else "sector 0 holds a protective MBR; the GPT was not touched",
+            f"partitions unchanged: {', '.join(str(n) for n, _, _ in _extents(p.current.table)) or 'none'}",
+        ]
+        if disk is not None and disk.repair is not None:
+            details.append(f"another repair is offered now: {disk.repair.summary}")
+        kernel = ""
+        if p.kind == "block":
+            self.step(5, "telling the kernel")
+            kernel = _tell_kernel(p, self.host, disk)
+        what = (f"{p.target} has a protective MBR again" if r.rewrite == PROTECTIVE_MBR
+                else f"the {r.rewrite} GPT on {p.target} is rebuilt from the {r.good} copy")
+        return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, kernel=kernel,
+                       details=tuple(details), message=f"repaired and verified: {what}")
 
 
 def execute_repair(
@@ -218,78 +281,11 @@ def execute_repair(
     backup_path: str | None = None,
     progress: Progress | None = None,
     fault: Fault | None = None,
-) -> Outcome:
+) -> WriteOutcome:
     """Check, back up, write the repair, verify, tell the kernel. ``answer``: what the user typed
     (``p.accepts``). ``fault`` (tests): called at "backup", "write" (after the first run is written) and
     "verify"."""
-    step = stepper(progress, 5)
-    base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=p.target, operations=p.operations)
-    nothing = "" if p.repair is not None and p.changes else f"nothing to do: the table on {p.target} needs no repair"
-    stop = stop_before_writing(p, answer, base, nothing)
-    if stop is not None:
-        return stop
-    step(1, "locking the disk, checking that nothing uses it and that it still needs this repair")
-    held = take_lock(p.target, host, base)
-    if isinstance(held, Outcome):
-        return held
-    with held:  # from the last check to the verdict (kernel told, disk read back): no other writer between
-        now = recheck(p, host) or _problems_now(p)
-        if now:
-            return replace(base, message="refused: " + now[0], details=tuple(now))
-        before = check_gpt(p.target, p.sector_size, p.sectors)
-
-        step(2, "saving the backup of both ends of the disk")
-        got = save_backup(p, backup_path, base)
-        if isinstance(got, Outcome):
-            return got
-        saved, base = got
-        missing = [e for e in p.table_sectors if not any(e.within(c) for c in saved.extents)]
-        if missing:  # never write a sector whose old bytes are not in the backup
-            first = missing[0]
-            return replace(base, verdict=Verdict.FAILED,
-                           message=f"the backup lacks sectors {first.start}..{first.end}; nothing was written")
-        with uninterruptible():  # from the first written sector to the verdict
-            outcome = _write_and_verify(p, host, saved, before, base, step, fault)
-        bk.seal(saved, base.backup_path, p.target)  # what restore must find here to know this disk
-        return outcome
-
-
-def _write_and_verify(
-    p: Proposal, host: Host, saved: bk.TableBackup, before: GptState | None, base: Outcome,
-    step: Callable[[int, str], None], fault: Fault | None,
-) -> Outcome:
-    r = p.repair
-    assert r is not None
-    try:
-        if fault:
-            fault("backup")
-        step(3, f"writing {r.sectors_written(p.sector_size)} sectors of the repair and syncing")
-        bk.write_sectors(p.target, r.writes, p.sector_size, after_first=(lambda: fault("write")) if fault else None)
-        if fault:
-            fault("verify")
-    except Exception as exc:  # any failure here, even a test's injected one, needs the state report
-        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split()) or type(exc).__name__
-        return write_failed(base, saved, p.target, reason)
-
-    step(4, "reading the disk back: the bytes written, both GPT copies, the partitions")
-    diffs, disk = verify_repair(p, before)
-    if diffs:
-        return not_as_planned(base, saved, p.target, "the disk is not repaired as planned", diffs)
-    details = [
-        "both GPT copies pass every check (signatures, header and entry-array CRCs) and are equal"
-        if r.rewrite != PROTECTIVE_MBR else "sector 0 holds a protective MBR; the GPT was not touched",
-        f"partitions unchanged: {', '.join(str(n) for n, _, _ in _extents(p.current.table)) or 'none'}",
-    ]
-    if disk is not None and disk.repair is not None:
-        details.append(f"another repair is offered now: {disk.repair.summary}")
-    kernel = ""
-    if p.kind == "block":
-        step(5, "telling the kernel")
-        kernel = _tell_kernel(p, host, disk)
-    what = (f"{p.target} has a protective MBR again" if r.rewrite == PROTECTIVE_MBR
-            else f"the {r.rewrite} GPT on {p.target} is rebuilt from the {r.good} copy")
-    return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, kernel=kernel, details=tuple(details),
-                   message=f"repaired and verified: {what}")
+    return RepairWrite(p, host, backup_path=backup_path, progress=progress, fault=fault).run(answer)
 
 
 def _tell_kernel(p: Proposal, host: Host, disk: Disk | None) -> str:
@@ -300,7 +296,7 @@ def _tell_kernel(p: Proposal, host: Host, disk: Disk | None) -> str:
         return ("the kernel was not told: the table is not yet one libparted reads; run `partx -u "
                 f"{p.target}` once it is fully repaired")
     try:
-        told, why_not = run_isolated(_inform_child, p.target, timeout=60.0)
+        told, why_not = run_isolated(inform_kernel_child, p.target, timeout=60.0)
     except IsolatedFailure as exc:
         told, why_not = False, exc.reason
     stale = kernel_differences(p.target, disk.table, p.sector_size, host)

@@ -17,6 +17,7 @@ import _ped
 import parted
 
 from diskplan.backend import isolate, siblings
+from diskplan.backend.backup import BackupError, device_size
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -42,15 +43,15 @@ def _handler(kind: int, options: int, message: str) -> int:
         _ped.EXCEPTION_OPT_IGNORE_CANCEL,
         _ped.EXCEPTION_OPT_RETRY_IGNORE_CANCEL,
     ):
-        return _ped.EXCEPTION_RESOLVE_IGNORE
+        return int(_ped.EXCEPTION_RESOLVE_IGNORE)
     if options == _ped.EXCEPTION_OPT_OK_CANCEL and kind in (
         _ped.EXCEPTION_TYPE_INFORMATION,
         _ped.EXCEPTION_TYPE_WARNING,
     ):
-        return _ped.EXCEPTION_RESOLVE_OK
+        return int(_ped.EXCEPTION_RESOLVE_OK)
     if options in (_ped.EXCEPTION_OPT_YES_NO, _ped.EXCEPTION_OPT_YES_NO_CANCEL):
-        return _ped.EXCEPTION_RESOLVE_NO  # never let libparted "fix" a table while we only read it
-    return _ped.EXCEPTION_RESOLVE_CANCEL
+        return int(_ped.EXCEPTION_RESOLVE_NO)  # never let libparted "fix" a table while we only read it
+    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
 
 
 def _read_handler(kind: int, options: int, message: str) -> int:
@@ -60,8 +61,8 @@ def _read_handler(kind: int, options: int, message: str) -> int:
     for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
         if options & answer:
             _went_on.add(_messages[-1])
-            return answer
-    return _ped.EXCEPTION_RESOLVE_CANCEL
+            return int(answer)
+    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
 
 
 _went_on: set[str] = set()  # messages _read_handler answered so that libparted would go on
@@ -527,14 +528,6 @@ def preview_table(
             raise BackendError(f"libparted cannot build this table: {detail}") from exc
 
 
-def _device_size(path: str) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
-
-
 def commit_table(
     path: str,
     label: str,
@@ -556,9 +549,11 @@ def commit_table(
     (tests inject faults there). Run it in a child (backend.isolate)."""
     with answering() as messages:
         try:
-            size = _device_size(path)
+            size = device_size(path)
         except OSError as exc:
             raise BackendError(f"{path} is gone: {exc.strerror}") from exc
+        except BackupError as exc:  # no longer a disk or an image file
+            raise BackendError(str(exc)) from exc
         if size != sectors * sector_size:
             was = sectors * sector_size
             raise BackendError(f"{path} now has {size} bytes, not the {was} that were read: it vanished or changed")

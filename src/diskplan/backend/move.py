@@ -43,7 +43,12 @@ from dataclasses import dataclass, field, replace
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
 from diskplan.backend import lock as wlock
-from diskplan.backend.commit import (
+from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
+from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.rawtable import mbr_entries
+from diskplan.backend.write import (
     CommitError,
     Host,
     Identity,
@@ -54,12 +59,7 @@ from diskplan.backend.commit import (
     read_target,
     usage,
 )
-from diskplan.backend.commit import unsafe as unsafe_now
-from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
-from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
-from diskplan.backend.rawtable import mbr_entries
+from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.move import JournalError, Schedule, resume_point, schedule

@@ -8,6 +8,8 @@ import uuid
 import zlib
 from dataclasses import dataclass
 
+from diskplan.model.labels import EXTENDED_IDS
+
 
 @dataclass(frozen=True)
 class MbrEntry:
@@ -118,7 +120,6 @@ def read_bytes(path: str, offset: int, count: int) -> bytes:
 
 # --- MBR and the EBR chain ----------------------------------------------------------------------------
 
-EXTENDED_IDS = (0x05, 0x0F, 0x85)
 PROTECTIVE_ID = 0xEE
 
 
@@ -159,7 +160,7 @@ def mbr_layout(path: str, sector: int, sectors: int, max_logical: int = 256) -> 
         if logicals or missing or problems:
             problems.append((ext.number, "a second extended partition (only one is allowed)"))
             break
-        ebr, seen = ext.start, set()
+        ebr, seen = ext.start, set[int]()
         while True:
             if ebr in seen:
                 problems.append((ext.number, f"the chain loops back to the EBR at LBA {ebr}"))

@@ -20,10 +20,18 @@ from dataclasses import replace
 from diskplan.backend import gptcheck, hybrid, probe, rawtable
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model import tablefindings as tf
+from diskplan.model.codes import (
+    EBR_CHAIN_DAMAGED,
+    EXTENDED_WITHOUT_EBR,
+    GPT_BACKUP_DAMAGED,
+    GPT_PRIMARY_DAMAGED,
+    TABLE_LARGER_THAN_DISK,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
+from diskplan.model.labels import EXTENDED_IDS
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table
 from diskplan.model.units import MiB
@@ -299,8 +307,8 @@ class _Survey:
 
 # libparted messages that a finding of ours already says better (with the numbers): not repeated.
 _COVERED = (
-    ("GPT table is corrupt", (tf.GPT_BACKUP_DAMAGED, tf.GPT_PRIMARY_DAMAGED, tf.TABLE_LARGER_THAN_DISK)),
-    ("wrong signature", (tf.EXTENDED_WITHOUT_EBR, tf.EBR_CHAIN_DAMAGED)),
+    ("GPT table is corrupt", (GPT_BACKUP_DAMAGED, GPT_PRIMARY_DAMAGED, TABLE_LARGER_THAN_DISK)),
+    ("wrong signature", (EXTENDED_WITHOUT_EBR, EBR_CHAIN_DAMAGED)),
 )
 
 
@@ -338,7 +346,7 @@ def _mbr_table(mbr: rawtable.MbrLayout, geom: Geometry) -> Table:
     for p in (*mbr.primaries, *mbr.logicals):
         if p.type_id == rawtable.PROTECTIVE_ID:
             continue
-        role = Role.LOGICAL if p.number > 4 else Role.EXTENDED if p.type_id in rawtable.EXTENDED_IDS else Role.PRIMARY
+        role = Role.LOGICAL if p.number > 4 else Role.EXTENDED if p.type_id in EXTENDED_IDS else Role.PRIMARY
         parts.append(
             Partition(p.number, p.start, p.end, type=f"0x{p.type_id:02x}", role=role, state=State.EXISTING)
         )

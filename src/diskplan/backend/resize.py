@@ -24,8 +24,6 @@ from dataclasses import dataclass, field, replace
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
 from diskplan.backend import fsresize as tools
-from diskplan.backend.commit import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target
-from diskplan.backend.commit import unsafe as unsafe_now
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import (
     LABELS,
@@ -38,6 +36,8 @@ from diskplan.backend.move import (
 )
 from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
 from diskplan.backend.movejournal import unfinished
+from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target
+from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
 from diskplan.model.fsresize import refusals as fs_refusals

@@ -1,6 +1,7 @@
-"""Put a table backup (backend.backup) back on a disk, byte for byte, then tell the kernel — the same
-steps as a commit: ``prepare_restore`` checks and says what would change, ``execute_restore`` writes after
-the user's answer. A disk of another size or sector size, or one in use, is refused; so is a disk the
+"""Put a table backup (backend.backup) back on a disk, byte for byte, then tell the kernel — the shared
+steps of backend.write (``RestoreWrite`` is one kind of ``Write``; its backup is the one it puts back, so
+it saves and seals none): ``prepare_restore`` checks and says what would change, ``execute_restore``
+writes after the user's answer. A disk of another size or sector size, or one in use, is refused; so is a disk the
 backup was not taken from (``backup.foreign``), unless ``force_foreign``. Saved sectors inside a partition
 of the table now on the disk are never written (``backup.plan_put_back``)."""
 
@@ -11,32 +12,30 @@ import os
 from dataclasses import dataclass, replace
 
 from diskplan.backend import backup as bk
-from diskplan.backend.commit import (
+from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.reader import ReadError, read
+from diskplan.backend.write import (
     CommitError,
+    ConfirmedByName,
     DiskState,
     Host,
     Identity,
-    Outcome,
     Progress,
     Verdict,
-    accepts,
-    confirm_word,
+    Write,
+    WriteOutcome,
     identity,
+    inform_kernel_child,
     kernel_differences,
     state_after_failure,
-    stop_before_writing,
-    take_lock,
-    uninterruptible,
     unsafe,
     usage,
 )
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.reader import ReadError, read
 from diskplan.model.extent import Extent
 
 
 @dataclass(frozen=True)
-class RestoreProposal:
+class RestoreProposal(ConfirmedByName):
     backup: bk.TableBackup
     backup_path: str
     target: str
@@ -48,15 +47,8 @@ class RestoreProposal:
     kept: tuple[Extent, ...] = ()  # saved sectors inside a partition now on the disk: left alone
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to put the old table back on {self.target}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 def prepare_restore(backup_path: str, target: str, host: Host, *, force_foreign: bool = False) -> RestoreProposal:
@@ -119,67 +111,76 @@ def _sector_size(path: str) -> int:
     return device_facts(path).logical
 
 
-def _inform_child(target: str) -> tuple[bool, str]:
-    from diskplan.backend.libparted import inform_kernel
+class RestoreWrite(Write[RestoreProposal]):
+    """The saved sectors written back (``backup.put_back``), then the kernel told. The refusals and the
+    answer are looked at once the lock is held, from its checks to the kernel's news."""
 
-    return inform_kernel(target)
+    checking = ""
+    done = DiskState.RESTORED
+    asks_under_lock = True
 
+    def nothing(self) -> str:
+        return "" if self.p.changed else f"nothing to do: {self.p.target} already holds the backup"
 
-def execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
-    """The restore, under the write lock (backend.lock) from its checks to the kernel's news."""
-    held = take_lock(r.target, host, Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target))
-    if isinstance(held, Outcome):
-        return held
-    with held:
-        return _execute_restore(r, answer, host, progress=progress)
-
-
-def _execute_restore(r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None) -> Outcome:
-    base = Outcome(Verdict.REFUSED, "", DiskState.UNCHANGED, target=r.target)
-    nothing = "" if r.changed else f"nothing to do: {r.target} already holds the backup"
-    stop = stop_before_writing(r, answer, base, nothing, done=DiskState.RESTORED)
-    if stop is not None:
-        return stop
-    try:
-        now = identity(r.target)
-    except OSError as exc:
-        return replace(base, verdict=Verdict.FAILED, state=DiskState.UNKNOWN, message=f"{r.target}: {exc.strerror}")
-    if r.identity is not None and now != r.identity:
-        return replace(base, message=f"refused: {r.target} is no longer the disk that was checked")
-    blocking, _ = usage(r.target, host)
-    if blocking:
-        return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
-
-    def each(done: int, total: int) -> None:
-        if progress:
-            progress(done, total, "writing the saved sectors back")
-
-    try:
-        with uninterruptible():
-            done = bk.put_back(r.backup, r.target, each)
-    except (OSError, bk.BackupError) as exc:
-        state, how = state_after_failure(r.backup, r.target)
-        state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
-        why = getattr(exc, "strerror", None) or str(exc)
-        again = f"the backup is untouched: {r.backup_path}; try again once the disk is writable"
-        return replace(base, verdict=Verdict.FAILED, state=state, message=f"the restore failed: {why}",
-                       details=(how, again))
-    kernel = ""
-    if r.kind == "block":
+    def recheck(self, base: WriteOutcome) -> WriteOutcome | None:
+        r = self.p
         try:
-            told, why_not = run_isolated(_inform_child, r.target, timeout=60.0)
-        except IsolatedFailure as exc:
-            told, why_not = False, exc.reason
-        stale: list[str] = []
-        with contextlib.suppress(ReadError):  # unreadable: libparted's answer is all there is
-            stale = kernel_differences(r.target, read(r.target).table, r.backup.sector_size, host)
-        if not told or stale:
-            what = "; ".join([*([why_not] if why_not else []), *stale])
-            kernel = (
-                f"the old table is back on the disk, but the kernel could not be told ({what}); run "
-                f"`partx -u {r.target}` or reboot before using its partitions"
-            )
-    spared = sum(e.size for e in done.kept)
-    but = f", except {spared} sectors inside its partitions, left alone" if spared else ""
-    return replace(base, verdict=Verdict.WRITTEN, state=DiskState.RESTORED, kernel=kernel,
-                   message=f"restored: {r.target} holds the backed-up sectors byte for byte{but}")
+            now = identity(r.target)
+        except OSError as exc:
+            return replace(base, verdict=Verdict.FAILED, state=DiskState.UNKNOWN,
+                           message=f"{r.target}: {exc.strerror}")
+        if r.identity is not None and now != r.identity:
+            return replace(base, message=f"refused: {r.target} is no longer the disk that was checked")
+        blocking, _ = usage(r.target, self.host)
+        if blocking:
+            return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
+        return None
+
+    def back_up(self, base: WriteOutcome) -> tuple[bk.TableBackup, WriteOutcome]:
+        return self.p.backup, base  # the backup is what is written: no other is saved
+
+    def seal(self, saved: bk.TableBackup, base: WriteOutcome) -> None:
+        pass  # the backup put back is sealed already
+
+    def write_and_verify(self, saved: bk.TableBackup, base: WriteOutcome) -> WriteOutcome:
+        r, host, progress = self.p, self.host, self.progress
+
+        def each(done: int, total: int) -> None:
+            if progress:
+                progress(done, total, "writing the saved sectors back")
+
+        try:
+            done = bk.put_back(r.backup, r.target, each)
+        except (OSError, bk.BackupError) as exc:
+            state, how = state_after_failure(r.backup, r.target)
+            state = DiskState.CHANGED if state is DiskState.UNCHANGED else state
+            why = getattr(exc, "strerror", None) or str(exc)
+            again = f"the backup is untouched: {r.backup_path}; try again once the disk is writable"
+            return replace(base, verdict=Verdict.FAILED, state=state, message=f"the restore failed: {why}",
+                           details=(how, again))
+        kernel = ""
+        if r.kind == "block":
+            try:
+                told, why_not = run_isolated(inform_kernel_child, r.target, timeout=60.0)
+            except IsolatedFailure as exc:
+                told, why_not = False, exc.reason
+            stale: list[str] = []
+            with contextlib.suppress(ReadError):  # unreadable: libparted's answer is all there is
+                stale = kernel_differences(r.target, read(r.target).table, r.backup.sector_size, host)
+            if not told or stale:
+                what = "; ".join([*([why_not] if why_not else []), *stale])
+                kernel = (
+                    f"the old table is back on the disk, but the kernel could not be told ({what}); run "
+                    f"`partx -u {r.target}` or reboot before using its partitions"
+                )
+        spared = sum(e.size for e in done.kept)
+        but = f", except {spared} sectors inside its partitions, left alone" if spared else ""
+        return replace(base, verdict=Verdict.WRITTEN, state=DiskState.RESTORED, kernel=kernel,
+                       message=f"restored: {r.target} holds the backed-up sectors byte for byte{but}")
+
+
+def execute_restore(
+    r: RestoreProposal, answer: str, host: Host, *, progress: Progress | None = None
+) -> WriteOutcome:
+    """The restore, under the write lock (backend.lock) from its checks to the kernel's news."""
+    return RestoreWrite(r, host, progress=progress).run(answer)

@@ -15,20 +15,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, preload, prepare
+from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
+from diskplan.backend.proposal_text import proposal_lines
+from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out, columns
+from diskplan.cli.textout import Out
 from diskplan.discovery import inuse
-from diskplan.model import ptypes
-from diskplan.model.extent import Role, State
 from diskplan.model.planfile import PlanFileError, load_plan, table_from_spec
-from diskplan.model.units import human_bytes
 
-OP_STYLE = {"label": "bold red", "delete": "red", "create": "green", "change": "yellow", "rewrite": "cyan",
-            "keep": "dim"}
+STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
+         "op:delete": "red", "op:create": "green", "op:change": "yellow", "op:rewrite": "cyan", "op:keep": "dim"}
 
 
 def consoles() -> tuple[Out, Out]:
@@ -56,35 +55,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def render_proposal(p: Proposal, console: Out) -> None:
-    console.print(p.headline, style="bold")
-    was = p.current.table.label or "no table"
-    console.print(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}")
-    console.print("Operations", style="bold")
-    for op in p.operations:
-        console.print("  ", (str(op), OP_STYLE.get(op.kind, "")))
-    console.print((f"Resulting {p.result.label} table", "bold"), f" (sectors of {p.sector_size} B, end inclusive)")
-    rows = [
-        (
-            str(q.number),
-            str(q.start),
-            str(q.end),
-            str(q.size),
-            human_bytes(q.size * p.sector_size),
-            q.role.value,
-            "" if q.role is Role.EXTENDED else ptypes.describe(q.type),
-            q.name,
-            "new" if q.state is State.PROPOSED else "kept",
-        )
-        for q in sorted(p.result.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number))
-    ]
-    head, *body = columns(("#", "start", "end", "sectors", "size", "role", "type", "name", ""), rows, right=5)
-    console.print(head, style="bold")
-    console.lines(body)
-    for note in p.notes:
-        console.print(("note: ", "cyan"), note)
+    """The proposal's lines (backend.proposal_text), styled for a terminal."""
+    for line in proposal_lines(p):
+        console.print(*((text, STYLE.get(role, "")) for text, role in line))
 
 
-def render_outcome(o: Outcome, console: Out, err: Out) -> None:
+def render_outcome(o: WriteOutcome, console: Out, err: Out) -> None:
     if o.backup_path:
         console.print("backup of the old table: ", (o.backup_path, "bold"))
     style = {Verdict.WRITTEN: "green", Verdict.NOTHING: "green", Verdict.REFUSED: "yellow", Verdict.FAILED: "bold red"}

@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Protocol
 
-from diskplan.backend.commit import Progress
+from diskplan.backend.write import Asked, Progress
 from diskplan.cli.textout import Out
 
 
-class Confirmable(Protocol):
-    kind: str
-
-    @property
-    def confirm_word(self) -> str: ...
-
-    @property
-    def prompt(self) -> str: ...
-
-
-def confirm(p: Confirmable, yes: bool) -> str:
+def confirm(p: Asked, yes: bool) -> str:
     """The answer to give ``execute``: with --yes, the confirm word, except that a person at a terminal
     must type a block device's name."""
     if not yes:

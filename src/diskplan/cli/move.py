@@ -12,17 +12,13 @@ stopped (the message says where the move stands and how to finish it).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from diskplan.backend.commit import CommitError, preload
-from diskplan.backend.datamove import Progress
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
+from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
+from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.model.disk import Disk
@@ -66,94 +62,6 @@ def render_move(p: MoveProposal, console: Out) -> None:
         console.print(("note: ", "cyan"), note)
 
 
-def duration(seconds: float) -> str:
-    if seconds < 1:
-        return "under a second"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-
-def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
-    if o.backup_path:
-        console.print("backup of the table: ", (o.backup_path, "bold"))
-    if o.journal_path:
-        console.print("move journal: ", o.journal_path)
-    ok = o.exit_code == 0
-    (console if ok else err).print(o.message, style="green" if ok else "bold red" if o.exit_code == 2 else "yellow")
-    for line in o.details:
-        err.print(f"  {line}")
-    if o.resume_command:
-        err.print(f"to finish the move: {o.resume_command}", style="bold")
-
-
-@contextlib.contextmanager
-def stop_on_interrupt(err: Out) -> Iterator[Callable[[], bool]]:
-    """Ctrl+C asks the move to stop at the next chunk boundary (a second one is ignored: stopping
-    mid-chunk would gain nothing, the journal makes either resumable, but the boundary is cleaner)."""
-    asked = [False]
-
-    def handler(signum: int, frame: object) -> None:
-        if not asked[0]:
-            err.print("stopping at the next chunk boundary…", style="yellow")
-        asked[0] = True
-
-    try:
-        old = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread
-        yield lambda: asked[0]
-        return
-    try:
-        yield lambda: asked[0]
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-@contextlib.contextmanager
-def progress_display(err: Out) -> Iterator[Progress]:
-    """rich's progress bar on a terminal (bytes, rate, time left); plain lines every few seconds otherwise."""
-    if sys.stderr.isatty():
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            TaskID,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-        from rich.progress import Progress as Bar
-
-        with Bar(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                 TimeRemainingColumn(), transient=False) as bar:
-            tasks: dict[str, TaskID] = {}
-
-            def show(done: int, total: int, phase: str) -> None:
-                if total <= 1:  # a step, not bytes
-                    if phase not in tasks:
-                        bar.console.print(phase, style="dim")
-                        tasks[phase] = TaskID(-1)
-                    return
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(phase, total=total)
-                bar.update(tasks[phase], completed=done, total=total)
-
-            yield show
-        return
-    shown = {"at": 0.0}
-    phases: list[str] = []
-
-    def line(done: int, total: int, phase: str) -> None:
-        now = time.monotonic()
-        if not phases or phase != phases[-1] or now - shown["at"] >= 2.0 or done >= total:
-            pct = f" {100 * done // total}%" if total > 1 else ""
-            err.print(f"{phase}{pct}" + (f" ({human_bytes(done)} of {human_bytes(total)})" if total > 1 else ""),
-                      style="dim")
-            shown["at"] = now
-            phases.append(phase)
-
-    yield line
-
-
 def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
         execute: Callable[..., MoveOutcome]) -> int:
     """Show, gate on --yes and the typed confirmation, move, report: the exit status."""
@@ -162,7 +70,7 @@ def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
     code = before_writing(p.refusals, nothing, yes, hint, console, err)
     if code is not None:
         return code
-    answer = confirm(p, yes)  # type: ignore[arg-type]  # kind is a frozen field: read-only is all confirm needs
+    answer = confirm(p, yes)
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcome = execute(p, answer, host(), progress=show, stop=stop)
     render_outcome(outcome, console, err)

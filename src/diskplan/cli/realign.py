@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError, preload
 from diskplan.backend.move import execute_move, prepare_move
+from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
 from diskplan.cli.options import TargetError, add_overrides, open_target

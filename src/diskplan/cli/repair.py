@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError, Proposal, Verdict, preload
 from diskplan.backend.filekind import write_refusals
-from diskplan.backend.gptrepair import NEEDS_REPAIR, execute_repair, prepare_repair
+from diskplan.backend.gptrepair import execute_repair, prepare_repair
+from diskplan.backend.proposal_text import headline
 from diskplan.backend.reader import ReadError, read
+from diskplan.backend.write import CommitError, Proposal, Verdict, preload
 from diskplan.cli.apply import consoles, host, render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out, columns
+from diskplan.cli.textout import Out
 from diskplan.model import ptypes
+from diskplan.model.codes import NEEDS_REPAIR
+from diskplan.model.safetext import columns
 from diskplan.model.units import human_bytes
 
 OP_STYLE = {"repair": "yellow", "keep": "dim"}
@@ -47,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def render(p: Proposal, console: Out) -> None:
-    console.print(p.headline, style="bold")
+    console.print(headline(p), style="bold")
     for f in p.current.findings:
         if f.code in NEEDS_REPAIR:
             console.print((f"{f.severity}: ", SEVERITY_STYLE.get(f.severity, "")), f.message)

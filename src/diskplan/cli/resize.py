@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError, preload
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
+from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
-from diskplan.cli.move import progress_display, render_outcome
+from diskplan.cli.dataprogress import progress_display, render_outcome
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.model.sizes import SizeError, parse_size

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError
 from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
+from diskplan.backend.write import CommitError
 from diskplan.cli.apply import consoles, host, render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.textout import Out

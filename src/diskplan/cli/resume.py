@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import CommitError, preload
 from diskplan.backend.move import execute_resume, prepare_resume
+from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
 

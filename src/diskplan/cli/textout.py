@@ -9,7 +9,6 @@ control characters escaped, so a crafted name cannot move the cursor or retitle 
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -18,15 +17,6 @@ from diskplan.model.safetext import safe as clean  # text from a disk or a plan,
 SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 Part = str | tuple[str, str]  # text, or (text, style) with style like "bold red"
-
-
-def width(text: str) -> int:
-    """Terminal cells: wide (CJK) characters take two, combining marks none."""
-    if text.isascii():
-        return len(text)
-    return sum(
-        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
-    )
 
 
 def _use_colour(stream: TextIO) -> bool:
@@ -63,18 +53,3 @@ class Out:
 
     def flush(self) -> None:
         self.stream.flush()
-
-
-def columns(header: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
-    """Rows aligned in columns two spaces apart; the first ``right`` columns right-aligned (numbers).
-    One pass to measure, one to lay out: linear in the number of rows."""
-    cells = [[clean(c) for c in header], *([clean(c) for c in r] for r in rows)]
-    widths = [max(width(r[i]) for r in cells) for i in range(len(header))]
-    out = []
-    for r in cells:
-        padded = [
-            " " * (w - width(c)) + c if i < right else c + " " * (w - width(c))
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        out.append("  ".join(padded).rstrip())
-    return out

@@ -1,8 +1,7 @@
 """Findings: what is wrong with where a partition lies, each with a stable code and the arithmetic.
 
-Codes are part of ``diskplan check --json`` and must stay stable. Severities:
-``error`` the table is invalid or unsafe; ``warning`` costs real I/O (read-modify-write);
-``notice`` worth knowing, costs nothing measurable on this disk as configured.
+The codes, their severities and what they mean are registered in model.codes (one registry for the
+partition findings here, the table findings of model.tablefindings and model.report).
 """
 
 from __future__ import annotations
@@ -10,28 +9,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from diskplan.model.codes import (
+    CODES,
+    DOS_ERA,
+    END_NOT_PHYSICAL,
+    MBR_LIMIT,
+    OUTSIDE_USABLE,
+    OVERLAP,
+    PAST_END,
+    SEVERITY_RANK,
+    SHARED_BLOCK,
+    START_NOT_GRAIN,
+    START_NOT_PAGE,
+    START_NOT_PHYSICAL,
+)
 from diskplan.model.extent import Partition, Role
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, optimal_grain
 from diskplan.model.table import MBR_LIMIT_SECTORS, Table
 from diskplan.model.units import human_bytes, human_si
-
-START_NOT_PHYSICAL = "start-not-physical"
-START_NOT_GRAIN = "start-not-grain"
-END_NOT_PHYSICAL = "end-not-physical"
-SHARED_BLOCK = "shared-physical-block"
-OVERLAP = "overlap"
-OUTSIDE_USABLE = "outside-usable-area"
-PAST_END = "past-end-of-disk"
-MBR_LIMIT = "past-mbr-2tib-limit"
-DOS_ERA = "dos-era-layout"
-
-ERROR, WARNING, NOTICE = "error", "warning", "notice"
-SEVERITY_RANK = {ERROR: 0, WARNING: 1, NOTICE: 2}
-
-# --- issue 15: codes added by the flash-page rule and the storage stack (to move to the codes registry) ---
-START_NOT_PAGE = "start-not-flash-page"
-# ---------------------------------------------------------------------------------------------------------
 
 # What the experiments behind diskplan measured (README "Where the numbers come from"), quoted where a
 # finding applies: each says what the device, the tool and the workload were.
@@ -59,11 +55,14 @@ RMW_EDGES = (
 
 @dataclass(frozen=True)
 class Finding:
-    code: str
-    severity: str
+    code: str  # one of model.codes, which gives its severity
     message: str  # one line
     explanation: tuple[str, ...]  # the arithmetic and what it costs, in plain words
     partition: int | None = None  # partition number, or None for the table
+
+    @property
+    def severity(self) -> str:
+        return CODES[self.code].severity
 
     def as_json(self) -> dict[str, object]:
         return {"code": self.code, "severity": self.severity, "message": self.message}
@@ -89,7 +88,6 @@ def start_not_physical(geom: Geometry, p: Partition) -> Finding:
     block = geom.physical_block_of(p.start)
     return Finding(
         START_NOT_PHYSICAL,
-        WARNING,
         f"starts {rem} B into physical block {block} ({pb} B blocks)",
         (
             f"Start: {_start_line(geom, p.start)}; {arith}.",
@@ -111,7 +109,6 @@ def start_not_page(geom: Geometry, p: Partition) -> Finding:
     pg = geom.page
     return Finding(
         START_NOT_PAGE,
-        WARNING,
         f"starts {rem} B into a {pg} B flash page (the device reports {geom.physical} B blocks)",
         (
             f"Start: {_start_line(geom, p.start)}; {arith}.",
@@ -162,7 +159,6 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | N
         )
     return Finding(
         START_NOT_GRAIN,
-        NOTICE,
         f"starts off the {human_bytes(gbytes)} grain" + (f" (nearest boundaries {near})" if near else ""),
         (
             f"Start: {_start_line(geom, p.start)}; grain {grain.sectors} × {geom.logical} B = {gbytes} B; "
@@ -189,7 +185,6 @@ def end_not_physical(geom: Geometry, p: Partition) -> Finding:
     arith, rem = _offset_arith(geom, after, geom.physical)
     return Finding(
         END_NOT_PHYSICAL,
-        NOTICE,
         f"ends {rem} B into a physical block",
         (
             f"End: LBA {p.end}, so the next partition could start at {p.end + 1} × {geom.logical} B = "
@@ -205,7 +200,6 @@ def shared_block(geom: Geometry, a: Partition, b: Partition) -> Finding:
     block = geom.physical_block_of(b.start)
     return Finding(
         SHARED_BLOCK,
-        WARNING,
         f"shares physical block {block} with partition {a.number}",
         (
             f"Partition {a.number} ends at LBA {a.end} and partition {b.number} starts at LBA {b.start}; "
@@ -221,7 +215,6 @@ def overlap(a: Partition, b: Partition) -> Finding:
     lo, hi = max(a.start, b.start), min(a.end, b.end)
     return Finding(
         OVERLAP,
-        ERROR,
         f"overlaps partition {a.number} at sectors {lo}..{hi}",
         (
             f"Partition {a.number} is {a.start}..{a.end} and partition {b.number} is {b.start}..{b.end}: "
@@ -235,7 +228,6 @@ def overlap(a: Partition, b: Partition) -> Finding:
 def outside_usable(table: Table, p: Partition) -> Finding:
     return Finding(
         OUTSIDE_USABLE,
-        ERROR,
         f"lies outside the usable area {table.first_usable}..{table.last_usable}",
         (
             f"The {table.label} table lets partitions use sectors {table.first_usable}..{table.last_usable}; "
@@ -249,7 +241,6 @@ def outside_usable(table: Table, p: Partition) -> Finding:
 def past_end(geom: Geometry, p: Partition) -> Finding:
     return Finding(
         PAST_END,
-        ERROR,
         f"ends at LBA {p.end}, past the end of the disk (last LBA {geom.last_lba})",
         (
             f"The disk has {geom.sectors} sectors (0..{geom.last_lba}); the partition claims {p.end - geom.last_lba} "
@@ -263,7 +254,6 @@ def past_end(geom: Geometry, p: Partition) -> Finding:
 def mbr_limit(geom: Geometry, p: Partition) -> Finding:
     return Finding(
         MBR_LIMIT,
-        ERROR,
         f"reaches past MBR's limit of {MBR_LIMIT_SECTORS} sectors ({human_bytes(MBR_LIMIT_SECTORS * geom.logical)})",
         (
             f"MBR stores starts and sizes in 32 bits: at most {MBR_LIMIT_SECTORS - 1} × {geom.logical} B.",
@@ -277,7 +267,6 @@ def dos_era(geom: Geometry, p: Partition) -> Finding:
     nbytes = p.start * geom.logical
     return Finding(
         DOS_ERA,
-        NOTICE,
         f"DOS-era start at sector {p.start} (a track of 63 sectors)",
         (
             f"Old fdisk started the first partition one track in: {p.start} × {geom.logical} B = {nbytes} B "

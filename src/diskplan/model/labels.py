@@ -25,12 +25,18 @@ import re
 from diskplan.model import ptypes
 from diskplan.model.extent import Role
 
-LABELS = ("gpt", "msdos")
+WRITTEN_LABELS = ("gpt", "msdos")  # the partition-table labels diskplan plans and writes
 GPT_NAME_UNITS = 36  # UTF-16 code units in a GPT entry's name
 EXTENDED_IDS = (0x05, 0x0F, 0x85)
 DEFAULT_EXTENDED = "0x0f"  # what parted writes (LBA extended); fdisk writes 0x05
 FIRST_LOGICAL = 5
 MSDOS_PRIMARIES = 4
+
+
+def partition_node(device: str, number: int) -> str:
+    """The kernel's (and sfdisk's) name for partition ``number`` of ``device``: /dev/sda1, /dev/loop0p1,
+    /dev/nvme0n1p1, disk.img1 (a name ending in a digit takes a "p" before the number)."""
+    return f"{device}p{number}" if device[-1:].isdigit() else f"{device}{number}"
 
 GPT_ATTRIBUTES: dict[str, str] = {
     "hidden": "RequiredPartition",
@@ -50,7 +56,7 @@ class LabelError(ValueError):
 def check_label(label: str | None) -> str:
     if label == "dos":  # sfdisk's name for it
         return "msdos"
-    if label not in LABELS:
+    if label not in WRITTEN_LABELS:
         raise LabelError(f"diskplan plans gpt and msdos tables, not {label or 'a disk without a table'}")
     return label
 

@@ -27,7 +27,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 
-DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.LABELS}  # what libparted gives
+DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.WRITTEN_LABELS}  # what libparted gives
 ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flags libparted 3.5 can set
 LABEL_NAMES = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
 _order = attrgetter("start", "number")
@@ -132,7 +132,7 @@ def validate(table: Table, geom: Geometry) -> list[str]:
     counts), one extended partition, logical ones inside it with a free sector before each for its EBR,
     numbered 5, 6, … without gaps (libparted numbers them in the order of their EBR chain)."""
     label = table.label
-    if label not in labels.LABELS:
+    if label not in labels.WRITTEN_LABELS:
         return [f"diskplan writes gpt and msdos tables, not {label or 'no table'}"]
     out: list[str] = []
     if table.last_usable >= geom.sectors or table.first_usable < 1:

@@ -307,7 +307,7 @@ class Plan:
         label = self.wanted.label
         if label is None:
             return "there is no partition table: create a gpt or msdos label first"
-        if label not in labels.LABELS:
+        if label not in labels.WRITTEN_LABELS:
             return self.wanted.read_only or f"diskplan does not write {label} tables: create a new label"
         return ""
 
@@ -616,7 +616,7 @@ class Plan:
     def set_type(self, number: int, ptype: str) -> Outcome:
         p = self.partition(number)
         label = self.table.label
-        if p is None or label not in labels.LABELS:
+        if p is None or label not in labels.WRITTEN_LABELS:
             return self._edit(number)
         try:
             code = labels.type_code(label, ptype)

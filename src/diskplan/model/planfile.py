@@ -507,11 +507,6 @@ def load_plan(text: str) -> PlanSpec:
 # --- sfdisk script --------------------------------------------------------------------------------------
 
 
-def partition_device(device: str, number: int) -> str:
-    """The kernel's name for partition ``number`` of ``device`` (/dev/sda1, /dev/nvme0n1p1)."""
-    return f"{device}{'p' if device[-1:].isdigit() else ''}{number}"
-
-
 def _last_lba(spec: PlanSpec) -> int | None:
     if spec.last_lba is not None or spec.sectors is None:
         return spec.last_lba
@@ -570,7 +565,7 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
             fields.append(f"type={int(p.type, 16):x}")
             if "boot" in p.flags:
                 fields.append("bootable")
-        lines.append(f"{partition_device(device_name, p.number)} : {', '.join(fields)}")
+        lines.append(f"{labels.partition_node(device_name, p.number)} : {', '.join(fields)}")
     return "\n".join(lines) + "\n"
 
 

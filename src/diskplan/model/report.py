@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diskplan.model.codes import (
+    LIBPARTED_SAID,
+    NO_TABLE,
+    READ_ONLY_LABEL,
+    SECTOR_SIZE_MISMATCH,
+    SEVERITY_RANK,
+    UNREADABLE,
+    WHOLE_DISK_FS,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
-from diskplan.model.findings import NOTICE, SEVERITY_RANK, Finding, analyze
+from diskplan.model.findings import Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.ptypes import describe
 from diskplan.model.stackfindings import layers_json
-from diskplan.model.tablefindings import SECTOR_SIZE_MISMATCH, UNREADABLE
-
-NO_TABLE = "no-partition-table"
-WHOLE_DISK_FS = "whole-disk-filesystem"
-READ_ONLY_LABEL = "read-only-label"
-LIBPARTED_SAID = "libparted-message"
 
 
 @dataclass(frozen=True)
@@ -46,17 +49,16 @@ def _table_findings(disk: Disk) -> list[Finding]:
             out.append(
                 Finding(
                     WHOLE_DISK_FS,
-                    NOTICE,
                     f"a {disk.filesystem} filesystem fills the whole disk: there is no partition table",
                     ("Creating a partition table here would destroy that filesystem.",),
                 )
             )
         elif not any(f.code in (UNREADABLE, SECTOR_SIZE_MISMATCH) for f in disk.findings):
-            out.append(Finding(NO_TABLE, NOTICE, "no partition table was found", ()))
+            out.append(Finding(NO_TABLE, "no partition table was found", ()))
     if t.read_only:
-        out.append(Finding(READ_ONLY_LABEL, NOTICE, t.read_only, ("diskplan shows this table but will not write it.",)))
+        out.append(Finding(READ_ONLY_LABEL, t.read_only, ("diskplan shows this table but will not write it.",)))
     for m in disk.messages:
-        out.append(Finding(LIBPARTED_SAID, NOTICE, m, ("libparted said this while reading the table.",)))
+        out.append(Finding(LIBPARTED_SAID, m, ("libparted said this while reading the table.",)))
     numbers = {p.number for p in t.partitions}
     out.extend(f for f in disk.findings if f.partition not in numbers)  # the reader's (tablefindings.py)
     return out

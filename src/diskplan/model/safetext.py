@@ -1,11 +1,15 @@
 """Text from a disk or a file made safe to show: a partition name, a label, a model string, a path or a
 libparted message can hold bytes a terminal acts on (ESC ] 0;title BEL retitles it, ESC [2J clears it, a
 bidi override reorders what follows). Shown, such characters become visible escapes (``\\x1b``); the
-stored strings are never changed (a kept partition's name is written back as it was read)."""
+stored strings are never changed (a kept partition's name is written back as it was read).
+
+Tables of such text are laid out here too (``columns``), measured in terminal cells, for the commands
+and the planner alike."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 # Controls (C0, DEL, C1), format characters (bidi overrides and isolates, zero-width ones), lone surrogates,
 # and the line and paragraph separators: a terminal acts on them or they break the line.
@@ -20,3 +24,27 @@ def safe(text: str) -> str:
     return "".join(
         " " if ch == "\t" else ascii(ch)[1:-1] if unicodedata.category(ch) in UNSAFE else ch for ch in text
     )
+
+
+def width(text: str) -> int:
+    """Terminal cells: wide (CJK) characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
+    )
+
+
+def columns(header: Sequence[str], rows: Sequence[Sequence[str]], right: int) -> list[str]:
+    """Rows aligned in columns two spaces apart; the first ``right`` columns right-aligned (numbers).
+    One pass to measure, one to lay out: linear in the number of rows."""
+    cells = [[safe(c) for c in header], *([safe(c) for c in r] for r in rows)]
+    widths = [max(width(r[i]) for r in cells) for i in range(len(header))]
+    out = []
+    for r in cells:
+        padded = [
+            " " * (w - width(c)) + c if i < right else c + " " * (w - width(c))
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(padded).rstrip())
+    return out

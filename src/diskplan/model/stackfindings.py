@@ -9,19 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from diskplan.model.codes import FS_HINT_MISMATCH, LAYER_NOT_GRAIN, LAYER_NOT_PAGE, LAYER_NOT_STRIPE
 from diskplan.model.disk import Disk
-from diskplan.model.findings import NOTICE, WARNING, Finding
+from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.stack import Layer
 from diskplan.model.units import human_bytes
-
-# --- issue 15: codes of the storage stack (to move to the codes registry) ---------------------------------
-LAYER_NOT_PAGE = "layer-data-not-page"
-LAYER_NOT_GRAIN = "layer-data-not-grain"
-LAYER_NOT_STRIPE = "layer-data-not-stripe"
-FS_HINT_MISMATCH = "fs-stripe-hint-mismatch"
-# ----------------------------------------------------------------------------------------------------------
 
 NAMES = {"lvm2-pv": "LVM2 physical volume", "md": "md RAID member", "luks1": "LUKS1 header",
          "luks2": "LUKS2 header", "ext4": "ext4 filesystem", "xfs": "XFS filesystem"}
@@ -86,7 +80,7 @@ def stack_findings(
             arith, rem = _mod(geom, p.data, geom.page)
             if rem:
                 out.append(Finding(
-                    LAYER_NOT_PAGE, WARNING,
+                    LAYER_NOT_PAGE,
                     f"the {name}'s data begins {rem} B into a {geom.page} B {_unit(geom)} (byte {p.data:,})",
                     (*walk, f"{arith}: every {geom.page} B block of {DATA[layer.kind]} straddles two "
                      f"{_unit(geom)}s, so writing one alone is a read-modify-write.", f"Fix: {layer.fix}."),
@@ -95,7 +89,7 @@ def stack_findings(
                 arith, rem = _mod(geom, p.data, gbytes)
                 if rem:
                     out.append(Finding(
-                        LAYER_NOT_GRAIN, NOTICE,
+                        LAYER_NOT_GRAIN,
                         f"the {name}'s data begins off the {human_bytes(gbytes)} grain (byte {p.data:,})",
                         (*walk, f"{arith}: on the {geom.page} B {_unit(geom)}, so no write is split, but not on "
                          "the grain a stripe or an erase block would want.", f"Fix: {layer.fix}."),
@@ -117,7 +111,7 @@ def stack_findings(
             if any(want) and (layer.stripe, layer.full_stripe) != want:
                 src = "the md array below" if below else "the device's minimum/optimal I/O"
                 out.append(Finding(
-                    FS_HINT_MISMATCH, NOTICE,
+                    FS_HINT_MISMATCH,
                     f"the {name}'s stripe hints ({layer.stripe} B / {layer.full_stripe} B) differ from "
                     f"{src} ({want[0]} B / {want[1]} B)",
                     (*walk, "The filesystem places files and metadata on its stripe unit and width; with the "
@@ -136,7 +130,7 @@ def _unit(geom: Geometry) -> str:
 def _stripe_finding(walk: list[str], name: str, arith: str, stripe: int, whose: str, layer: Layer,
                     number: int | None) -> Finding:
     return Finding(
-        LAYER_NOT_STRIPE, WARNING,
+        LAYER_NOT_STRIPE,
         f"the {name}'s data is not on the {human_bytes(stripe)} stripe of {whose}",
         (*walk, f"{arith}: every stripe chunk spans two of the device's, so each write touches both.",
          f"Fix: {layer.fix}."),

@@ -1,29 +1,30 @@
 """Findings about a table as a whole (or how it was read), not about where one partition lies.
 
 The reader (backend.reader) builds these from what it measured; ``diskplan check --json`` prints their
-codes, which are stable. Each explanation shows the numbers it is based on.
+codes (registered, with their severities, in model.codes). Each explanation shows the numbers it is based on.
 """
 
 from __future__ import annotations
 
-from diskplan.model.findings import ERROR, NOTICE, WARNING, Finding
+from diskplan.model.codes import (
+    EBR_CHAIN_DAMAGED,
+    EXTENDED_WITHOUT_EBR,
+    GPT_BACKUP_DAMAGED,
+    GPT_BACKUP_NOT_AT_END,
+    GPT_BOTH_DAMAGED,
+    GPT_COPIES_DIFFER,
+    GPT_NO_PROTECTIVE_MBR,
+    GPT_PRIMARY_DAMAGED,
+    HYBRID_ISO,
+    HYBRID_MBR,
+    SECTOR_SIZE_MISMATCH,
+    SIZE_NOT_SECTOR_MULTIPLE,
+    TABLE_LARGER_THAN_DISK,
+    TINY_DISK,
+    UNREADABLE,
+)
+from diskplan.model.findings import Finding
 from diskplan.model.units import MiB, human_bytes
-
-UNREADABLE = "unreadable-table"
-GPT_PRIMARY_DAMAGED = "gpt-primary-damaged"
-GPT_BACKUP_DAMAGED = "gpt-backup-damaged"
-GPT_BOTH_DAMAGED = "gpt-both-damaged"
-GPT_BACKUP_NOT_AT_END = "gpt-backup-not-at-end"
-GPT_COPIES_DIFFER = "gpt-copies-differ"
-GPT_NO_PROTECTIVE_MBR = "gpt-without-protective-mbr"
-TABLE_LARGER_THAN_DISK = "table-larger-than-disk"
-HYBRID_MBR = "hybrid-mbr"
-EXTENDED_WITHOUT_EBR = "extended-without-ebr"
-EBR_CHAIN_DAMAGED = "ebr-chain-damaged"
-SIZE_NOT_SECTOR_MULTIPLE = "size-not-sector-multiple"
-TINY_DISK = "tiny-disk"
-SECTOR_SIZE_MISMATCH = "sector-size-mismatch"
-HYBRID_ISO = "hybrid-iso-image"
 
 UNSAFE_PREFIX = "this table could not be read safely"
 HOW_TO_REPAIR = ("To write it: `diskplan repair DISK`, or plan the repair in the planner and commit; a backup of "
@@ -40,13 +41,12 @@ def unreadable(reason: str, recovered: str = "") -> Finding:
     else:
         lines.append("No partitions can be shown.")
     lines.append("You can still plan a new label, which replaces whatever table is there (and loses it).")
-    return Finding(UNREADABLE, ERROR, f"{UNSAFE_PREFIX}: {reason}", tuple(lines))
+    return Finding(UNREADABLE, f"{UNSAFE_PREFIX}: {reason}", tuple(lines))
 
 
 def unknown_label(kind: str, where: str) -> Finding:
     return Finding(
         UNREADABLE,
-        ERROR,
         f"{UNSAFE_PREFIX}: a {kind} label is on this disk and diskplan cannot read it",
         (
             f"Its signature is at {where}; libparted does not read this label, so no partitions can be shown.",
@@ -59,7 +59,6 @@ def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair
     """One GPT copy failed a check (``which`` is "primary" or "backup"); ``good`` is shown instead.
     ``repair`` describes the planned repair; ``no_repair`` says why none is offered when it is empty."""
     code = GPT_PRIMARY_DAMAGED if which == "primary" else GPT_BACKUP_DAMAGED
-    severity = ERROR if which == "primary" else WARNING
     last = (
         f"Repair, offered as a planned operation (nothing is written until you commit): {repair}. {HOW_TO_REPAIR}"
         if repair
@@ -67,7 +66,6 @@ def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair
     )
     return Finding(
         code,
-        severity,
         f"the {which} GPT is damaged ({problem}); the {good} copy is good and is shown",
         (
             "A GPT is stored twice: the primary at LBA 1 (entries after it) and a backup at the last LBA "
@@ -82,7 +80,6 @@ def gpt_copy_damaged(which: str, problem: str, good: str, repair: str, no_repair
 def gpt_without_protective_mbr(repair: str) -> Finding:
     return Finding(
         GPT_NO_PROTECTIVE_MBR,
-        WARNING,
         "a valid GPT without a protective MBR: libparted and some firmware do not see it",
         (
             "Sector 0 of a GPT disk holds a protective MBR: one 0xEE entry covering the disk, so that MBR-only "
@@ -98,7 +95,6 @@ def gpt_without_protective_mbr(repair: str) -> Finding:
 def gpt_both_damaged(primary: str, backup: str) -> Finding:
     return Finding(
         GPT_BOTH_DAMAGED,
-        ERROR,
         "both GPT copies are damaged: there is no good copy to show",
         (
             f"Primary (LBA 1): {primary}.",
@@ -112,7 +108,6 @@ def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Findi
     grown = (last_lba - backup_lba) * logical
     return Finding(
         GPT_BACKUP_NOT_AT_END,
-        NOTICE,
         f"the backup GPT is at LBA {backup_lba}, not at the disk's last LBA {last_lba}",
         (
             f"The disk is {last_lba - backup_lba} sectors ({human_bytes(grown)}) larger than when the table "
@@ -127,7 +122,6 @@ def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Findi
 def gpt_copies_differ(detail: str) -> Finding:
     return Finding(
         GPT_COPIES_DIFFER,
-        WARNING,
         f"the primary and backup GPT are both valid but differ ({detail}); the primary is shown",
         (
             "Both copies pass their CRC checks, so one was written without the other (an interrupted write, "
@@ -141,7 +135,6 @@ def table_larger_than_disk(label: str, table_sectors: int, sectors: int, logical
     missing = table_sectors - sectors
     return Finding(
         TABLE_LARGER_THAN_DISK,
-        ERROR,
         f"the {label} table describes a disk of {table_sectors} sectors; this one has {sectors}",
         (
             f"{table_sectors} × {logical} B = {human_bytes(table_sectors * logical)} described, "
@@ -155,7 +148,6 @@ def table_larger_than_disk(label: str, table_sectors: int, sectors: int, logical
 def hybrid_mbr(lines: list[str]) -> Finding:
     return Finding(
         HYBRID_MBR,
-        WARNING,
         "hybrid MBR: sector 0 lists partitions of its own beside the GPT's protective entry",
         (
             "BIOS-era systems (Boot Camp's Windows, old boot loaders) read the MBR view; everything else "
@@ -170,7 +162,6 @@ def hybrid_mbr(lines: list[str]) -> Finding:
 def extended_without_ebr(number: int, lba: int) -> Finding:
     return Finding(
         EXTENDED_WITHOUT_EBR,
-        WARNING,
         f"extended partition {number} has no EBR at its first sector (LBA {lba}): it holds no logical partitions",
         (
             f"Logical partitions are chained through Extended Boot Records; the first must be at LBA {lba} and "
@@ -186,7 +177,6 @@ def extended_without_ebr(number: int, lba: int) -> Finding:
 def ebr_chain_damaged(number: int, detail: str) -> Finding:
     return Finding(
         EBR_CHAIN_DAMAGED,
-        WARNING,
         f"the chain of logical partitions in extended partition {number} is damaged: {detail}",
         ("Logical partitions after the damage are not shown; the table is read-only.",),
         number,
@@ -197,7 +187,6 @@ def size_not_sector_multiple(size_bytes: int, logical: int) -> Finding:
     whole, rest = divmod(size_bytes, logical)
     return Finding(
         SIZE_NOT_SECTOR_MULTIPLE,
-        NOTICE,
         f"the image is {size_bytes} B, not a whole number of {logical} B sectors: the last {rest} B are unused",
         (
             f"{size_bytes} B = {whole} × {logical} B + {rest} B. Every tool sees {whole} sectors; the "
@@ -211,7 +200,6 @@ def tiny_disk(sectors: int, logical: int) -> Finding:
     size = sectors * logical
     return Finding(
         TINY_DISK,
-        NOTICE,
         f"the disk is only {human_bytes(size)} ({sectors} sectors): no partition fits on the 1 MiB grain",
         (
             f"{sectors} × {logical} B = {size} B < {MiB} B. Partitions this small can only start off the "
@@ -224,7 +212,6 @@ def sector_size_mismatch(found_at: int, logical: int) -> Finding:
     """A GPT header at LBA 1 of ``found_at``-byte sectors, none at LBA 1 of the ``logical`` ones in use."""
     return Finding(
         SECTOR_SIZE_MISMATCH,
-        WARNING,
         f"this looks like a {found_at}-byte-sector disk: attach it with losetup --sector-size {found_at}",
         (
             f"No GPT header at byte {logical} (LBA 1 with {logical} B sectors), but one at byte {found_at} "
@@ -238,7 +225,6 @@ def sector_size_mismatch(found_at: int, logical: int) -> Finding:
 def hybrid_iso(filesystem: str) -> Finding:
     return Finding(
         HYBRID_ISO,
-        NOTICE,
         f"a {filesystem} filesystem also spans the whole disk: this is a hybrid ISO image",
         (
             "The image is readable both as a CD/DVD filesystem starting at sector 0 and through its partition "

@@ -46,7 +46,7 @@ from diskplan.ui.target import Source, Target, why_not_writable
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
     from textual.notifications import SeverityLevel
 
-    from diskplan.backend.commit import Host
+    from diskplan.backend.write import Host
     from diskplan.model.disk import Disk
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame

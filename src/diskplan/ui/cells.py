@@ -17,16 +17,9 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import NamedTuple
 
+from diskplan.model.codes import END_NOT_PHYSICAL, ERROR, NOTICE, PAST_END, SEVERITY_RANK, WARNING
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import (
-    END_NOT_PHYSICAL,
-    ERROR,
-    NOTICE,
-    PAST_END,
-    SEVERITY_RANK,
-    WARNING,
-    Finding,
-)
+from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, mib_grain, page_grain
 from diskplan.model.safetext import safe

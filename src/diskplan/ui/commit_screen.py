@@ -19,71 +19,41 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.commit import CommitError, Host, Outcome, Proposal, Verdict, execute, prepare
+from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
-from diskplan.model import ptypes
-from diskplan.model.extent import Role, State
+from diskplan.backend.proposal_text import proposal_lines
+from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome
 from diskplan.model.operations import Changes
 from diskplan.model.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
-from diskplan.model.units import human_bytes
 from diskplan.ui.dialogs import FORM_CSS
 
-OP_STYLE = {"repair": "bold $accent", "label": "bold $error", "delete": "$error", "create": "$success",
-            "change": "$warning", "rewrite": "$accent", "keep": "$text-muted"}
+STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",
+         "op:label": "bold $error", "op:delete": "$error", "op:create": "$success", "op:change": "$warning",
+         "op:rewrite": "$accent", "op:keep": "$text-muted"}
 VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $success", Verdict.REFUSED: "bold $warning",
                  Verdict.FAILED: "bold $error"}
 
 
 def proposal_text(p: Proposal, model_hint: str = "") -> Content:
-    """What will be written, as ``diskplan apply`` prints it: operations, then the resulting table.
-    ``model_hint``: the model the planner knows when the target cannot say (an image file, a demo)."""
+    """What will be written, the lines ``diskplan apply`` prints (backend.proposal_text), then what
+    refuses it. ``model_hint``: the model the planner knows when the target cannot say (an image file, a
+    demo)."""
     parts: list[str | tuple[str, str]] = []
     # The target, its model, names, notes and libparted's messages come from outside: shown through safe().
-    model = f" ({safe(p.model or model_hint)})" if p.model or model_hint else ""
-    parts.append((f"{safe(p.target)}{model}\n", "bold"))
-    parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n")
-    was = p.current.table.label or "no table"
-    parts.append(f"now: {was}, {len(p.current.table.partitions)} partition(s); plan: {p.result.label}\n\n")
-    parts.append(("Operations\n", "bold"))
-    for op in p.operations:
-        parts.append((f"  {op}\n", OP_STYLE.get(op.kind, "")))
-    parts.append(("\n" + f"Resulting {p.result.label} table", "bold"))
-    parts.append(f" (sectors of {p.sector_size} B, end inclusive)\n")
-    parts.append(table_text(p.result, p.sector_size))
-    for note in p.notes:
-        parts.append(("note: ", "$accent"))
-        parts.append(f"{safe(note)}\n")
+    for line in proposal_lines(p, model_hint, times="x"):  # "x": the console font has no "×"
+        if line[0][1] == "heading":
+            parts.append("\n")
+        parts += [(safe(text), STYLE.get(role, "")) for text, role in line]
+        parts.append("\n")
     for refusal in p.refusals:
         parts.append(("refused: ", "bold $warning"))
         parts.append(f"{safe(refusal)}\n")
     return Content.assemble(*parts)
 
 
-def table_text(table: Table, sector_size: int) -> str:
-    """The partitions as aligned columns of exact sectors (role only for msdos)."""
-    msdos = table.label == "msdos"
-    head = ["#", "start", "end", "sectors", "size", *(["role"] if msdos else []), "type", "name", ""]
-    rows = []
-    for q in sorted(table.partitions, key=lambda q: (q.role is Role.LOGICAL, q.number)):
-        kind = "" if q.role is Role.EXTENDED else ptypes.describe(q.type)
-        rows.append([str(q.number), str(q.start), str(q.end), str(q.size), human_bytes(q.size * sector_size),
-                     *([q.role.value] if msdos else []), kind[:20], safe(q.name)[:14],
-                     "new" if q.state is State.PROPOSED else "kept"])
-    if not rows:
-        return "  (no partitions)\n"
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    right = {0, 1, 2, 3, 4}
-
-    def line(cells: list[str]) -> str:
-        out = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
-        return "  " + " ".join(out).rstrip() + "\n"
-
-    return "".join(line(r) for r in [head, *rows])
-
-
-def outcome_text(o: Outcome) -> Content:
+def outcome_text(o: WriteOutcome) -> Content:
     parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
                                           (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
     if o.backup_path:
@@ -106,7 +76,7 @@ def progress_bar(step: int, steps: int, width: int = 20) -> str:
     return "[" + "#" * done + "." * (width - done) + f"] {step}/{steps}"
 
 
-class CommitScreen(ModalScreen[Outcome | None]):
+class CommitScreen(ModalScreen[WriteOutcome | None]):
     """Dismissed with the outcome of the write (None when nothing was tried)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -137,7 +107,7 @@ class CommitScreen(ModalScreen[Outcome | None]):
         self.sector_size = sector_size
         self.sectors = sectors
         self.proposal: Proposal | None = None
-        self.outcome: Outcome | None = None
+        self.outcome: WriteOutcome | None = None
         self.writing = False
 
     def compose(self) -> ComposeResult:
@@ -217,16 +187,16 @@ class CommitScreen(ModalScreen[Outcome | None]):
         try:
             outcome = execute(p, answer, self.host, progress=progress)
         except Exception as exc:  # execute reports failures itself; this is for the unforeseen
-            from diskplan.backend.commit import DiskState
+            from diskplan.backend.write import DiskState
 
             reason = " ".join(str(exc).split()) or type(exc).__name__
-            outcome = Outcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)
+            outcome = WriteOutcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)
         self.app.call_from_thread(self._show_outcome, outcome)
 
     def _progress(self, step: int, steps: int, what: str) -> None:
         self.query_one("#commit-progress", Static).update(f"{progress_bar(step, steps)} {what}")
 
-    def _show_outcome(self, o: Outcome) -> None:
+    def _show_outcome(self, o: WriteOutcome) -> None:
         self.writing = False
         self.outcome = o
         self.query_one("#commit-outcome", Static).update(outcome_text(o))

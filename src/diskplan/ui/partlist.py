@@ -25,7 +25,7 @@ from diskplan.ui.cells import MapContent
 from diskplan.ui.explain import num
 from diskplan.ui.glyphs import Glyphs
 
-LABELS = ("#", "start", "size", "name")
+HEADINGS = ("#", "start", "size", "name")
 
 
 class Row(NamedTuple):
@@ -94,7 +94,7 @@ class PartitionList(ScrollView, can_focus=True):
         super().__init__(**kw)
         self.glyphs = glyphs
         self._rows: list[Row] = []
-        self._widths = [len(label) for label in LABELS]
+        self._widths = [len(label) for label in HEADINGS]
         self.cursor_row = 0
 
     # --- what is listed -------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ class PartitionList(ScrollView, can_focus=True):
             rows.append(Row(p.number, p.start, p.state is State.DELETE, item.severity,
                             (f"{flag} {p.number}", f"{num(p.start)}s", human_bytes(p.size * geom.logical), name)))
         self._rows = rows
-        self._widths = [max([len(label), *(len(r.cells[i]) for r in rows)]) for i, label in enumerate(LABELS)]
+        self._widths = [max([len(label), *(len(r.cells[i]) for r in rows)]) for i, label in enumerate(HEADINGS)]
         self.cursor_row = min(self.cursor_row, max(0, len(rows) - 1))
         # Only the height: a new width would lay the whole screen out again on each step of the plan, and
         # what is wider than the list is cut anyway.
@@ -187,7 +187,7 @@ class PartitionList(ScrollView, can_focus=True):
         style = self.rich_style
         if y == 0:
             header = self.get_component_rich_style("partition-list--header")
-            return self._strip([(label, header) for label in LABELS], header, width)
+            return self._strip([(label, header) for label in HEADINGS], header, width)
         row = round(self.scroll_offset.y) + y - 1
         if row >= len(self._rows):
             return Strip.blank(width, style)

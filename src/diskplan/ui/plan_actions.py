@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
 
-    from diskplan.backend.commit import Host
-    from diskplan.backend.commit import Outcome as CommitOutcome
+    from diskplan.backend.write import Host, WriteOutcome
     from diskplan.model.grain import Grain
     from diskplan.ui.dialogs import SnapChoice
     from diskplan.ui.sectormap import SectorMap
@@ -78,7 +77,7 @@ else:
 
 
 def default_host() -> Host:
-    from diskplan.backend.commit import Host
+    from diskplan.backend.write import Host
     from diskplan.discovery import inuse
 
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
@@ -530,8 +529,8 @@ class PlanActions(_Base):
                               repair=s.plan.pending_repair)
         self.push_confirmation(screen, self._written)
 
-    def _written(self, outcome: CommitOutcome | None) -> None:
-        from diskplan.backend.commit import Verdict
+    def _written(self, outcome: WriteOutcome | None) -> None:
+        from diskplan.backend.write import Verdict
 
         if outcome is None or self.target is None:
             return

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from diskplan.model.codes import SEVERITY_RANK, SHARED_BLOCK
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import SEVERITY_RANK, SHARED_BLOCK, Finding, analyze
+from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
