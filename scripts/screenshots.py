@@ -89,9 +89,9 @@ SHOTS = (
 async def take(shot: Shot, source: CliSource) -> pathlib.Path:
     start = ("demo", shot.demo)
     if shot.image is not None:
-        path = shot.image(pathlib.Path(source.workspace.directory))
-        source = CliSource(parser().parse_args([path, *shot.args]))
-        start = ("path", path)
+        image = shot.image(pathlib.Path(source.workspace.directory))
+        source = CliSource(parser().parse_args([image, *shot.args]))
+        start = ("path", image)
     app = PlannerApp(source, start, console=shot.console)
     async with app.run_test(size=shot.size) as pilot:
         for _ in range(200):  # the demo image is built and read in a worker
@@ -125,6 +125,7 @@ def export_svg(app: PlannerApp) -> str:
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
                       record=True, legacy_windows=False, safe_box=False)
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    assert update is not None  # a full update always renders
     merged: list[Segment] = []
     for text, style, control in console.render(update):
         style = style.clear_meta_and_links() if style else style

@@ -22,6 +22,7 @@ from diskplan.cli.dataprogress import duration, progress_display, render_outcome
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.model.disk import Disk
+from diskplan.model.geometry import Geometry
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.units import human_bytes
 
@@ -77,10 +78,10 @@ def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
     return outcome.exit_code
 
 
-def target_start(text: str, disk_geom: object) -> int:
+def target_start(text: str, disk_geom: Geometry) -> int:
     """START as typed: a bare number is sectors."""
     text = text.strip()
-    return parse_lba(text + "s" if text.isdigit() else text, disk_geom).sectors  # type: ignore[arg-type]
+    return parse_lba(text + "s" if text.isdigit() else text, disk_geom).sectors
 
 
 def main(argv: list[str]) -> int:
@@ -126,7 +127,7 @@ def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old
                           console, err)
     if code is not None:
         return code
-    answer = confirm(mv, args.yes)  # type: ignore[arg-type]
+    answer = confirm(mv, args.yes)
     rz_backup = args.backup and args.backup.removesuffix(".dpbackup") + "-resize.dpbackup"  # one backup per write
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         if new < old:

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     code = before_writing(p.refusals, nothing, args.yes, "resize it (the table is backed up first)", console, err)
     if code is not None:
         return code
-    answer = confirm(p, args.yes)  # type: ignore[arg-type]
+    answer = confirm(p, args.yes)
     with progress_display(err) as show:
         outcome = execute_resize(p, answer, host(), backup_path=args.backup, progress=show)
     render_outcome(outcome, console, err)

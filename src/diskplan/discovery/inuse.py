@@ -166,7 +166,7 @@ def _holder_name(sys_root: str, holder: str) -> str:
 
 
 def holders(found: list[Node], sys_root: str = "/sys") -> list[Use]:
-    out = []
+    out: list[Use] = []
     for node in found:
         try:
             names = sorted(os.listdir(os.path.join(node.sysdir, "holders")))

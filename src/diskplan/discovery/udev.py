@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from diskplan.discovery.topology import topology
 
@@ -125,6 +126,14 @@ def _sys_block() -> list[str]:
         return []
 
 
+class _Monitor(Protocol):
+    """The part of ``pyudev.Monitor`` the watcher uses (pyudev ships no types)."""
+
+    def filter_by(self, subsystem: str) -> None: ...
+    def start(self) -> None: ...
+    def poll(self, timeout: float) -> Any: ...  # a pyudev.Device or None
+
+
 class Watcher:
     """Calls ``on_change()`` (from a background thread) when a block device is added or removed.
 
@@ -147,13 +156,13 @@ class Watcher:
     def stop(self) -> None:
         self._stop.set()
 
-    def _monitor(self):  # type: ignore[no-untyped-def]
+    def _monitor(self) -> _Monitor | None:
         try:
             import pyudev
 
             context = pyudev.Context()
             source = "udev" if os.path.exists("/run/udev/control") else "kernel"
-            monitor = pyudev.Monitor.from_netlink(context, source=source)
+            monitor: _Monitor = pyudev.Monitor.from_netlink(context, source=source)
             monitor.filter_by("block")
             monitor.start()
         except Exception:
@@ -162,7 +171,7 @@ class Watcher:
         self.mode = source
         return monitor
 
-    def _listen(self, monitor) -> None:  # type: ignore[no-untyped-def]
+    def _listen(self, monitor: _Monitor) -> None:
         while not self._stop.is_set():
             try:
                 device = monitor.poll(timeout=0.5)

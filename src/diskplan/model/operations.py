@@ -289,7 +289,8 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         ops.create = list(live)
         return ops
     cur = list(current.partitions)
-    want_outer = {(p.number, p.start, p.end, p.role): p for p in live if p.role is not Role.LOGICAL}
+    want_outer: dict[tuple[int, int, int, Role], Partition] = {
+        (p.number, p.start, p.end, p.role): p for p in live if p.role is not Role.LOGICAL}
     for p in (p for p in cur if p.role is not Role.LOGICAL):
         w = want_outer.pop((p.number, p.start, p.end, p.role), None)
         if w is None:

@@ -430,8 +430,8 @@ class Plan:
         snap = Snap(Span(start, start + size - 1), new.extent, self.grain, self.geometry.logical, tuple(notes))
         what = "extended partition" if role is Role.EXTENDED else f"{role.value} partition" if label == "msdos" \
             else "partition"
-        size = human_bytes(new.size * self.geometry.logical)
-        return Outcome(self, plan, True, f"new {what} {number} at {s}s..{e}s ({size})", snap, number)
+        shown = human_bytes(new.size * self.geometry.logical)
+        return Outcome(self, plan, True, f"new {what} {number} at {s}s..{e}s ({shown})", snap, number)
 
     def _fit_new(self, gap: Gap, start: int, size: int) -> tuple[int, int, list[str]]:
         g = self.grain

@@ -36,7 +36,8 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
-from diskplan.model.plan import Outcome, Plan, validate
+from diskplan.model.operations import validate
+from diskplan.model.plan import Outcome, Plan
 from diskplan.model.safetext import UNSAFE, safe
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
@@ -356,7 +357,7 @@ def _unescape(value: str) -> str:
 
 
 def _escape(name: str) -> str:
-    out = []
+    out: list[str] = []
     for ch in name:
         if ch in '"\\' or not ch.isprintable() or ord(ch) > 126:
             out.extend(f"\\x{b:02x}" for b in ch.encode())

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -47,7 +47,9 @@ if TYPE_CHECKING:  # the commit, the pickers and the help are imported when firs
     from textual.notifications import SeverityLevel
 
     from diskplan.backend.write import Host
+    from diskplan.discovery.udev import DiskInfo
     from diskplan.model.disk import Disk
+    from diskplan.model.findings import Finding
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
 # (an xterm title; scripts/bench_floor.py writes the same).
@@ -151,7 +153,7 @@ class PlannerApp(PlanActions, App[int]):
         start: Start = None,
         *,
         console: bool = False,
-        lister: Callable[[], list] | None = None,  # type: ignore[type-arg]
+        lister: Callable[[], list[DiskInfo]] | None = None,
         watch_devices: bool = True,
         host: Host | None = None,
         mono: bool = False,
@@ -190,9 +192,10 @@ class PlannerApp(PlanActions, App[int]):
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
         if console:
             self.theme = "ansi-dark"
-            self.CSS = type(self).CSS + CONSOLE_CSS  # parsed and matched only where it applies
-        if self.mono:
-            self.CSS = self.CSS + MONO_CSS
+        # CONSOLE_CSS is parsed and matched only where it applies; Textual reads self.CSS when it starts
+        extra = (CONSOLE_CSS if console else "") + (MONO_CSS if self.mono else "")
+        if extra:
+            self.CSS = type(self).CSS + extra  # type: ignore[misc]  # per instance, not for the class
 
     def _handle_exception(self, error: Exception) -> None:
         """No traceback reaches the user: one line instead (Textual would print a full traceback with
@@ -291,7 +294,7 @@ class PlannerApp(PlanActions, App[int]):
 
     # --- consent --------------------------------------------------------------------------------------
 
-    def action_quit(self) -> None:  # type: ignore[override]  # q, Ctrl+Q, the palette, the device picker
+    async def action_quit(self) -> None:  # q, Ctrl+Q, the palette, the device picker
         if self._confirming:  # Ctrl+Q reaches every screen: a question (or a write under way) is answered first
             self.bell()
             return
@@ -411,7 +414,7 @@ class PlannerApp(PlanActions, App[int]):
         self.show_plan()
         self.say(f"read back: {self.target.path} holds the new table")
 
-    def _facts(self, table_findings: tuple | None = None) -> None:  # type: ignore[type-arg]
+    def _facts(self, table_findings: tuple[Finding, ...] | None = None) -> None:
         if self.target is None or self.grain is None:
             return
         if table_findings is None:
@@ -712,10 +715,11 @@ class PlannerApp(PlanActions, App[int]):
     def action_command_palette(self) -> None:
         if not self.console_profile:
             super().action_command_palette()
-        elif self.use_command_palette and not CommandPalette.is_open(self):
+        # Textual types is_open(App[object]), and App is invariant in its return type
+        elif self.use_command_palette and not CommandPalette.is_open(self):  # type: ignore[arg-type]
             self.push_screen(ConsoleCommandPalette(id="--command-palette", placeholder="Search for commands"))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         smap = self.sector_map
         yield SystemCommand("Help", "Keys and map symbols", self.action_help)
         yield SystemCommand("Go to...", "Move the cursor to an LBA, a size, a percentage or a partition",

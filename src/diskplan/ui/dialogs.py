@@ -53,15 +53,15 @@ FORM_CSS = """
 class FlagToggle(Static, can_focus=True):
     """``[x] name`` / ``[ ] name``: toggled with Space, Enter or a click."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("space", "toggle", "toggle", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("space", "flip", "toggle", show=False)]
 
     class Toggled(Message):
         def __init__(self, toggle: FlagToggle) -> None:
             super().__init__()
             self.toggle = toggle
 
-    def __init__(self, flag: str, value: bool = False, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, flag: str, value: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.flag = flag
         self.value = value
 
@@ -71,7 +71,7 @@ class FlagToggle(Static, can_focus=True):
     def _draw(self) -> None:
         self.update(Content(f"[{'x' if self.value else ' '}] {self.flag}"))
 
-    def action_toggle(self) -> None:
+    def action_flip(self) -> None:  # not action_toggle: DOMNode has one that takes an attribute name
         self.value = not self.value
         self._draw()
         self.post_message(self.Toggled(self))
@@ -79,7 +79,7 @@ class FlagToggle(Static, can_focus=True):
     def on_click(self, event: Click) -> None:
         event.stop()
         self.focus()
-        self.action_toggle()
+        self.action_flip()
 
 
 class TypeInput(Input):
@@ -90,8 +90,10 @@ class TypeInput(Input):
         Binding("down", "cycle(1)", "next type", show=False),
     ]
 
-    def __init__(self, names: list[str], value: str, **kw: object) -> None:
-        super().__init__(value, suggester=SuggestFromList(names, case_sensitive=False), **kw)  # type: ignore[arg-type]
+    def __init__(self, names: list[str], value: str, id: str | None = None, classes: str | None = None,
+                 select_on_focus: bool = True) -> None:
+        super().__init__(value, suggester=SuggestFromList(names, case_sensitive=False), id=id, classes=classes,
+                         select_on_focus=select_on_focus)
         self.names = names
 
     def action_cycle(self, direction: int) -> None:
@@ -314,8 +316,10 @@ class PartitionScreen(ModalScreen[Outcome | None]):
             plan = step.plan if step is not None and step.ok else self.plan
             if step is not None and not step.ok:
                 return step, ""
-            for make in (lambda q: q.set_name(p.number, name) if self.label == "gpt" else None,
-                         lambda q: q.set_flags(p.number, flags)):
+            makers: tuple[Callable[[Plan], Outcome | None], ...] = (
+                lambda q: q.set_name(p.number, name) if self.label == "gpt" else None,
+                lambda q: q.set_flags(p.number, flags))
+            for make in makers:
                 o = make(plan)
                 if o is None:
                     continue

@@ -80,8 +80,8 @@ class KeysFooter(Widget, can_focus=False):
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"keys-footer--key", "keys-footer--description"}
 
-    def __init__(self, **kw: str) -> None:
-        super().__init__(**kw)
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
         self._shown: tuple[FooterEntry, ...] = ()
         self._spans: list[tuple[int, int, FooterEntry]] = []  # x0, x1 (exclusive), the key drawn there
 
@@ -186,8 +186,8 @@ class StatusLine(Widget):
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"status-line--legend", "status-line--status"}
 
-    def __init__(self, **kw: str) -> None:
-        super().__init__(**kw)
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
         self._legend = Text()
         self._status = ""
 
@@ -278,8 +278,8 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         Binding("down", "scroll_down", "scroll down", show=False),
     ]
 
-    def __init__(self, **kw: str) -> None:
-        super().__init__(**kw)
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.current = "explain"
         self._texts: dict[str, Content] = dict.fromkeys(VIEWS, Content(""))
         self._scrolled: dict[str, float] = dict.fromkeys(VIEWS, 0.0)  # each view keeps its place

@@ -90,8 +90,8 @@ class PartitionList(ScrollView, can_focus=True):
             self.start = start
             self.focus_map = focus_map
 
-    def __init__(self, glyphs: Glyphs, **kw: str) -> None:
-        super().__init__(**kw)
+    def __init__(self, glyphs: Glyphs, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.glyphs = glyphs
         self._rows: list[Row] = []
         self._widths = [len(label) for label in HEADINGS]

@@ -139,6 +139,10 @@ class PlanActions(_Base):
             self.say(outcome.message)
         return recorded
 
+    def _record(self, outcome: Outcome | None) -> None:
+        """``_step`` as a screen's callback, which returns nothing."""
+        self._step(outcome)
+
     def _under_cursor(self) -> Item | None:
         return self.sector_map.cursor_item
 
@@ -197,7 +201,7 @@ class PlanActions(_Base):
         if s.plan.blocked():
             self.notify(s.plan.blocked(), severity="warning", timeout=6)
             return
-        self.push_screen(PartitionScreen(s.plan, number=n), self._step)
+        self.push_screen(PartitionScreen(s.plan, number=n), self._record)
 
     def action_new_label(self, then_propose: bool = False) -> None:
         from diskplan.ui.dialogs import LabelScreen

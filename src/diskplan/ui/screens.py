@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -21,6 +21,9 @@ from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.ui.glyphs import Glyphs
+
+if TYPE_CHECKING:
+    from diskplan.discovery.udev import DiskInfo, Watcher
 
 
 def help_text(g: Glyphs) -> Content:
@@ -243,13 +246,13 @@ class DevicePicker(Screen[str | None]):
     DevicePicker DataTable { height: 1fr; }
     """
 
-    def __init__(self, lister: Callable[[], list], watch: bool = True, can_go_back: bool = False) -> None:  # type: ignore[type-arg]
+    def __init__(self, lister: Callable[[], list[DiskInfo]], watch: bool = True, can_go_back: bool = False) -> None:
         super().__init__()
         self.lister = lister
-        self.watch = watch
+        self.watch_devices = watch  # not self.watch: that would hide Textual's DOMNode.watch
         self.can_go_back = can_go_back
-        self._watcher = None
-        self._shown: tuple[list, str] | None = None  # type: ignore[type-arg]  # the disks as last listed
+        self._watcher: Watcher | None = None
+        self._shown: tuple[list[DiskInfo], str] | None = None  # the disks as last listed
 
     def compose(self) -> ComposeResult:
         yield Static(" diskplan │ choose a disk", id="picker-title")
@@ -264,7 +267,7 @@ class DevicePicker(Screen[str | None]):
         table = tables.first()
         table.add_columns(*PICKER_COLUMNS)
         self.action_refresh()
-        if self.watch:
+        if self.watch_devices:
             from diskplan.discovery.udev import Watcher
 
             self._watcher = Watcher(lambda: self.app.call_from_thread(self.action_refresh))
@@ -290,7 +293,7 @@ class DevicePicker(Screen[str | None]):
             disks, error = [], " ".join(str(exc).split())
         self.app.call_from_thread(self._show, disks, error)
 
-    def _show(self, disks: list, error: str) -> None:  # type: ignore[type-arg]
+    def _show(self, disks: list[DiskInfo], error: str) -> None:
         if not self.is_attached or not self.query(DataTable):
             return
         self._shown = (disks, error)

@@ -623,13 +623,13 @@ class SectorMap(ScrollView, can_focus=True):
         fixed = self.palette.get(name)
         return fixed if fixed is not None else self.get_component_rich_style(name, partial=partial)
 
-    def _row_extras(self, row: int) -> tuple[object, ...]:
+    def _row_extras(self, row: int) -> tuple[int, tuple[Extent, ...], int | None]:
         """What besides the row index changes this row's drawing."""
         first = row * self.cols * self.spc
         last = first + self.cols * self.spc - 1
         cursor = self.cursor_lba // self.spc % self.cols if self._row_of(self.cursor_lba) == row else -1
         marks = tuple(m for m in self.marks if m.start <= last and m.end >= first)
-        sel = None
+        sel: int | None = None
         if self.selected is not None and self.content is not None:
             index = self.content.live_index(self.selected)
             if index is not None:
