@@ -20,15 +20,21 @@ import asyncio
 import os
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from benchlib import DISKPLAN, Row, drain, fmt_s, spawn, term_env
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from diskplan.ui.target import Target
 
 MiB = 2048  # sectors of 512 B
 STEP_TARGET = "<= 1.2x"
 BYTES_TARGET = "<= 600 B"
 
 
-def _target(sectors: int, existing: int):  # type: ignore[no-untyped-def]
+def _target(sectors: int, existing: int) -> Target:
     """A GPT disk with ``existing`` partitions on it and free space after them for the proposal."""
     from diskplan.model.disk import Disk
     from diskplan.model.extent import Partition
@@ -43,7 +49,7 @@ def _target(sectors: int, existing: int):  # type: ignore[no-untyped-def]
     return Target(Disk(geom, table.with_partitions(parts)), f"{existing + 1} partitions")
 
 
-async def _step(pilot, key: str) -> float:  # type: ignore[no-untyped-def]
+async def _step(pilot: Pilot[int], key: str) -> float:
     """One key, timed until it is handled and the screen update is composed."""
     from textual import events
 
@@ -51,6 +57,7 @@ async def _step(pilot, key: str) -> float:  # type: ignore[no-untyped-def]
     t0 = time.perf_counter()
     event = events.Key(key, None)
     event.set_sender(app)
+    assert app._driver is not None  # the pilot's app is running
     app._driver.send_message(event)
     await pilot._wait_for_screen()
     app.screen._on_timer_update()  # what Textual's refresh timer does: compose and write the update
@@ -71,7 +78,9 @@ async def _drag_steps(sectors: int, existing: int, steps: int) -> list[float]:
         outcome = app.session.plan.propose(gap.lo, 64 * MiB)
         assert outcome.ok and outcome.number is not None, outcome.message
         app._step(outcome)
-        app.sector_map.move_to(outcome.plan.partition(outcome.number).start)  # type: ignore[union-attr]
+        proposed = outcome.plan.partition(outcome.number)
+        assert proposed is not None
+        app.sector_map.move_to(proposed.start)
         await pilot.press("m")
         await pilot.pause()
         for i in range(steps + 5):

@@ -9,6 +9,7 @@ import fcntl
 import os
 import pathlib
 import pty
+import resource
 import select
 import struct
 import subprocess
@@ -95,7 +96,7 @@ def term_env(**extra: str) -> dict[str, str]:
 def run_to_exit(cmd: Sequence[str], env: dict[str, str], timeout: float = 60) -> PtyRun:
     t0 = time.perf_counter()
     proc, master = spawn(cmd, env, 80, 25)
-    result: list[tuple[int, int, object]] = []
+    result: list[tuple[int, int, resource.struct_rusage]] = []
 
     def exited() -> bool:
         if not result:
@@ -120,7 +121,7 @@ def run_to_exit(cmd: Sequence[str], env: dict[str, str], timeout: float = 60) ->
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {status}: {out[-400:]!r}")
     first = seen[0] - t0 if seen else None
-    return PtyRun(wall, usage.ru_maxrss, out, first)  # type: ignore[attr-defined]
+    return PtyRun(wall, usage.ru_maxrss, out, first)
 
 
 def fmt_s(seconds: float) -> str:

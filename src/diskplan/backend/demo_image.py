@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model.demos import Scenario
+from diskplan.model.extent import Partition
 
 
 class DemoUnavailable(Exception):
@@ -31,7 +32,7 @@ class DemoImage:
     loop: str | None = None
 
 
-def _write(path: str, label: str, partitions: tuple) -> None:  # type: ignore[type-arg]
+def _write(path: str, label: str, partitions: tuple[Partition, ...]) -> None:
     from diskplan.backend.libparted import write_table  # only in the child: keeps parted out of the parent
 
     write_table(path, label, partitions)

@@ -10,7 +10,7 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ def _limit_memory() -> None:
         pass  # no /proc or no limits: run unbounded, as before
 
 
-class Child:
+class Child(Generic[T]):
     """A forked child at work on one call; ``result`` waits for its answer (once)."""
 
     def __init__(self, pid: int, fd: int) -> None:
@@ -63,7 +63,7 @@ class Child:
         ready, _, _ = select.select([self._fd], [], [], 0)
         return bool(ready)
 
-    def result(self, timeout: float = 30.0) -> Any:
+    def result(self, timeout: float = 30.0) -> T:
         """The call's return value; IsolatedFailure when it raised, crashed or gave no answer in ``timeout``."""
         r, pid = self._fd, self.pid
         chunks: list[bytes] = []
@@ -94,10 +94,11 @@ class Child:
             raise IsolatedFailure("the reader ended without an answer") from exc
         if result[0] == "err":
             raise IsolatedFailure(result[2], error_type=result[1])
-        return result[1]
+        value: T = result[1]  # what fn returned, as the child pickled it
+        return value
 
 
-def start_isolated(fn: Callable[..., Any], *args: Any) -> Child:
+def start_isolated(fn: Callable[..., T], *args: Any) -> Child[T]:
     """Fork a child that runs ``fn(*args)`` with its output going nowhere; collect it with ``Child.result``.
     Fork before starting threads where you can: a child forked while another thread imports a module
     may find that module's import lock held for ever."""
@@ -131,4 +132,4 @@ def start_isolated(fn: Callable[..., Any], *args: Any) -> Child:
 
 
 def run_isolated(fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
-    return start_isolated(fn, *args).result(timeout)  # type: ignore[no-any-return]
+    return start_isolated(fn, *args).result(timeout)

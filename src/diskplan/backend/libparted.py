@@ -81,7 +81,7 @@ def _register(handler: Callable[[int, int, str], int]) -> None:
 
 
 @contextmanager
-def answering(handler=_handler) -> Iterator[list[str]]:  # type: ignore[no-untyped-def]
+def answering(handler: Callable[[int, int, str], int] = _handler) -> Iterator[list[str]]:
     """Install our handler for the duration; yields the list that collects libparted's messages."""
     _messages.clear()
     _register(handler)

@@ -134,7 +134,10 @@ class Journal:
         fault("record")
         os.fsync(self._fd)
         for i in items:
-            (self.marks if isinstance(i, str) else self.records).append(i)  # type: ignore[arg-type]
+            if isinstance(i, str):
+                self.marks.append(i)
+            else:
+                self.records.append(i)
 
     @property
     def slot_path(self) -> str:

@@ -66,8 +66,8 @@ def render(report: Report, console: Console) -> None:
     console.print(Text(f"starts judged by: {geom.page_rule()}"))
     if report.partitions:
         t = RichTable(box=None, pad_edge=False, header_style="bold")
-        for col, just in (("#", "right"), ("start", "right"), ("end", "right"), ("size", "right")):
-            t.add_column(col, justify=just)  # type: ignore[arg-type]
+        for col in ("#", "start", "end", "size"):
+            t.add_column(col, justify="right")
         t.add_column("name")
         t.add_column("physical")
         t.add_column("grain")

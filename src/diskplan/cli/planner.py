@@ -72,7 +72,8 @@ class CliSource:
 
         self.args = args
         self.workspace = Workspace()
-        self._early: dict[tuple[str, str], Child] = {}  # ("demo", name) or ("path", path)
+        # ("demo", name) or ("path", path): the child opening it
+        self._early: dict[tuple[str, str], Child[tuple[Target | str, DemoImage | None]]] = {}
 
     def prefetch(self, kind: str, name: str) -> None:
         """Open a demo (``kind`` "demo") or a disk ("path") in a forked child. Fork before any thread starts."""
@@ -107,7 +108,7 @@ class CliSource:
             self.workspace.adopt(image)
         if isinstance(target, str):
             raise TargetError(target)
-        return target  # type: ignore[no-any-return]
+        return target
 
     def ready(self, kind: str, name: str) -> Target | None:
         key = (kind, demos.find(name).name if kind == "demo" else name)

@@ -111,20 +111,15 @@ class Geometry:
         ssd: bool | None = None,
     ) -> Geometry:
         """The same disk with what the user knows better than the firmware."""
-        changes: dict[str, object] = {}
-        if physical is not None:
-            changes["physical"] = physical
-        if alignment_offset is not None:
-            changes["alignment_offset"] = alignment_offset
-        if optimal_io is not None:
-            changes["optimal_io"] = optimal_io
-        if min_io is not None:
-            changes["min_io"] = min_io
-        if grains is not None:
-            changes["user_grains"] = tuple(grains)
-        if ssd is not None:
-            changes["ssd"] = ssd
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(
+            self,
+            physical=self.physical if physical is None else physical,
+            alignment_offset=self.alignment_offset if alignment_offset is None else alignment_offset,
+            optimal_io=self.optimal_io if optimal_io is None else optimal_io,
+            min_io=self.min_io if min_io is None else min_io,
+            user_grains=self.user_grains if grains is None else tuple(grains),
+            ssd=self.ssd if ssd is None else ssd,
+        )
 
     def lba_to_bytes(self, lba: int) -> int:
         return lba * self.logical

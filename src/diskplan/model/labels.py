@@ -154,6 +154,11 @@ def fold_type(label: str, code: str, flags: tuple[str, ...]) -> str:
         return code
     for f in flags:
         t = next((t for t in ptypes.TYPES if t.flag == f), None)
-        if t is not None and (t.gpt if label == "gpt" else t.mbr is not None):
-            return t.gpt if label == "gpt" else f"0x{t.mbr:02x}"  # type: ignore[return-value]
+        if t is None:
+            continue
+        if label == "gpt":
+            if t.gpt:
+                return t.gpt
+        elif t.mbr is not None:
+            return f"0x{t.mbr:02x}"
     return ""

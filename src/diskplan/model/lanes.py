@@ -55,7 +55,7 @@ class Lane:
         return (self.parts, self.area_lo, self.area_hi, self.sep, self.overlapping) == (
             other.parts, other.area_lo, other.area_hi, other.sep, other.overlapping)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (typeshed types __hash__ as a method only)
 
     def __len__(self) -> int:
         return len(self.base)

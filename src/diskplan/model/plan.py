@@ -171,7 +171,7 @@ class Plan:
     fresh: bool = False  # the table is a new label: nothing of the disk's table survives
     # Derived from the fields above: the grain and the lane index.
     grain: Grain = field(default_factory=lambda: Grain(1))
-    lanes: tuple[Lane, Lane] = field(default=(), repr=False)  # type: ignore[assignment]
+    lanes: tuple[Lane, ...] = field(default=(), repr=False)  # (top, logical) once built
     # live number -> (lane, rank in the lane, index in table.partitions)
     where: dict[int, tuple[int, int, int]] = field(default_factory=dict, repr=False)
     patch: tuple[int, Partition] | None = field(default=None, repr=False)
@@ -196,7 +196,7 @@ class Plan:
         return (self.geometry, self.base, self.target, self.grain, self.fresh, self.repairing, self.table) == (
             other.geometry, other.base, other.target, other.grain, other.fresh, other.repairing, other.table)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (typeshed types __hash__ as a method only)
 
     # --- building -------------------------------------------------------------------------------------
 
@@ -607,7 +607,7 @@ class Plan:
         p = self.partition(number)
         if why or p is None:
             return self._refuse(why or f"there is no partition {number}", number)
-        new = replace(p, **changes)  # type: ignore[arg-type]
+        new = replace(p, **changes)  # type: ignore[arg-type]  # keyword fields named by the three setters below
         if new == p:
             return Outcome(self, self, True, f"partition {number} unchanged", None, number)
         what = ", ".join(f"{k} {v!r}" for k, v in changes.items())

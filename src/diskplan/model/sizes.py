@@ -162,7 +162,9 @@ def _to_sectors(
         note += f" (rounded {how} from {_grouped(exact_sectors)}; {what} must be whole sectors)"
     twin = _TWIN.get(unit)
     if twin:
-        other = value * _UNITS[twin.lower()][2]  # type: ignore[operator]
+        twin_per = _UNITS[twin.lower()][2]
+        assert twin_per is not None  # twins are units with a size
+        other = value * twin_per
         note += f"; note {_grouped(value)} {twin} would be {_grouped(other)} B"
     return relative, sectors, unit, family, exact_sectors == sectors, note
 

@@ -195,7 +195,7 @@ class PlannerApp(PlanActions, App[int]):
         # CONSOLE_CSS is parsed and matched only where it applies; Textual reads self.CSS when it starts
         extra = (CONSOLE_CSS if console else "") + (MONO_CSS if self.mono else "")
         if extra:
-            self.CSS = type(self).CSS + extra  # type: ignore[misc]  # per instance, not for the class
+            self.CSS = type(self).CSS + extra  # type: ignore[misc]  # a ClassVar, set for this instance only
 
     def _handle_exception(self, error: Exception) -> None:
         """No traceback reaches the user: one line instead (Textual would print a full traceback with

@@ -9,20 +9,25 @@ encodes to CP437, so a Textual upgrade that draws something new is caught.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual import _border
 from textual.command import CommandPalette, SearchIcon
+from textual.css.types import EdgeType
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
 _SOLID = _border.BORDER_CHARS["solid"]
 _DOUBLE = _border.BORDER_CHARS["double"]
+# A border's three rows of three: its glyphs, or where each glyph takes its colour from
+_T = TypeVar("_T")
+_Rows = tuple[tuple[_T, _T, _T], tuple[_T, _T, _T], tuple[_T, _T, _T]]
+
 _LINES = (("─", "─", "─"), (" ", " ", " "), ("─", "─", "─"))
 _BARS = (("│", " ", "│"), ("│", " ", "│"), ("│", " ", "│"))
 _THICK = _border.BORDER_CHARS["thick"]
 
 # Border types whose glyphs a console font lacks, and what to draw instead.
-REPLACEMENTS = {
+REPLACEMENTS: dict[EdgeType, _Rows[str]] = {
     "round": _SOLID,
     "dashed": _SOLID,
     "heavy": _DOUBLE,
@@ -56,18 +61,18 @@ class ConsoleGlyphs:
     """Swap Textual's drawing glyphs for console-safe ones; ``restore`` puts them back."""
 
     def __init__(self) -> None:
-        self._chars: dict[str, object] = {}
-        self._locations: dict[str, object] = {}
+        self._chars: dict[EdgeType, _Rows[str]] = {}
+        self._locations: dict[EdgeType, _Rows[int]] = {}
         self._renderer: type[ScrollBarRender] | None = None
 
     def apply(self) -> None:
         if self._renderer is not None:
             return
         for name, chars in REPLACEMENTS.items():
-            self._chars[name] = _border.BORDER_CHARS[name]  # type: ignore[index]
-            self._locations[name] = _border.BORDER_LOCATIONS[name]  # type: ignore[index]
-            _border.BORDER_CHARS[name] = chars  # type: ignore[index]
-            _border.BORDER_LOCATIONS[name] = _PLAIN  # type: ignore[index]
+            self._chars[name] = _border.BORDER_CHARS[name]
+            self._locations[name] = _border.BORDER_LOCATIONS[name]
+            _border.BORDER_CHARS[name] = chars
+            _border.BORDER_LOCATIONS[name] = _PLAIN
         _border.get_box.cache_clear()
         self._renderer = ScrollBar.renderer
         ScrollBar.renderer = ConsoleScrollBarRender
@@ -76,8 +81,8 @@ class ConsoleGlyphs:
         if self._renderer is None:
             return
         for name, chars in self._chars.items():
-            _border.BORDER_CHARS[name] = chars  # type: ignore[index, assignment]
-            _border.BORDER_LOCATIONS[name] = self._locations[name]  # type: ignore[index, assignment]
+            _border.BORDER_CHARS[name] = chars
+            _border.BORDER_LOCATIONS[name] = self._locations[name]
         _border.get_box.cache_clear()
         ScrollBar.renderer = self._renderer
         self._renderer = None

@@ -7,6 +7,7 @@ from typing import ClassVar, NamedTuple
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
@@ -284,7 +285,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         self._texts: dict[str, Content] = dict.fromkeys(VIEWS, Content(""))
         self._scrolled: dict[str, float] = dict.fromkeys(VIEWS, 0.0)  # each view keeps its place
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(id="views-text")
 
     def text(self, view: str) -> str:

@@ -7,6 +7,7 @@ tens of milliseconds (its import, its styles, a measuring pass and a second layo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
 from rich.segment import Segment
@@ -26,6 +27,8 @@ from diskplan.ui.explain import num
 from diskplan.ui.glyphs import Glyphs
 
 HEADINGS = ("#", "start", "size", "name")
+# One column of a row: its text and style, or several pieces of text in their styles
+Cell = tuple[str, Style] | list[tuple[str, Style]]
 
 
 class Row(NamedTuple):
@@ -199,13 +202,13 @@ class PartitionList(ScrollView, can_focus=True):
             "partition-list--notice" if r.severity == "notice" else "partition-list--warning")
         flag_style = base + self.get_component_rich_style(flag_class, partial=True)
         flag, number = r.cells[0].split(" ", 1)
-        cells: list[tuple[str, Style] | list[tuple[str, Style]]] = [[(flag, flag_style), (" " + number, base)]]
+        cells: list[Cell] = [[(flag, flag_style), (" " + number, base)]]
         cells += [(text, base) for text in r.cells[1:-1]]
         room = width - sum(w + 2 for w in self._widths[:-1]) - 1  # the name's, after the other columns
         cells.append((fit_name(r.cells[-1], room), base))
         return self._strip(cells, base, width)
 
-    def _strip(self, cells: list, fill: Style, width: int) -> Strip:  # type: ignore[type-arg]
+    def _strip(self, cells: Sequence[Cell], fill: Style, width: int) -> Strip:
         """Cells padded to their column's width with a space either side, as a table draws them; what is wider
         than the list is cut (the name, last; the explanation has it whole), no scrollbar takes a row."""
         segments: list[Segment] = []
