@@ -1,6 +1,10 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
 .PHONY: demo test lint bench screenshots setup setup-test clean
 
+# mypy strict on src and scripts (pyproject.toml); the tests again, with unannotated test functions allowed
+MYPY_TESTS = cd tests && MYPYPATH=../src ../.venv/bin/mypy --config-file ../pyproject.toml --allow-untyped-defs \
+	--allow-incomplete-defs --explicit-package-bases .
+
 setup:
 	@scripts/bootstrap.sh
 
@@ -10,12 +14,13 @@ setup-test:
 demo: setup
 	.venv/bin/diskplan --demo
 
-test: setup-test
-	.venv/bin/ruff check src tests scripts
+test: lint
 	.venv/bin/python -m pytest
 
 lint: setup-test
 	.venv/bin/ruff check src tests scripts
+	.venv/bin/mypy
+	$(MYPY_TESTS)
 
 bench: setup-test
 	.venv/bin/python scripts/bench.py
@@ -24,4 +29,4 @@ screenshots: setup-test
 	.venv/bin/python scripts/screenshots.py
 
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache .hypothesis
+	rm -rf .venv .pytest_cache .ruff_cache .hypothesis .mypy_cache tests/.mypy_cache

@@ -129,16 +129,25 @@ def test_failures_exit_2_with_one_line(sparse_image: Callable[..., pathlib.Path]
 def test_a_person_at_a_terminal_types_the_device_name(monkeypatch: pytest.MonkeyPatch) -> None:
     from diskplan.backend.write import accepts
     from diskplan.backend.write import confirm_word as word_for
-    from diskplan.cli.apply import confirm
+    from diskplan.cli.confirm import confirm
 
     class Block:
         kind, target = "block", "/dev/loop7"
         confirm_word = word_for("block", "/dev/loop7")
         prompt = "Type loop7 to write this table to /dev/loop7"
+        refusals: tuple[str, ...] = ()
+
+        def accepts(self, answer: str) -> bool:
+            return accepts("block", "/dev/loop7", answer)
 
     typed: list[str] = []
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
-    monkeypatch.setattr("builtins.input", lambda prompt: typed.append(prompt) or "yes")
+
+    def type_yes(prompt: str) -> str:
+        typed.append(prompt)
+        return "yes"
+
+    monkeypatch.setattr("builtins.input", type_yes)
     answer = confirm(Block(), yes=True)
     assert typed == ["Type loop7 to write this table to /dev/loop7: "]
     assert answer == "yes" and not accepts("block", "/dev/loop7", answer)  # "yes" is not the name

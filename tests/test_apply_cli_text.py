@@ -11,8 +11,9 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.cli.textout import Out, clean
+from diskplan.cli.textout import Out
 from diskplan.model.safetext import columns, width
+from diskplan.model.safetext import safe as clean
 
 
 def test_control_characters_from_a_plan_cannot_reach_the_terminal() -> None:

@@ -49,7 +49,7 @@ def shared() -> Iterator[pathlib.Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def as_user(ids: tuple[int, int], fn: Callable[[], None], umask: int = 0o022, **env: str) -> str:
+def as_user(ids: tuple[int, int], fn: Callable[[], object], umask: int = 0o022, **env: str) -> str:
     """Run ``fn`` in a child process that is the user ``ids`` (no root left), with ``umask`` and ``env``
     (a value "" unsets); returns "" or the line of the exception it raised."""
     r, w = os.pipe()

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from helpers.tools import need_tool, run
 from helpers.units import MiB
 
 
-def check_json(target: str, *extra: str) -> tuple[int, dict]:
+def check_json(target: str, *extra: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
         [sys.executable, "-m", "diskplan", "check", "--json", target, *extra], capture_output=True, text=True
     )
@@ -43,7 +44,7 @@ def parted_align_opt(target: str, number: int) -> bool:
     return proc.returncode == 0
 
 
-def assert_agrees_with_referees(target: str) -> dict:
+def assert_agrees_with_referees(target: str) -> dict[str, Any]:
     rc, report = check_json(target)
     ours = {p["number"]: p for p in report["partitions"]}
     theirs = sfdisk_partitions(target)

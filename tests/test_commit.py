@@ -10,6 +10,7 @@ import pathlib
 import signal
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def plan(label: str, *parts: Partition) -> Table:
     return Table(label, 0, 0, parts)
 
 
-def apply(target: str, desired: Table, tmp_path: pathlib.Path, **kw: object) -> write.WriteOutcome:
+def apply(target: str, desired: Table, tmp_path: pathlib.Path, **kw: Any) -> write.WriteOutcome:
     proposal = commit.prepare(target, desired, HOST)
     assert proposal.refusals == (), proposal.refusals
     return commit.execute(proposal, proposal.confirm_word, HOST, backup_path=str(tmp_path / "old.dpbackup"), **kw)

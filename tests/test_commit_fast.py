@@ -71,11 +71,11 @@ def _pyparted_partitions_built(build: Callable[[], object]) -> int:
         count += 1
         original(self, *args, **kwargs)
 
-    parted.Partition.__init__ = counting  # type: ignore[method-assign]
+    parted.Partition.__init__ = counting
     try:
         build()
     finally:
-        parted.Partition.__init__ = original  # type: ignore[method-assign]
+        parted.Partition.__init__ = original
     return count
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -58,10 +59,11 @@ NOTED_FINDINGS = {
 }
 
 
-def _manifest() -> list[dict]:
+def _manifest() -> list[dict[str, Any]]:
     if not MANIFEST.exists():
         return []
-    return json.loads(MANIFEST.read_text())["images"]
+    images: list[dict[str, Any]] = json.loads(MANIFEST.read_text())["images"]
+    return images
 
 
 IMAGES = {e["name"]: e for e in _manifest()}

@@ -143,7 +143,8 @@ def test_one_damaged_gpt_copy_is_named_the_good_one_shown_and_the_repair_works(
     assert problem in found[0].message
     assert disk.table.label == "gpt" and parts(disk) == before
     assert {p.name for p in disk.table.partitions} >= {"boot", "root"}
-    assert disk.table.by_number(1).type == "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"  # from the good copy's bytes
+    p1 = disk.table.by_number(1)
+    assert p1 is not None and p1.type == "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"  # from the good copy's bytes
 
     # The repair is planned, not done: the image is untouched until the writes are applied.
     assert disk.repair is not None and disk.repair.good == good and disk.repair.rewrite == which

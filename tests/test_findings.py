@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from diskplan.model import codes as C
 from diskplan.model import findings as F
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
@@ -35,10 +36,10 @@ def test_start_not_physical_exactly_when_the_bytes_say_so(geom: Geometry, start:
     part = Partition(1, start, start + 4095)
     codes = codes_for(geom, part)[1]
     misaligned = (start * geom.logical - geom.alignment_offset) % geom.physical != 0
-    assert (F.START_NOT_PHYSICAL in codes) == misaligned
+    assert (C.START_NOT_PHYSICAL in codes) == misaligned
     if misaligned:
         table = new_table("gpt", geom).with_partitions((part,))
-        f = next(f for f in F.analyze(geom, table) if f.code == F.START_NOT_PHYSICAL)
+        f = next(f for f in F.analyze(geom, table) if f.code == C.START_NOT_PHYSICAL)
         text = " ".join(f.explanation)
         assert f"{start} × {geom.logical} B = {start * geom.logical} B" in text
         assert f"= {(start * geom.logical - geom.alignment_offset) % geom.physical}." in text
@@ -48,8 +49,8 @@ def test_start_not_physical_exactly_when_the_bytes_say_so(geom: Geometry, start:
 def test_a_512_512_disk_is_never_flagged_for_physical_misalignment(start: int) -> None:
     geom = Geometry(sectors=SECTORS)
     codes = codes_for(geom, Partition(1, start, start + 999))[1]
-    assert F.START_NOT_PHYSICAL not in codes and F.END_NOT_PHYSICAL not in codes
-    assert (F.START_NOT_GRAIN in codes) == (start % 2048 != 0)
+    assert C.START_NOT_PHYSICAL not in codes and C.END_NOT_PHYSICAL not in codes
+    assert (C.START_NOT_GRAIN in codes) == (start % 2048 != 0)
 
 
 @given(geometries(), st.integers(1, 2000), st.integers(1, 5000))
@@ -68,15 +69,15 @@ def test_neighbours_meeting_inside_a_block_share_it(shift: int) -> None:
     a = Partition(1, 2048, 4096 + shift - 1)
     b = Partition(2, 4096 + shift, 8191)
     codes = codes_for(geom, a, b)
-    assert F.SHARED_BLOCK in codes[2]
-    assert F.END_NOT_PHYSICAL in codes[1]
-    assert F.START_NOT_PHYSICAL in codes[2]
+    assert C.SHARED_BLOCK in codes[2]
+    assert C.END_NOT_PHYSICAL in codes[1]
+    assert C.START_NOT_PHYSICAL in codes[2]
 
 
 def test_aligned_neighbours_share_nothing() -> None:
     geom = Geometry(sectors=SECTORS, physical=4096)
     codes = codes_for(geom, Partition(1, 2048, 3071), Partition(2, 3072, 8191))
-    assert codes == {1: [], 2: [F.START_NOT_GRAIN]}
+    assert codes == {1: [], 2: [C.START_NOT_GRAIN]}
 
 
 @given(st.integers(2048, 100000), st.integers(1, 5000), st.integers(0, 6000))
@@ -85,24 +86,24 @@ def test_overlap_is_found_whenever_extents_intersect(start: int, size: int, delt
     a = Partition(1, start, start + size - 1)
     b = Partition(2, start + delta, start + delta + size - 1)
     codes = codes_for(geom, a, b)
-    assert (F.OVERLAP in codes[2]) == (delta < size)
+    assert (C.OVERLAP in codes[2]) == (delta < size)
 
 
 def test_outside_usable_past_end_and_mbr_limit() -> None:
     geom = Geometry(sectors=SECTORS)
     codes = codes_for(geom, Partition(1, 10, 2047), Partition(2, SECTORS - 100, SECTORS + 10))
-    assert F.OUTSIDE_USABLE in codes[1]  # inside the GPT entries
-    assert F.PAST_END in codes[2]
+    assert C.OUTSIDE_USABLE in codes[1]  # inside the GPT entries
+    assert C.PAST_END in codes[2]
     big = Geometry(sectors=5 * 2**30)  # 2.5 TiB
     codes = codes_for(big, Partition(1, 2048, 2**32 + 10), label="msdos")
-    assert F.MBR_LIMIT in codes[1]
+    assert C.MBR_LIMIT in codes[1]
 
 
 def test_dos_era_start() -> None:
     geom = Geometry(sectors=SECTORS, physical=4096)
     codes = codes_for(geom, Partition(1, 63, 20000), label="msdos")[1]
-    assert F.DOS_ERA in codes[1:] or codes[0] == F.DOS_ERA
-    assert F.START_NOT_PHYSICAL in codes
+    assert C.DOS_ERA in codes[1:] or codes[0] == C.DOS_ERA
+    assert C.START_NOT_PHYSICAL in codes
 
 
 def test_deleted_partitions_are_not_judged() -> None:

@@ -46,7 +46,7 @@ def evil_image(sparse_image: Callable[..., pathlib.Path], name: str = "evil.img"
 # --- 5. terminal escapes --------------------------------------------------------------------------------
 
 
-def test_check_shows_an_escape_in_a_partition_name_without_sending_it(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_check_shows_an_escape_in_a_partition_name_without_sending_it(sparse_image) -> None:
     img = evil_image(sparse_image)
     proc = diskplan("check", str(img))
     assert proc.returncode == 0
@@ -57,7 +57,7 @@ def test_check_shows_an_escape_in_a_partition_name_without_sending_it(sparse_ima
     assert doc["partitions"][0]["name"] == EVIL
 
 
-def test_a_path_with_escapes_and_markup_is_shown_as_it_is(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_a_path_with_escapes_and_markup_is_shown_as_it_is(sparse_image) -> None:
     img = evil_image(sparse_image, "[bold]x\x1b[31m.img")
     proc = diskplan("check", str(img))
     assert b"\x1b" not in proc.stdout
@@ -66,7 +66,7 @@ def test_a_path_with_escapes_and_markup_is_shown_as_it_is(sparse_image) -> None:
     assert proc.returncode == 2 and "\x9b" not in proc.stderr.decode() and "\\x9b2J" in one_line(proc)
 
 
-def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_image, tmp_path) -> None:
     img = evil_image(sparse_image)
     plan = json.loads(diskplan("export", str(img)).stdout)
     plan["partitions"].append({"start": 40960, "size": 2048})
@@ -78,7 +78,7 @@ def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_im
     assert f'name="{EVIL_SFDISK}"' in run("sfdisk", "--dump", str(img))  # written back unchanged
 
 
-def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_image) -> None:
     from diskplan.backend.reader import read
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.dialogs import PartitionScreen
@@ -115,7 +115,7 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
     asyncio.run(go())
 
 
-def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_device) -> None:  # type: ignore[no-untyped-def]
+def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_device) -> None:
     from diskplan.discovery.udev import list_disks
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.screens import DevicePicker
@@ -144,7 +144,7 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
 
 
 @pytest.mark.parametrize("plan", ["/dev/zero", "/dev/urandom", "fifo", "directory"])
-def test_a_plan_that_is_no_file_is_refused_without_reading_it(plan: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_that_is_no_file_is_refused_without_reading_it(plan: str, sparse_image, tmp_path) -> None:
     img = evil_image(sparse_image)
     if plan == "fifo":
         plan = str(tmp_path / "plan.fifo")
@@ -157,16 +157,16 @@ def test_a_plan_that_is_no_file_is_refused_without_reading_it(plan: str, sparse_
         assert any(w in one_line(proc) for w in ("a character device", "a FIFO", "a directory"))
 
 
-def test_standard_input_is_read_only_so_far(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_standard_input_is_read_only_so_far(sparse_image) -> None:
     img = evil_image(sparse_image)
     with open("/dev/zero", "rb") as zero:
         proc = subprocess.run([sys.executable, "-m", "diskplan", "apply", "-", str(img)], stdin=zero,
                               capture_output=True, timeout=20)
-    assert proc.returncode == 2 and "too large for a plan" in one_line(proc)  # type: ignore[arg-type]
+    assert proc.returncode == 2 and "too large for a plan" in one_line(proc)
 
 
 @pytest.mark.parametrize("command", ["check", "export", "apply"])
-def test_a_fifo_or_a_character_device_as_target_is_refused(command: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_fifo_or_a_character_device_as_target_is_refused(command: str, tmp_path) -> None:
     fifo = tmp_path / "disk.fifo"
     os.mkfifo(fifo)
     plan = tmp_path / "plan.json"
@@ -177,7 +177,7 @@ def test_a_fifo_or_a_character_device_as_target_is_refused(command: str, tmp_pat
         assert proc.returncode == 2 and what in one_line(proc)
 
 
-def test_libparted_opens_nothing_beside_an_image(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_libparted_opens_nothing_beside_an_image(sparse_image, tmp_path) -> None:
     """libparted opens IMG1..IMG63 for writing beside an image it opens read-write: a FIFO named so hung
     it until the reader's deadline (30 s)."""
     import time
@@ -217,7 +217,7 @@ HOSTILE_PLANS = {
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_PLANS))
-def test_hostile_json_plans_are_one_clear_line(case: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_json_plans_are_one_clear_line(case: str, sparse_image, tmp_path) -> None:
     text, words = HOSTILE_PLANS[case]
     plan = tmp_path / "plan.json"
     plan.write_text(text)
@@ -227,7 +227,7 @@ def test_hostile_json_plans_are_one_clear_line(case: str, sparse_image, tmp_path
         assert proc.returncode == 2 and words in one_line(proc)
 
 
-def test_a_closed_standard_output_ends_quietly(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_a_closed_standard_output_ends_quietly(sparse_image) -> None:
     img = evil_image(sparse_image)
     for args in (("export", str(img)), ("check", str(img)), ("export", str(img), "-f", "parted")):
         proc = subprocess.Popen([sys.executable, "-m", "diskplan", *args], stdout=subprocess.PIPE,
@@ -250,7 +250,7 @@ MISREAD = {
 
 
 @pytest.mark.parametrize("case", sorted(MISREAD))
-def test_what_sfdisk_refuses_diskplan_refuses(case: str, sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_sfdisk_refuses_diskplan_refuses(case: str, sparse_image, tmp_path) -> None:
     field = MISREAD[case]
     fields = f"{field}, size=2048" if field.startswith("start") else f"start=2048, size=2048, {field}"
     script = f"label: gpt\n\nd1 : {fields}\n"
@@ -264,7 +264,7 @@ def test_what_sfdisk_refuses_diskplan_refuses(case: str, sparse_image, tmp_path)
     assert proc.returncode == 2 and "line 3" in one_line(proc)
 
 
-def test_what_a_dump_says_and_is_not_applied_is_said(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_a_dump_says_and_is_not_applied_is_said(sparse_image, tmp_path) -> None:
     img = evil_image(sparse_image)
     dump = tmp_path / "plan.dump"
     dump.write_text(run("sfdisk", "--dump", str(img)).replace("unit: sectors", "unit: sectors\ntable-length: 32"))
@@ -282,7 +282,7 @@ def test_what_a_dump_says_and_is_not_applied_is_said(sparse_image, tmp_path) -> 
 ONE = '{"label": "gpt", "partitions": [{"start": 2048, "size": 2048}]}'
 
 
-def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp_path) -> None:
     img = tmp_path / "odd.img"
     img.write_bytes(b"")
     os.truncate(img, 64 * MiB + 100)
@@ -294,7 +294,7 @@ def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp
     assert "vanished" not in err and not (tmp_path / "b.dpbackup").exists()
 
 
-def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp_path) -> None:
     img = sparse_image(64 * MiB, "new\nline.img")
     plan = tmp_path / "plan.json"
     plan.write_text(ONE)
@@ -304,7 +304,7 @@ def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp
     assert not (tmp_path / "b.dpbackup").exists()
 
 
-def test_a_disk_too_small_for_any_table_says_so(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_disk_too_small_for_any_table_says_so(sparse_image, tmp_path) -> None:
     img = sparse_image(512)
     plan = tmp_path / "plan.json"
     plan.write_text(ONE)
@@ -314,7 +314,7 @@ def test_a_disk_too_small_for_any_table_says_so(sparse_image, tmp_path) -> None:
     assert "-33s" not in proc.stderr.decode()
 
 
-def test_a_backup_that_cannot_be_saved_names_the_place(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_backup_that_cannot_be_saved_names_the_place(sparse_image, tmp_path) -> None:
     img = sparse_image(64 * MiB)
     plan = tmp_path / "plan.json"
     plan.write_text(ONE)
@@ -328,7 +328,7 @@ def test_a_backup_that_cannot_be_saved_names_the_place(sparse_image, tmp_path) -
     assert f"{home}/.local: Not a directory" in proc.stderr
 
 
-def test_a_gpt_with_a_4_entry_array_can_be_edited(sparse_image, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_gpt_with_a_4_entry_array_can_be_edited(sparse_image, tmp_path) -> None:
     img = sparse_image(64 * MiB)
     run(need_tool("sfdisk"), "-q", "--no-reread", str(img),
         input="label: gpt\ntable-length: 4\nstart=2048, size=2048\nstart=8192, size=2048\n")
@@ -343,7 +343,7 @@ def test_a_gpt_with_a_4_entry_array_can_be_edited(sparse_image, tmp_path) -> Non
     assert "table-length: 4" in dump and "start=      129022, size=        2048" in dump
 
 
-def test_a_json_export_escapes_what_json_itself_leaves_raw(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_a_json_export_escapes_what_json_itself_leaves_raw(sparse_image) -> None:
     img = sparse_image(64 * MiB)
     run(need_tool("sfdisk"), "-q", "--no-reread", str(img),
         input='label: gpt\nstart=2048, size=2048, name="\\xc2\\x9b2J\\xe2\\x80\\xae\\xc3\\xa9"\n')  # CSI, RLO, é
@@ -353,7 +353,7 @@ def test_a_json_export_escapes_what_json_itself_leaves_raw(sparse_image) -> None
     assert json.loads(proc.stdout)["partitions"][0]["name"] == "\u009b2J\u202eé"  # the same name, read back
 
 
-def test_the_planner_refuses_to_write_an_image_that_ends_in_part_of_a_sector(sparse_image, tmp_path,  # type: ignore[no-untyped-def]
+def test_the_planner_refuses_to_write_an_image_that_ends_in_part_of_a_sector(sparse_image, tmp_path,
                                                                             monkeypatch) -> None:
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.commit_screen import CommitScreen

@@ -157,9 +157,9 @@ def test_a_loop_target_is_seen_through_to_an_offset_loop_of_its_file_whose_files
         assert file_sha(img) == before
     # Idle, the other loop is a note: writing through one loop leaves the other's partition list stale.
     with offset_loop(img, 22528 * 512, 20480 * 512) as other:
-        uses = inuse.find_users(dev)
-        assert [(u.device, u.blocking) for u in uses] == [(other, False)]
-        assert str(uses[0]).startswith(f"{other} reads {img}, the file {dev} reads too")
+        found = inuse.find_users(dev)
+        assert [(u.device, u.blocking) for u in found] == [(other, False)]
+        assert str(found[0]).startswith(f"{other} reads {img}, the file {dev} reads too")
 
 
 LOCKS = {"flock": "a BSD flock (write)", "posix": "a POSIX lock (write)",

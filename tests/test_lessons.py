@@ -217,7 +217,7 @@ def _severities(report: dict[str, object]) -> dict[str, str]:
     return {f["code"]: f["severity"] for f in parts[0]["findings"]}
 
 
-def test_check_reads_rotational_from_sysfs(tmp_path: Path, loop_device) -> None:  # type: ignore[no-untyped-def]
+def test_check_reads_rotational_from_sysfs(tmp_path: Path, loop_device) -> None:
     image = tmp_path / "m4.img"
     _gpt_at_34(image)
     dev = loop_device(image)
@@ -243,7 +243,7 @@ def test_check_ssd_option_on_an_image(tmp_path: Path) -> None:
     assert "--ssd" in str(report["page_rule"])
 
 
-def test_topology_lists_the_schedulers(tmp_path: Path, loop_device) -> None:  # type: ignore[no-untyped-def]
+def test_topology_lists_the_schedulers(tmp_path: Path, loop_device) -> None:
     from diskplan.discovery.topology import topology
 
     image = tmp_path / "d.img"

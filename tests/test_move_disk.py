@@ -42,18 +42,18 @@ from helpers.units import MiB
         ("gpt", 2048, 60_000, 40960),  # right by 28 MiB (chunks of 8 MiB, nothing journalled)
     ],
 )
-def test_move_ext4(loop_device, tmp_path, label, start, to, size) -> None:  # type: ignore[no-untyped-def]
+def test_move_ext4(loop_device, tmp_path, label, start, to, size) -> None:
     d = make_disk(loop_device, tmp_path, label=label, start=start, size=size)
     move(d, to)
 
 
 @pytest.mark.parametrize(("fs", "size"), [("xfs", 620_000), ("btrfs", 240_000), ("vfat", 40960)])
-def test_move_other_filesystems(loop_device, tmp_path, fs, size) -> None:  # type: ignore[no-untyped-def]
+def test_move_other_filesystems(loop_device, tmp_path, fs, size) -> None:
     d = make_disk(loop_device, tmp_path, start=34, size=size, fs=fs, disk_mib=size // 2048 + 8)
     move(d, 2048)
 
 
-def test_mounted_partition_is_refused(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_mounted_partition_is_refused(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=2048, size=20480)
     run("partx", "-u", d.dev)
     mnt = tempfile.mkdtemp(dir=tmp_path)
@@ -69,7 +69,7 @@ def test_mounted_partition_is_refused(loop_device, tmp_path) -> None:  # type: i
     assert entry(d)[0] == 2048
 
 
-def test_overlapping_another_partition_is_refused(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_overlapping_another_partition_is_refused(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=2048, size=20480)
     run("sfdisk", "-q", "--append", d.dev, input="start=40000, size=2048\n")
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "30000", "--yes")
@@ -103,12 +103,12 @@ SAMPLE = [  # (point, n, start, to): right by less than a chunk (journalled) and
 
 
 @pytest.mark.parametrize(("point", "n", "start", "to"), SAMPLE)
-def test_killed_move_resumes(loop_device, tmp_path, point, n, start, to) -> None:  # type: ignore[no-untyped-def]
+def test_killed_move_resumes(loop_device, tmp_path, point, n, start, to) -> None:
     d = make_disk(loop_device, tmp_path, start=start, size=40960, disk_mib=48)
     kill_and_resume(d, to, f"{point}:{n}")
 
 
-def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_many_random_kills(loop_device, tmp_path) -> None:
     """Every run is killed (N is drawn within what the move does), then resumed."""
     from diskplan.model.move import BATCH_BYTES, schedule
 
@@ -136,7 +136,7 @@ def test_many_random_kills(loop_device, tmp_path) -> None:  # type: ignore[no-un
             raise AssertionError(f"run {i}: {size} sectors {start} -> {to}, kill at {point}:{n}: {exc}") from exc
 
 
-def test_ctrl_c_stops_at_a_chunk_boundary_then_resume(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_c_stops_at_a_chunk_boundary_then_resume(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=40_000, size=40960, disk_mib=48)
     partuuid = entry(d)[2]
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="read:1:INT")
@@ -150,7 +150,7 @@ def test_ctrl_c_stops_at_a_chunk_boundary_then_resume(loop_device, tmp_path) -> 
     assert_intact(d, 2048, partuuid)
 
 
-def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=34, size=20480)
     with View(d.dev, 34, 20480, read_only=False) as v:
         run("debugfs", "-w", "-R", "clri <11>", v)  # lost+found's inode wiped
@@ -159,7 +159,7 @@ def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:  # type
     assert entry(d)[0] == 34 and not list((d.state / "diskplan" / "backups").glob("*.dpmove"))
 
 
-def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:
     """util-linux #3568: sfdisk --move-data dropped msdos logical partitions; diskplan refuses to move one."""
     img = sparse_image(64 * MiB)
     table = "label: dos\nstart=2048, size=100000, type=5\nstart=4096, size=20000, type=83\n"
@@ -170,7 +170,7 @@ def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:  # t
     assert got.returncode == 1 and "logical" in got.stderr, got.stdout + got.stderr
 
 
-def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:
     from diskplan.backend.move import boot_warnings
 
     img = sparse_image(8 * MiB)
@@ -182,7 +182,7 @@ def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> 
     assert len(said) == 2 and "hidden sectors" in said[0] and "grub-install" in said[1]
 
 
-def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:
     """A hybrid MBR names the partition's sectors too: moving it would leave that entry pointing at old bytes."""
     d = make_disk(loop_device, tmp_path, start=34, size=20480)
     with open(d.dev, "r+b") as f:
@@ -193,7 +193,7 @@ def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:  # type: ignore
     assert entry(d)[0] == 34
 
 
-def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None:
     """A partition at 34 lies inside the first MiB the backup saves: restoring it must not roll its data back."""
     from diskplan.backend import backup as bk
     from diskplan.model.extent import Extent
@@ -209,12 +209,12 @@ def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None
 
 
 def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
-    loop_device, tmp_path, monkeypatch  # type: ignore[no-untyped-def]
+    loop_device, tmp_path, monkeypatch
 ) -> None:
     """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
     from diskplan.backend import lock as wlock
-    from diskplan.backend.commit import Verdict
     from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
+    from diskplan.backend.write import Verdict
     from diskplan.cli.apply import host
     from helpers.lockholders import holding
 
@@ -243,7 +243,7 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
 
 
 @pytest.mark.parametrize(("label", "start"), [("gpt", 34), ("dos", 63)])
-def test_a_half_moved_partition_is_hidden_from_every_reader_until_resume(  # type: ignore[no-untyped-def]
+def test_a_half_moved_partition_is_hidden_from_every_reader_until_resume(
     loop_device, tmp_path, label, start
 ) -> None:
     """After a crash mid-move no partition node exists for it, so nothing (fstab by UUID, udisks, a boot-time

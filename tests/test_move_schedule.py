@@ -50,7 +50,7 @@ class World:
 
 
 class Mem:
-    def __init__(self, w: World, plan, check: bool) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, w: World, plan, check: bool) -> None:
         self.w, self.plan, self.check = w, plan, check
         self.bufs = [bytearray(max(plan.chunk, 1)) for _ in range(2)]
         self.pending: list[int] = []  # chunks written since the last sync
@@ -93,10 +93,10 @@ class Mem:
 
 
 class MemLog:
-    def __init__(self, w: World, plan) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, w: World, plan) -> None:
         self.w, self.plan = w, plan
 
-    def _keep(self, items) -> None:  # type: ignore[no-untyped-def]
+    def _keep(self, items) -> None:
         for i in items:
             if isinstance(i, str):
                 continue
@@ -105,14 +105,14 @@ class MemLog:
                 s = self.plan.step(i.index)
                 self.w.copied.update(range(s.src, s.src + s.count))
 
-    def append(self, *items) -> None:  # type: ignore[no-untyped-def]
+    def append(self, *items) -> None:
         if self.w.tick():
             if self.w.rng.random() < 0.5:  # written whole but not acknowledged
                 self._keep(items)
             raise Crash
         self._keep(items)
 
-    def save(self, index: int, data) -> None:  # type: ignore[no-untyped-def]
+    def save(self, index: int, data) -> None:
         if self.w.tick():
             old = self.w.slot.get(index % 2, b"")
             cut = self.w.rng.randrange(len(data) + 1)
@@ -161,7 +161,7 @@ def _run_with_crashes(
 @settings(max_examples=400, deadline=None)
 @given(m=moves, crashes=st.lists(st.integers(1, 40), max_size=4), seed=st.integers(0, 2**32),
        batch=st.integers(1, 64))
-def test_any_crash_then_resume_moves_the_content_exactly(m, crashes, seed, batch) -> None:  # type: ignore[no-untyped-def]
+def test_any_crash_then_resume_moves_the_content_exactly(m, crashes, seed, batch) -> None:
     """Any crash points, unsynced writes lost at each, any batch of chunks between syncs."""
     got, want, _ = _run_with_crashes(m, crashes, seed, batch)
     assert got == want
@@ -169,7 +169,7 @@ def test_any_crash_then_resume_moves_the_content_exactly(m, crashes, seed, batch
 
 @settings(max_examples=300, deadline=None)
 @given(m=moves, batch=st.integers(1, 64))
-def test_groups_cover_the_chunks_in_order_and_never_overwrite_their_own_sources(m, batch) -> None:  # type: ignore[no-untyped-def]
+def test_groups_cover_the_chunks_in_order_and_never_overwrite_their_own_sources(m, batch) -> None:
     length, start, target, big, clean = m
     plan = schedule(start, target, length, 1, max_chunk_bytes=big, min_clean_bytes=clean)
     groups = list(plan.groups(0, batch))
@@ -193,7 +193,7 @@ def test_a_move_farther_than_its_size_syncs_once_per_batch() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(m=moves)
-def test_chunks_cover_the_range_once_in_a_safe_order(m) -> None:  # type: ignore[no-untyped-def]
+def test_chunks_cover_the_range_once_in_a_safe_order(m) -> None:
     length, start, target, big, clean = m
     plan = schedule(start, target, length, 1, max_chunk_bytes=big, min_clean_bytes=clean)
     steps = list(plan.steps())
@@ -311,7 +311,7 @@ def test_a_stop_request_ends_on_a_chunk_boundary() -> None:
     start=st.integers(34, 5000), size=st.integers(1, 3000), period=st.sampled_from([1, 8, 64, 2048]),
     gap_before=st.integers(0, 3000), gap_after=st.integers(0, 3000),
 )
-def test_realign_goes_to_the_nearest_boundary_that_fits(start, size, period, gap_before, gap_after) -> None:  # type: ignore[no-untyped-def]
+def test_realign_goes_to_the_nearest_boundary_that_fits(start, size, period, gap_before, gap_after) -> None:
     from diskplan.model.extent import Extent
     from diskplan.model.grain import Grain
     from diskplan.model.move import realign_start

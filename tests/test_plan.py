@@ -3,12 +3,15 @@ partitions that never move, msdos rules, pending changes, undo and redo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
-from diskplan.model.plan import Edge, History, Outcome, Plan, validate
+from diskplan.model.operations import validate
+from diskplan.model.plan import Edge, History, Outcome, Plan
 from diskplan.model.table import new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -242,15 +245,15 @@ def test_msdos_primaries_extended_and_logicals() -> None:
     l6 = plan.partition(6)
     assert l6 is not None and l6.start >= l5.end + 2  # one sector at least for the EBR
     refused(plan.propose(e.start + 10, 10, role=Role.PRIMARY), "only logical")
-    shrunk = plan.resize_to(e.number, Edge.END, l6.start)  # type: ignore[arg-type]
-    assert ok(shrunk).partition(e.number).end >= l6.end  # type: ignore[union-attr,arg-type]
+    shrunk = plan.resize_to(e.number, Edge.END, l6.start)
+    assert ok(shrunk).partition(e.number).end >= l6.end  # type: ignore[union-attr]
     assert shrunk.snap is not None and "logical partition 6" in shrunk.snap.notes[0]
-    refused(plan.move(e.number, 1), "holds logical")  # type: ignore[arg-type]
+    refused(plan.move(e.number, 1), "holds logical")
     assert validate(plan.table, geom) == []
     for start in (3_000_000, 3_100_000):
         plan = ok(plan.propose(start, 2048))
     refused(plan.propose(3_500_000, 2048), "4 primary")
-    gone = ok(plan.delete(e.number))  # type: ignore[arg-type]
+    gone = ok(plan.delete(e.number))
     assert gone.partition(5) is None and gone.partition(6) is None and gone.extended() is None
 
 
@@ -329,8 +332,10 @@ def test_adopting_a_plan_keeps_what_matches() -> None:
 def test_undo_and_redo_restore_exact_plans() -> None:
     h = History(plan_on())
     plans = [h.present]
-    for step in (lambda p: p.propose(2048, 4096), lambda p: p.move(1, 3), lambda p: p.resize(1, Edge.END, 2),
-                 lambda p: p.set_name(1, "x"), lambda p: p.delete(1)):
+    steps: tuple[Callable[[Plan], Outcome], ...] = (
+        lambda p: p.propose(2048, 4096), lambda p: p.move(1, 3), lambda p: p.resize(1, Edge.END, 2),
+        lambda p: p.set_name(1, "x"), lambda p: p.delete(1))
+    for step in steps:
         assert h.apply(step(h.present))
         plans.append(h.present)
     for expected in reversed(plans[:-1]):

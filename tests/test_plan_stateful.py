@@ -14,7 +14,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Edge, History, Outcome, Plan, validate
+from diskplan.model.operations import validate
+from diskplan.model.plan import Edge, History, Outcome, Plan
 from diskplan.model.table import Table, new_table
 
 GEOMETRIES = [

@@ -16,6 +16,7 @@ import pathlib
 import subprocess
 import sys
 import unicodedata
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,7 +31,7 @@ EXAMPLES = LONG or 300
 CLI_EXAMPLES = max(8, EXAMPLES // 50)  # each one starts two processes
 GEOMETRIES = (Geometry(131072), Geometry(1), Geometry(2**40, logical=4096, physical=4096))
 
-VALID_JSON = {
+VALID_JSON: dict[str, Any] = {
     "format": "diskplan-plan", "version": 1, "label": "gpt", "sector_size": 512, "sectors": 131072,
     "first_lba": 34, "last_lba": 131038,
     "partitions": [

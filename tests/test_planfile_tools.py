@@ -10,6 +10,7 @@ import json
 import pathlib
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -222,7 +223,7 @@ def test_parted_notes_what_it_cannot_do_and_still_runs(sparse_image: Callable[..
 # --- real images ----------------------------------------------------------------------------------------
 
 
-def _corpus() -> list[dict]:
+def _corpus() -> list[dict[str, Any]]:
     manifest = CORPUS / "manifest.json"
     if not manifest.exists():
         return []
@@ -236,7 +237,7 @@ UNPLANNABLE = {"partition-beyond-end-of-image", "gpt-backup-missing-or-invalid",
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("entry", _corpus(), ids=lambda e: e["name"])
-def test_a_real_images_dump_loads_as_a_plan(entry: dict, tmp_path: pathlib.Path) -> None:
+def test_a_real_images_dump_loads_as_a_plan(entry: dict[str, Any], tmp_path: pathlib.Path) -> None:
     spec_ = importlib.util.spec_from_file_location("corpus_materialize", CORPUS / "materialize.py")
     assert spec_ and spec_.loader
     mat = importlib.util.module_from_spec(spec_)

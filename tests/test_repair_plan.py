@@ -3,6 +3,9 @@ the sectors it writes, and blocking every other step while it is pending (and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,15 +148,15 @@ def test_a_pending_repair_never_travels_with_other_changes(steps: list[str]) -> 
         elif step == "redo":
             history.redo()
         else:
-            out = {
+            actions: dict[str, Callable[[], Outcome]] = {
                 "repair": plan.repair,
-                "propose": lambda p=plan: p.propose(1048576, 4096),
-                "delete": lambda p=plan: p.delete(2),
-                "rename": lambda p=plan: p.set_name(1, "x"),
-                "label": lambda p=plan: p.new_label("gpt"),
+                "propose": partial(plan.propose, 1048576, 4096),
+                "delete": partial(plan.delete, 2),
+                "rename": partial(plan.set_name, 1, "x"),
+                "label": partial(plan.new_label, "gpt"),
                 "clear": plan.clear,
-            }[step]()
-            history.apply(out)
+            }
+            history.apply(actions[step]())
         now = history.present
         seen.append(now)
         if now.repairing:

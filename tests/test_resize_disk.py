@@ -40,7 +40,7 @@ BTRFS_EINVAL = pytest.mark.xfail(
     ("btrfs", 614_400, 700_000, 660_000),
     pytest.param("btrfs", 240_000, 300_000, 230_000, marks=BTRFS_EINVAL),
 ])
-def test_grow_then_shrink(loop_device, tmp_path, fs, size, grown, shrunk) -> None:  # type: ignore[no-untyped-def]
+def test_grow_then_shrink(loop_device, tmp_path, fs, size, grown, shrunk) -> None:
     d = make_disk(loop_device, tmp_path, start=2048, size=size, fs=fs, disk_mib=grown // 2048 + 4)
     partuuid = entry(d)[2]
     dry = diskplan(d, "resize", d.dev, "--partition", "1", "--size", f"{grown}s")
@@ -55,7 +55,7 @@ def test_grow_then_shrink(loop_device, tmp_path, fs, size, grown, shrunk) -> Non
     assert_resized(d, shrunk, partuuid)
 
 
-def test_shrink_below_the_minimum_is_refused(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_shrink_below_the_minimum_is_refused(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=2048, size=40960, disk_mib=32)
     before = entry(d)
     got = resize(d, 4096)  # 2 MiB: the files alone take more
@@ -63,7 +63,7 @@ def test_shrink_below_the_minimum_is_refused(loop_device, tmp_path) -> None:  # 
     assert entry(d) == before
 
 
-def test_xfs_grows_and_never_shrinks(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_xfs_grows_and_never_shrinks(loop_device, tmp_path) -> None:
     need_tool("xfs_growfs")
     d = make_disk(loop_device, tmp_path, start=2048, size=620_000, fs="xfs", disk_mib=340)
     partuuid = entry(d)[2]
@@ -83,7 +83,7 @@ def test_the_rules_order_and_refuse() -> None:
     assert resizer("xfs")[0] is not None and refusals("xfs", 100, 99, None)
 
 
-def test_swap_keeps_its_uuid_and_label(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_swap_keeps_its_uuid_and_label(loop_device, tmp_path) -> None:
     img = tmp_path / "disk.img"
     with open(img, "wb") as f:
         f.truncate(24 << 20)
@@ -107,7 +107,7 @@ def test_swap_keeps_its_uuid_and_label(loop_device, tmp_path) -> None:  # type: 
                 assert int.from_bytes(f.read(4), "little") == size * 512 // 4096 - 1
 
 
-def test_ntfs_grows_and_shrinks_with_ntfsresize(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ntfs_grows_and_shrinks_with_ntfsresize(loop_device, tmp_path) -> None:
     need_tool("mkntfs")
     need_tool("ntfsresize")
     img = tmp_path / "disk.img"
@@ -134,7 +134,7 @@ def test_ntfs_grows_and_shrinks_with_ntfsresize(loop_device, tmp_path) -> None: 
             assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:
     from diskplan.backend.fsresize import missing
 
     monkeypatch.setenv("PATH", "/nonexistent")
@@ -146,7 +146,7 @@ def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:  
     (34, 2048, 40960, 61440),  # realign from 34 and grow: the move first
     (40_000, 2048, 40960, 30720),  # left and shrink: the shrink first
 ])
-def test_move_with_size_resizes_in_the_order_that_has_room(  # type: ignore[no-untyped-def]
+def test_move_with_size_resizes_in_the_order_that_has_room(
     loop_device, tmp_path, start, to, size, new
 ) -> None:
     d = make_disk(loop_device, tmp_path, start=start, size=size, disk_mib=48)

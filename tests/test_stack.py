@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import need_tool, run
+from diskplan.model import codes as C
 from diskplan.model import stack as S
 from diskplan.model import stackfindings as SF
 from diskplan.model.geometry import Geometry
@@ -61,7 +62,7 @@ def _check(target: str, *extra: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("alignment", "offset"), [("192k", None), ("1m", "4k"), ("8k", None)])
-def test_pv_label_pe_start_as_pvs_reports(sparse_image, loop_device, alignment, offset) -> None:  # type: ignore[no-untyped-def]
+def test_pv_label_pe_start_as_pvs_reports(sparse_image, loop_device, alignment, offset) -> None:
     dev = loop_device(sparse_image(64 * MiB))
     _lvm("pvcreate", "-y", "--dataalignment", alignment, *(["--dataalignmentoffset", offset] if offset else []), dev)
     try:
@@ -73,7 +74,7 @@ def test_pv_label_pe_start_as_pvs_reports(sparse_image, loop_device, alignment, 
         _lvm("pvremove", "-y", dev)
 
 
-def test_vg_extent_size_and_stripes_from_the_metadata_text(sparse_image, loop_device, vg_cleanup) -> None:  # type: ignore[no-untyped-def]
+def test_vg_extent_size_and_stripes_from_the_metadata_text(sparse_image, loop_device, vg_cleanup) -> None:
     a, b = loop_device(sparse_image(300 * MiB, "a.img")), loop_device(sparse_image(300 * MiB, "b.img"))
     _lvm("pvcreate", "-y", a, b)
     vg_cleanup.append("teachvg")
@@ -89,7 +90,7 @@ def test_vg_extent_size_and_stripes_from_the_metadata_text(sparse_image, loop_de
     assert [int(x) for x in out] == [2, 8192] and pv.stripe == 8192 and facts["LV lv01"] == "2 stripes of 8192 B"
 
 
-def _pv_head(loop_device, sparse_image, size: int, *args: str) -> tuple[bytes, int]:  # type: ignore[no-untyped-def]
+def _pv_head(loop_device, sparse_image, size: int, *args: str) -> tuple[bytes, int]:
     """The first MiB of a PV pvcreate made on a loop device of ``size`` bytes, and its pe_start per pvs.
     (Partitions of loop devices have no device node here without udev: the header is copied into one.)"""
     pv = loop_device(sparse_image(size, "pv.img"))
@@ -102,7 +103,7 @@ def _pv_head(loop_device, sparse_image, size: int, *args: str) -> tuple[bytes, i
         _lvm("pvremove", "-y", pv)
 
 
-def test_check_json_layers_of_a_pv_in_a_partition(sparse_image, loop_device) -> None:  # type: ignore[no-untyped-def]
+def test_check_json_layers_of_a_pv_in_a_partition(sparse_image, loop_device) -> None:
     img = sparse_image(64 * MiB)
     run("parted", "-s", str(img), "mklabel", "gpt", "mkpart", "p", "1MiB", "100%")
     head, pe = _pv_head(loop_device, sparse_image, 62 * MiB, "--dataalignment", "1m", "--dataalignmentoffset", "4k")
@@ -115,7 +116,7 @@ def test_check_json_layers_of_a_pv_in_a_partition(sparse_image, loop_device) -> 
     assert layer["kind"] == "lvm2-pv" and layer["begins"] == MiB and layer["data_start"] == MiB + pe
     assert pe == MiB + 4096  # --dataalignmentoffset 4k: on 4 KiB pages, 4 KiB past the 1 MiB grain
     codes = {f["code"]: f["severity"] for f in p1["findings"]}
-    assert codes == {SF.LAYER_NOT_GRAIN: "notice"}, codes
+    assert codes == {C.LAYER_NOT_GRAIN: "notice"}, codes
 
 
 # --- LUKS ---------------------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ def _luks(path: Path, *args: str) -> str:
     return run("cryptsetup", "luksDump", str(path))
 
 
-def test_luks1_payload_offset_as_luksdump_says(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_luks1_payload_offset_as_luksdump_says(sparse_image) -> None:
     img = sparse_image(32 * MiB)
     dump = _luks(img, "--type", "luks1", "--align-payload", "4104")
     want = int(re.search(r"Payload offset:\s+(\d+)", dump).group(1)) * 512  # type: ignore[union-attr]
@@ -138,7 +139,7 @@ def test_luks1_payload_offset_as_luksdump_says(sparse_image) -> None:  # type: i
     assert layer.kind == "luks1" and layer.data_offset == want == 4104 * 512
 
 
-def test_luks2_payload_offset_as_luksdump_says(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_luks2_payload_offset_as_luksdump_says(sparse_image) -> None:
     img = sparse_image(32 * MiB)
     dump = _luks(img, "--type", "luks2", "--offset", "10248")
     want = int(re.search(r"offset:\s+(\d+) \[bytes\]", dump).group(1))  # type: ignore[union-attr]
@@ -147,17 +148,17 @@ def test_luks2_payload_offset_as_luksdump_says(sparse_image) -> None:  # type: i
     # 16 MiB + 1 MiB partition start + 5 MiB + 4 KiB: on the page, off the grain; a 1 KiB shift is not.
     geom = Geometry(sectors=1 << 20, rotational=False)
     found = SF.stack_findings(geom, 2048, (layer,), optimal_grain(geom), 1)
-    assert [f.code for f in found] == [SF.LAYER_NOT_GRAIN]
+    assert [f.code for f in found] == [C.LAYER_NOT_GRAIN]
     text = " ".join(found[0].explanation)
     assert f"{MiB + want:,} mod 1,048,576 = 4,096" in text and "--offset" in text
     odd = SF.stack_findings(geom, 2050, (layer,), optimal_grain(geom), 1)
-    assert odd[0].code == SF.LAYER_NOT_PAGE and odd[0].severity == "warning"
+    assert odd[0].code == C.LAYER_NOT_PAGE and odd[0].severity == "warning"
 
 
 # --- filesystems ----------------------------------------------------------------------------------------
 
 
-def test_ext4_stride_and_stripe_width_as_dumpe2fs_says(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_ext4_stride_and_stripe_width_as_dumpe2fs_says(sparse_image) -> None:
     img = sparse_image(64 * MiB)
     run(need_tool("mkfs.ext4"), "-q", "-F", "-b", "4096", "-E", "stride=16,stripe_width=48", str(img))
     dump = run(need_tool("dumpe2fs"), "-h", str(img))
@@ -167,7 +168,7 @@ def test_ext4_stride_and_stripe_width_as_dumpe2fs_says(sparse_image) -> None:  #
     assert (stride, width) == (16, 48) and (layer.stripe, layer.full_stripe) == (16 * 4096, 48 * 4096)
 
 
-def test_xfs_sunit_swidth_as_xfs_db_says(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_xfs_sunit_swidth_as_xfs_db_says(sparse_image) -> None:
     img = sparse_image(1 << 30)  # sparse; a striped log needs 64 MiB, which smaller images do not get
     run(need_tool("mkfs.xfs"), "-q", "-f", "-d", "su=64k,sw=3", str(img))
     out = run(need_tool("xfs_db"), "-r", "-c", "sb 0", "-c", "p blocksize unit width", str(img))
@@ -237,7 +238,7 @@ def test_a_bad_md_checksum_is_left_out(tmp_path: Path) -> None:
         S.walk(_read_file(img), 64 * MiB)
 
 
-def test_lvm_inside_md_raid5_off_the_full_stripe(tmp_path: Path, sparse_image, loop_device) -> None:  # type: ignore[no-untyped-def]
+def test_lvm_inside_md_raid5_off_the_full_stripe(tmp_path: Path, sparse_image, loop_device) -> None:
     """md raid5 of 4 x 64 KiB chunks (a 192 KiB stripe), data at 1 MiB; inside it a PV whose pe_start is 1 MiB:
     1 MiB mod 192 KiB = 64 KiB, so LVM's extents do not start on the array's stripe."""
     pv_head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
@@ -251,7 +252,7 @@ def test_lvm_inside_md_raid5_off_the_full_stripe(tmp_path: Path, sparse_image, l
     assert [la.kind for la in layers] == ["md", "lvm2-pv"]
     geom = Geometry(sectors=1 << 20, rotational=False)
     found = SF.stack_findings(geom, 2048, layers, optimal_grain(geom), 1)
-    stripe = [f for f in found if f.code == SF.LAYER_NOT_STRIPE]
+    stripe = [f for f in found if f.code == C.LAYER_NOT_STRIPE]
     assert len(stripe) == 1 and "1,048,576 B from the array's data start mod 196,608 = 65,536" in " ".join(
         stripe[0].explanation)
     assert "pvcreate --dataalignment" in stripe[0].explanation[-1]
@@ -277,7 +278,7 @@ def test_the_explain_panel_walks_down_the_stack() -> None:
     assert "Inside it, layer by layer" in joined
     assert "md RAID member at byte 1,048,576: the array's data (data offset) at +1,048,576 B = byte 2,097,152" in joined
     assert "LVM2 physical volume at byte 2,097,152: extent 0 (pe_start) at +1,048,576 B = byte 3,145,728" in joined
-    assert text.index("Inside it, layer by layer") < next(i for i, t in enumerate(text) if SF.LAYER_NOT_STRIPE in t)
+    assert text.index("Inside it, layer by layer") < next(i for i, t in enumerate(text) if C.LAYER_NOT_STRIPE in t)
     assert "Fix: pvcreate --dataalignment 192k." in joined
     assert "Inside it" not in "\n".join(line.text for line in explain(item, geom, grain, table))
 
@@ -398,8 +399,8 @@ def test_a_pv_on_the_page_but_off_its_lvs_stripe() -> None:
     layers = S.walk(lambda off, n: bytes(head[off:off + n]), 64 * MiB)
     geom = Geometry(sectors=1 << 20, rotational=False)
     found = SF.stack_findings(geom, 2048, layers, optimal_grain(geom), 1)
-    assert {f.code for f in found} == {SF.LAYER_NOT_STRIPE, SF.LAYER_NOT_GRAIN}
-    stripe = next(f for f in found if f.code == SF.LAYER_NOT_STRIPE)
+    assert {f.code for f in found} == {C.LAYER_NOT_STRIPE, C.LAYER_NOT_GRAIN}
+    stripe = next(f for f in found if f.code == C.LAYER_NOT_STRIPE)
     assert "2,101,248 mod 8,192 = 4,096" in " ".join(stripe.explanation) and "its own striped LV" in stripe.message
 
 

@@ -21,7 +21,7 @@ def content_for(geom: Geometry, parts: tuple[Partition, ...], label: str | None 
     return MapContent(geom, table, analyze(geom, table, grain), grain)
 
 
-def brute_item(content: MapContent, lba: int):  # type: ignore[no-untyped-def]
+def brute_item(content: MapContent, lba: int):
     """What should lie at ``lba``, by scanning: a partition beats metadata beats free."""
     parts = [p for p in content.table.partitions if p.start <= lba <= p.end]
     if parts:
@@ -31,7 +31,7 @@ def brute_item(content: MapContent, lba: int):  # type: ignore[no-untyped-def]
     return ("free", None)
 
 
-def kind_of(content: MapContent, lba: int):  # type: ignore[no-untyped-def]
+def kind_of(content: MapContent, lba: int):
     item = content.item_at(lba)
     assert item is not None
     if item.kind is Kind.PARTITION:
@@ -42,7 +42,7 @@ def kind_of(content: MapContent, lba: int):  # type: ignore[no-untyped-def]
 
 
 @st.composite
-def layouts(draw):  # type: ignore[no-untyped-def]
+def layouts(draw):
     sectors = draw(st.integers(200, 5000))
     geom = Geometry(sectors=sectors, physical=draw(st.sampled_from([512, 4096])))
     table = new_table("gpt", geom)
@@ -55,7 +55,7 @@ def layouts(draw):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=60, deadline=None)
 @given(layouts())
-def test_every_sector_has_exactly_the_right_item(layout) -> None:  # type: ignore[no-untyped-def]
+def test_every_sector_has_exactly_the_right_item(layout) -> None:
     geom, parts = layout
     content = content_for(geom, parts)
     for lba in range(geom.sectors):
@@ -65,7 +65,7 @@ def test_every_sector_has_exactly_the_right_item(layout) -> None:  # type: ignor
 
 @settings(max_examples=40, deadline=None)
 @given(layouts(), st.sampled_from([1, 2, 3, 8, 64]), st.integers(8, 40))
-def test_rows_agree_with_point_lookups(layout, spc: int, cols: int) -> None:  # type: ignore[no-untyped-def]
+def test_rows_agree_with_point_lookups(layout, spc: int, cols: int) -> None:
     geom, parts = layout
     content = content_for(geom, parts)
     rows = -(-geom.sectors // (spc * cols))
@@ -150,7 +150,8 @@ def test_a_row_costs_the_same_on_a_20_tb_disk_with_128_partitions() -> None:
             for r in range(12):
                 content.row(middle + r * 64 * spc, spc, 64)
 
-    screen(small), screen(big)  # warm any lazily built indexes, as a running planner has
+    screen(small)  # warm any lazily built indexes, as a running planner has
+    screen(big)
     small_calls, big_calls = calls(lambda: screen(small)), calls(lambda: screen(big))
     # 48 rows of 64 cells: bisecting 128 partitions may add a little per row, never a scan of all of them.
     assert big_calls < small_calls * 1.5, (small_calls, big_calls)

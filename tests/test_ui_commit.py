@@ -48,7 +48,7 @@ class Busy:
         return "mounted on /mnt/test (a test says so)"
 
 
-def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_image, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_image, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     img = gpt_image(sparse_image)
 
@@ -83,15 +83,15 @@ def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_i
             assert pathlib.Path(outcome.backup_path).is_file()
             assert outcome.backup_path in text_of(screen)
             await pilot.press("enter")  # back: the disk is read again and the plan starts from it
-            await wait_for(pilot, lambda: not app.session.plan.dirty and len(app.session.plan.table.partitions) == 2)  # type: ignore[union-attr]
-            assert {p.state for p in app.session.plan.table.partitions} == {State.EXISTING}  # type: ignore[union-attr]
+            await wait_for(pilot, lambda: not app.session.plan.dirty and len(app.session.plan.table.partitions) == 2)
+            assert {p.state for p in app.session.plan.table.partitions} == {State.EXISTING}
             return start
 
     start = asyncio.run(go())
     assert dump_parts(img) == [(MiB_SECTORS, 8 * MiB_SECTORS), (start, 16 * MiB_SECTORS)]
 
 
-def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> None:
     img = gpt_image(sparse_image)
     before = img.read_bytes()[: 34 * 512]
     busy = Host(users=lambda path: [Busy()])
@@ -132,7 +132,7 @@ def test_a_demo_shown_from_the_model_cannot_be_written() -> None:
 
 
 @pytest.mark.root
-def test_a_block_device_needs_its_name_typed(sparse_image, loop_device, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_block_device_needs_its_name_typed(sparse_image, loop_device, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     img = gpt_image(sparse_image)
     dev = loop_device(img)

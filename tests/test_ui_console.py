@@ -81,7 +81,7 @@ def test_every_screen_of_the_console_profile_is_cp437() -> None:
     assert _border.BORDER_CHARS["tall"][0][0] == "▊"
 
 
-def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None:
     """The dialogs, the changes panel, a keyboard move and the confirmation screen: CP437 only, 80x25, and
     proposed / deleted / selected partitions told apart by glyphs (no colour needed)."""
     import subprocess
@@ -168,7 +168,7 @@ def test_everything_fits_at_80x25_in_16_colours() -> None:
     asyncio.run(check())
 
 
-def test_without_colour_partitions_are_told_apart_and_the_cursor_shows(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_colour_partitions_are_told_apart_and_the_cursor_shows(monkeypatch) -> None:
     """NO_COLOR (Textual then removes every colour): each partition's cells carry its number, partitions on
     the disk are reversed, the cursor reverses its cell whatever lies there, a notice is '?' and a warning
     '!', and everything is still CP437."""
@@ -195,7 +195,7 @@ def test_without_colour_partitions_are_told_apart_and_the_cursor_shows(monkeypat
 
             def styles_at(y: int) -> list[tuple[str, bool]]:
                 out = []
-                for seg in smap.render_line(y)._segments:  # type: ignore[attr-defined]
+                for seg in smap.render_line(y)._segments:
                     assert isinstance(seg, Segment)
                     out += [(ch, bool(seg.style and seg.style.reverse)) for ch in seg.text]
                 return out[smap.label_width:]
@@ -218,7 +218,7 @@ def test_without_colour_partitions_are_told_apart_and_the_cursor_shows(monkeypat
     asyncio.run(go())
 
 
-def test_without_colour_a_notice_and_a_warning_differ_by_glyph(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_colour_a_notice_and_a_warning_differ_by_glyph(monkeypatch) -> None:
     from diskplan.model.disk import Disk
     from diskplan.model.extent import Partition
     from diskplan.model.geometry import Geometry
@@ -250,7 +250,7 @@ def test_without_colour_a_notice_and_a_warning_differ_by_glyph(monkeypatch) -> N
     assert "! problem" in legend and "? notice" in legend, legend
 
 
-def test_no_color_option_draws_without_colour(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_color_option_draws_without_colour(monkeypatch) -> None:
     """--no-color: the same drawing as NO_COLOR, and no colour reaches the terminal."""
     from diskplan.cli.planner import parser
     from diskplan.ui.glyphs import mono_wanted
@@ -270,7 +270,7 @@ def test_no_color_option_draws_without_colour(monkeypatch) -> None:  # type: ign
             console = Console(width=80, height=25, file=io.StringIO(), force_terminal=True, color_system="truecolor",
                               record=True)
             console.print(lines)
-            return [seg.style.color for seg in console._record_buffer if seg.style and seg.style.color  # type: ignore[attr-defined]
+            return [seg.style.color for seg in console._record_buffer if seg.style and seg.style.color
                     and seg.style.color.type is not ColorType.DEFAULT]
 
     assert asyncio.run(go()) == []

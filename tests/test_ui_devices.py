@@ -9,6 +9,7 @@ import subprocess
 import threading
 
 import pytest
+from textual.widgets import DataTable
 
 from diskplan.backend.demo_image import build
 from diskplan.cli.planner import CliSource, parser
@@ -27,7 +28,7 @@ def _losetup(*args: str) -> str:
 
 
 @pytest.fixture
-def loop_4096(tmp_path):  # type: ignore[no-untyped-def]
+def loop_4096(tmp_path):
     """A 512-byte-sector GPT image attached with 4096-byte sectors (what a 4Kn disk looks like to the kernel)."""
     if os.geteuid() != 0 or shutil.which("losetup") is None:
         pytest.skip("needs root and losetup to attach a loop device")
@@ -50,7 +51,7 @@ def test_a_loop_device_is_listed_with_its_sizes_from_sysfs(loop_4096: str) -> No
     assert probe_table(loop_4096, 512) == "gpt"
 
 
-def test_the_watcher_notices_a_disk_coming_and_going(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_watcher_notices_a_disk_coming_and_going(tmp_path) -> None:
     if os.geteuid() != 0 or shutil.which("losetup") is None:
         pytest.skip("needs root and losetup to attach a loop device")
     changed = threading.Event()
@@ -71,7 +72,7 @@ def test_the_watcher_notices_a_disk_coming_and_going(tmp_path) -> None:  # type:
         watcher.stop()
 
 
-def test_polling_works_when_no_netlink_socket_can_be_opened(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_polling_works_when_no_netlink_socket_can_be_opened(monkeypatch, tmp_path) -> None:
     watcher = Watcher(lambda: None)
     monkeypatch.setattr(Watcher, "_monitor", lambda self: setattr(self, "mode", "poll"))
     watcher.start()
@@ -90,10 +91,10 @@ def test_picking_a_device_opens_it_in_the_planner(loop_4096: str) -> None:
         app = PlannerApp(source, None, lister=list_disks, watch_devices=False)
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
-                           and app.screen.query_one("DataTable").row_count, 2, what="the device picker's rows")
+                           and app.screen.query_one(DataTable).row_count, 2, what="the device picker's rows")
             picker = app.screen
             assert isinstance(picker, DevicePicker)
-            table = picker.query_one("DataTable")
+            table = picker.query_one(DataTable)
             row = table.get_row_index(loop_4096)
             table.move_cursor(row=row)
             await pilot.press("enter")

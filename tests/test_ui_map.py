@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import replace
 
 import pytest
+from rich.style import Style
 from textual.message import Message
 
 from diskplan.model import demos
@@ -167,11 +168,11 @@ async def test_moving_the_cursor_repaints_only_its_rows() -> None:
         rendered: list[int] = []
         original = smap._render_row
 
-        def spy(row: int, *args):  # type: ignore[no-untyped-def]
+        def spy(row: int, *args):
             rendered.append(row)
             return original(row, *args)
 
-        smap._render_row = spy  # type: ignore[method-assign]
+        smap._render_row = spy  # type: ignore[method-assign, assignment]  # a spy in the method's place
         await pilot.press("right")
         await pilot.pause()
         assert rendered == [0]  # the cursor's row, nothing else
@@ -242,13 +243,13 @@ async def test_set_table_shows_a_plan_without_moving_the_view() -> None:
         row_y = smap.cursor_lba // smap.spc // smap.cols - round(smap.scroll_offset.y)
         cursor_col = smap.cursor_lba // smap.spc % smap.cols
 
-        def cell_styles() -> list[object]:
+        def cell_styles() -> list[Style | None]:
             """One style per cell (equal neighbouring cells come as one segment), after the LBA label."""
             chars = [seg.style for seg in smap.render_line(row_y) for _ in seg.text]
             return chars[smap.label_width : smap.label_width + smap.cols]
 
         def bold_cells() -> list[int]:
-            return [i for i, st in enumerate(cell_styles()) if i != cursor_col and st and st.bold]  # type: ignore[attr-defined]
+            return [i for i, st in enumerate(cell_styles()) if i != cursor_col and st and st.bold]
 
         assert bold_cells()  # the partition under the cursor is selected: drawn in bold
         smap.select(None)
@@ -300,7 +301,7 @@ async def test_a_key_storm_never_crashes_the_planner() -> None:
         assert app.return_code is None  # still running: nothing fatal happened
 
 
-def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
     monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
 
     async def go() -> PlannerApp:

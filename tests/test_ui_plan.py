@@ -300,7 +300,7 @@ async def test_type_name_and_flags_of_a_partition() -> None:
 
 
 @run
-async def test_save_and_load_a_plan_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_save_and_load_a_plan_file(tmp_path) -> None:
     path = tmp_path / "plan.json"
     app = PlannerApp(start=blank_gpt())
     async with app.run_test(size=SIZE) as pilot:
@@ -344,11 +344,11 @@ async def test_a_key_drag_step_repaints_only_the_rows_of_the_edges() -> None:
         rendered: list[int] = []
         original = smap._render_row
 
-        def spy(row: int, *args):  # type: ignore[no-untyped-def]
+        def spy(row: int, *args):
             rendered.append(row)
             return original(row, *args)
 
-        smap._render_row = spy  # type: ignore[method-assign]
+        smap._render_row = spy  # type: ignore[method-assign, assignment]  # a spy in the method's place
         await pilot.press("right")
         await pilot.pause()
         assert app.session.shown.partition(n).start == 2 * MiB_SECTORS  # type: ignore[union-attr]

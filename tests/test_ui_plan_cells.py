@@ -42,7 +42,7 @@ def same(a: MapContent, b: MapContent) -> None:
 
 
 @st.composite
-def drags(draw):  # type: ignore[no-untyped-def]
+def drags(draw):
     sectors = draw(st.integers(1500, 6000))
     geom = Geometry(sectors=sectors, physical=draw(st.sampled_from([512, 4096])))
     target = draw(st.sampled_from([SnapTarget.NONE, SnapTarget.PHYSICAL]))
@@ -62,7 +62,7 @@ def drags(draw):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=50, deadline=None)
 @given(drags())
-def test_a_patched_drag_preview_equals_a_fresh_build(case) -> None:  # type: ignore[no-untyped-def]
+def test_a_patched_drag_preview_equals_a_fresh_build(case) -> None:
     plan, steps = case
     proposed = [p.number for p in plan.live if p.state.value == "proposed"]
     if not proposed:

@@ -29,7 +29,7 @@ IMAGE = pathlib.Path("/tmp/diskplan-ui-snapshot/disk.img")
 NOBODY = Host(users=lambda path: [])
 
 
-def planned(pilot) -> None:  # type: ignore[no-untyped-def]
+def planned(pilot) -> None:
     """The modern demo with its home partition marked for deletion and two proposals in its space."""
     app = pilot.app
     s = demos.find("modern")
@@ -44,7 +44,7 @@ def planned(pilot) -> None:  # type: ignore[no-untyped-def]
     app.sector_map.move_to(home.start)
 
 
-async def plan_then(pilot, *keys: str) -> None:  # type: ignore[no-untyped-def]
+async def plan_then(pilot, *keys: str) -> None:
     await settle(pilot)
     planned(pilot)
     await pilot.pause()
@@ -67,7 +67,7 @@ def image() -> Iterator[pathlib.Path]:
     shutil.rmtree(IMAGE.parent, ignore_errors=True)
 
 
-async def confirm(pilot) -> None:  # type: ignore[no-untyped-def]
+async def confirm(pilot) -> None:
     await settle(pilot)
     app = pilot.app
     app.sector_map.move_to(40960)
@@ -79,33 +79,33 @@ async def confirm(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()
 
 
-def test_propose_dialog(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_propose_dialog(snap_compare) -> None:
     app = PlannerApp(start=demo("empty"))
     keys = ["L", "enter", "n", "ctrl+a", "ctrl+k", *"100MB"]
     assert snap_compare(app, press=keys, terminal_size=NORMAL, run_before=settle)
 
 
-def test_console_propose_dialog(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_propose_dialog(snap_compare) -> None:
     app = PlannerApp(start=demo("empty"), console=True)
     keys = ["L", "enter", "n", "ctrl+a", "ctrl+k", *"100MiB"]
     assert snap_compare(app, press=keys, terminal_size=CONSOLE, run_before=settle)
 
 
-def test_plan_with_pending_changes(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_plan_with_pending_changes(snap_compare) -> None:
     app = PlannerApp(start=demo("modern"))
     assert snap_compare(app, terminal_size=NORMAL, run_before=lambda p: plan_then(p, "c"))
 
 
-def test_console_moving_with_the_keys(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_moving_with_the_keys(snap_compare) -> None:
     app = PlannerApp(start=demo("modern"), console=True)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=lambda p: plan_then(p, "m", "right", "right"))
 
 
-def test_confirmation_screen(snap_compare, image) -> None:  # type: ignore[no-untyped-def]
+def test_confirmation_screen(snap_compare, image) -> None:
     app = PlannerApp(start=Target(read(str(image)), image.name, path=str(image)), host=NOBODY)
     assert snap_compare(app, terminal_size=NORMAL, run_before=confirm)
 
 
-def test_console_confirmation_screen(snap_compare, image) -> None:  # type: ignore[no-untyped-def]
+def test_console_confirmation_screen(snap_compare, image) -> None:
     app = PlannerApp(start=Target(read(str(image)), image.name, path=str(image)), host=NOBODY, console=True)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=confirm)

@@ -15,7 +15,7 @@ from helpers.pilot import image_target, text_of, wait_for
 from helpers.units import MiB
 
 
-def test_the_planner_offers_plans_and_writes_the_gpt_repair(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_planner_offers_plans_and_writes_the_gpt_repair(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     img = damaged_gpt(tmp_path)
 

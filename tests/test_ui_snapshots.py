@@ -22,46 +22,46 @@ def fake_disks() -> list[DiskInfo]:
     ]
 
 
-def test_main_screen_whole_disk(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_main_screen_whole_disk(snap_compare) -> None:
     assert snap_compare(PlannerApp(start=target("modern")), terminal_size=NORMAL, run_before=settle)
 
 
-def test_main_screen_sector_zoom_on_a_512e_disk(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_main_screen_sector_zoom_on_a_512e_disk(snap_compare) -> None:
     app = PlannerApp(start=target("advanced-format"))
     assert snap_compare(app, press=["1"], terminal_size=NORMAL, run_before=settle)
 
 
-def test_stripe_grain_lines(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_stripe_grain_lines(snap_compare) -> None:
     app = PlannerApp(start=target("stripe"))
     assert snap_compare(app, press=["1", *["minus"] * 8, "i"], terminal_size=NORMAL, run_before=settle)
 
 
-def test_console_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_main_screen(snap_compare) -> None:
     app = PlannerApp(start=target("dos-63"), console=True)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=settle)
 
 
-def test_console_sector_zoom(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_sector_zoom(snap_compare) -> None:
     app = PlannerApp(start=target("ssd-gpt-34"), console=True)
     assert snap_compare(app, press=["1"], terminal_size=CONSOLE, run_before=settle)
 
 
-def test_console_help(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_help(snap_compare) -> None:
     app = PlannerApp(start=target("empty"), console=True)
     assert snap_compare(app, press=["question_mark"], terminal_size=CONSOLE, run_before=settle)
 
 
-def test_console_device_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_console_device_picker(snap_compare) -> None:
     app = PlannerApp(start=None, console=True, lister=fake_disks, watch_devices=False)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=settle)
 
 
-def test_demo_picker(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_demo_picker(snap_compare) -> None:
     app = PlannerApp(start=target("ssd-gpt-34"))
     assert snap_compare(app, press=["d", "down", "down"], terminal_size=CONSOLE, run_before=settle)
 
 
-def test_no_color_console_main_screen(snap_compare, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_color_console_main_screen(snap_compare, monkeypatch) -> None:
     """NO_COLOR on the Linux console: partitions by their number, the cursor reversed, notices by '?'."""
     monkeypatch.setenv("NO_COLOR", "1")
     app = PlannerApp(start=target("dos-63"), console=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from diskplan.cli.options import open_target
 from diskplan.cli.planner import parser
+from diskplan.model.codes import LAYER_NOT_PAGE
 from diskplan.model.lvmformat import StripedVg, pv_header_pieces
-from diskplan.model.stackfindings import LAYER_NOT_PAGE
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.target import Target

@@ -23,12 +23,12 @@ def test_the_planner_module_leaves_dialogs_plan_files_and_the_commit_for_later()
     assert out.strip() == "[]"
 
 
-def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeypatch) -> None:
     img = damaged_gpt(tmp_path)
     repaints: list[str] = []
     refresh = KeysFooter.refresh
 
-    def counting(self: KeysFooter, *a, **kw):  # type: ignore[no-untyped-def]
+    def counting(self: KeysFooter, *a, **kw):
         repaints.append("footer")
         return refresh(self, *a, **kw)
 
@@ -59,7 +59,7 @@ def test_the_footer_follows_the_keys_it_shows_and_nothing_else(tmp_path, monkeyp
     asyncio.run(go())
 
 
-def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:
     from diskplan.ui.screens import HelpScreen
 
     async def go() -> None:
@@ -81,13 +81,13 @@ def test_a_click_on_a_footer_key_presses_it(tmp_path) -> None:  # type: ignore[n
     asyncio.run(go())
 
 
-def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None:
     from diskplan.ui.target import ModelSource
 
     seen: list[tuple[bool, bool, bool]] = []
 
     class Watched(PlannerApp):
-        def _display(self, screen, renderable) -> None:  # type: ignore[no-untyped-def]
+        def _display(self, screen, renderable) -> None:
             if not seen:
                 footer, smap = self.query_one(KeysFooter), self.sector_map
                 # The whole disk, as the map shows a new disk: not the zoom it had before its first layout.

@@ -149,7 +149,7 @@ async def test_opening_another_disk_or_demo_or_loading_a_plan_asks_first() -> No
 # --- 3. nothing covers a confirmation -----------------------------------------------------------------
 
 
-def test_no_toast_covers_the_write_confirmation(sparse_image, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_toast_covers_the_write_confirmation(sparse_image, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     need_tool("sfdisk")
     img = sparse_image(64 << 20)
@@ -250,7 +250,7 @@ async def test_i_shows_the_facts_every_time() -> None:
 # --- 7. EBRs, one-sector runs, the next partition, the write dialog's header --------------------------
 
 
-def test_an_ebr_is_one_sector_and_the_rest_a_gap(sparse_image) -> None:  # type: ignore[no-untyped-def]
+def test_an_ebr_is_one_sector_and_the_rest_a_gap(sparse_image) -> None:
     need_tool("parted")
     img = sparse_image(64 << 20)
     run_tool("parted", "-s", str(img), "mklabel", "msdos", "mkpart", "primary", "1MiB", "8MiB",
@@ -281,7 +281,7 @@ def test_a_one_sector_block_reads_lba_n_not_n_to_n() -> None:
     assert f"block is LBA {p.start:,} " in text and f"{p.start}-{p.start}" not in text, text
 
 
-def test_the_write_dialog_header_has_no_nested_parentheses(sparse_image, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_write_dialog_header_has_no_nested_parentheses(sparse_image, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     need_tool("sfdisk")
     img = sparse_image(64 << 20)
