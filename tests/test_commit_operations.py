@@ -4,6 +4,7 @@ the disk will hold, what makes a plan unwritable, and what a read-back table is 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,8 +17,8 @@ from diskplan.model.table import Table
 L, E = Role.LOGICAL, Role.EXTENDED
 
 
-def part(n: int, start: int, end: int, role: Role = Role.PRIMARY, **kw: object) -> Partition:
-    return Partition(n, start, end, role=role, **kw)  # type: ignore[arg-type]
+def part(n: int, start: int, end: int, role: Role = Role.PRIMARY, **kw: Any) -> Partition:
+    return Partition(n, start, end, role=role, **kw)
 
 
 DOS = Table("msdos", 1, 131071, (

@@ -4,6 +4,7 @@ partitions that never move, msdos rules, pending changes, undo and redo."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,8 @@ def plan_on(geom: Geometry = GIB, *parts: Partition, label: str = "gpt",
     return Plan.open(geom, new_table(label, geom).with_partitions(parts), target)
 
 
-def existing(number: int, start: int, end: int, **kw: object) -> Partition:
-    return Partition(number, start, end, kw.pop("type", LINUX), state=State.EXISTING, **kw)  # type: ignore[arg-type]
+def existing(number: int, start: int, end: int, **kw: Any) -> Partition:
+    return Partition(number, start, end, kw.pop("type", LINUX), state=State.EXISTING, **kw)
 
 
 def ok(outcome: Outcome) -> Plan:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,11 +52,12 @@ def vg_cleanup() -> Iterator[list[str]]:
                        env={"LVM_SUPPRESS_FD_WARNINGS": "1", "PATH": "/usr/sbin:/sbin:/usr/bin:/bin"})
 
 
-def _check(target: str, *extra: str) -> dict[str, object]:
+def _check(target: str, *extra: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "diskplan", "check", target, "--json", *extra],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
 
 
 # --- LVM2 ---------------------------------------------------------------------------------------------
@@ -111,7 +113,7 @@ def test_check_json_layers_of_a_pv_in_a_partition(sparse_image, loop_device) -> 
         f.seek(MiB)
         f.write(head)
     report = _check(str(img), "--ssd")
-    p1 = report["partitions"][0]  # type: ignore[index]
+    p1 = report["partitions"][0]
     (layer,) = p1["layers"]
     assert layer["kind"] == "lvm2-pv" and layer["begins"] == MiB and layer["data_start"] == MiB + pe
     assert pe == MiB + 4096  # --dataalignmentoffset 4k: on 4 KiB pages, 4 KiB past the 1 MiB grain
@@ -311,8 +313,8 @@ def test_lvm_demo_images_carry_pv_headers_pvs_reads(tmp_path: Path, name: str, d
     assert (vg, int(pe), int(ext)) == ("vgdata01", MiB, 128 * MiB), out.stderr
     assert [int(x) for x in lvs.stdout.split()] == [2, 8192]  # lvcreate -i 2 -I 8
     report = _check(image.device, "--ssd")
-    layers = report["layers"] if s.label is None else report["partitions"][0]["layers"]  # type: ignore[index]
-    (layer,) = layers  # type: ignore[misc]
+    layers = report["layers"] if s.label is None else report["partitions"][0]["layers"]
+    (layer,) = layers
     assert layer["data_start"] == data_start and layer["stripe"] == 8192
     assert data_start % 8192 == 0 and data_start % MiB == 0  # the same remainder: both aligned
     assert s.planned_disk().stack(s.pv_on)[0].data_offset == MiB  # the model reads its own headers alike

@@ -8,6 +8,8 @@ import asyncio
 import pathlib
 from dataclasses import replace
 
+from textual.widgets import DataTable, Input
+
 from diskplan.backend.reader import read
 from diskplan.discovery.udev import DiskInfo
 from diskplan.model import demos
@@ -87,7 +89,7 @@ async def test_quitting_a_clean_or_saved_plan_asks_nothing(tmp_path: pathlib.Pat
         propose(app, MiB_SECTORS, 16 * MiB_SECTORS)
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, PathScreen)
-        app.screen.query_one("#path").value = str(tmp_path / "plan.json")  # type: ignore[attr-defined]
+        app.screen.query_one("#path", Input).value = str(tmp_path / "plan.json")
         await pilot.press("enter")
         await pilot.pause()
         assert (tmp_path / "plan.json").exists()
@@ -112,7 +114,7 @@ async def test_save_from_the_question_saves_then_quits(tmp_path: pathlib.Path) -
         await pilot.press("q", "s")
         await pilot.pause()
         assert isinstance(app.screen, PathScreen)
-        app.screen.query_one("#path").value = str(tmp_path / "kept.json")  # type: ignore[attr-defined]
+        app.screen.query_one("#path", Input).value = str(tmp_path / "kept.json")
         await pilot.press("enter")
         await pilot.pause()
         assert (tmp_path / "kept.json").exists() and not app.is_running
@@ -370,7 +372,7 @@ async def test_the_device_picker_keeps_kind_and_scheduler_at_80_columns() -> Non
     app = PlannerApp(start=None, lister=lambda: disks, watch_devices=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
-                       and app.screen.query_one("DataTable").row_count == 2)  # type: ignore[attr-defined]
+                       and app.screen.query_one(DataTable).row_count == 2)
         await pilot.pause()
         lines = screen_text(app).splitlines()
         header = next(line for line in lines if "device" in line and "model" in line)
