@@ -267,7 +267,9 @@ def test_the_explain_panel_walks_down_the_stack() -> None:
     from diskplan.ui.cells import MapContent
     from diskplan.ui.explain import explain
 
-    md = S.md_layer(S.parse_md_super(md_super(5, 4, 128, 2048, 100_000), 2))  # type: ignore[arg-type]
+    sup = S.parse_md_super(md_super(5, 4, 128, 2048, 100_000), 2)
+    assert sup is not None
+    md = S.md_layer(sup)
     pv = S.Layer("lvm2-pv", MiB, 8192, 0, (("pe_start", f"{MiB} B"),), "pvcreate --dataalignment 192k")
     geom = Geometry(sectors=1 << 21, rotational=False)
     table = new_table("gpt", geom).with_partitions((Partition(1, 2048, (1 << 21) - 2048),))
