@@ -67,8 +67,10 @@ class Preview:
 class Drag:
     """A partition being moved or resized, previewed from ``base``."""
 
-    def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool) -> None:
+    def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool,
+                 data: bool = False) -> None:
         self.base = session.history.present
+        self.data = data  # an existing partition: moving it plans a data move
         self.number = number
         self.kind = kind
         self.grab = grab  # mouse: sectors from the dragged edge (the start, for a move) to the grabbed cell
@@ -184,8 +186,9 @@ class Session:
 
     # --- drags -----------------------------------------------------------------------------------------
 
-    def begin(self, number: int, kind: DragKind, *, grab: int = 0, keyboard: bool = False) -> str:
-        """Start dragging partition ``number``; "" when it can be dragged, else why not."""
+    def begin(self, number: int, kind: DragKind, *, grab: int = 0, keyboard: bool = False, data: bool = False) -> str:
+        """Start dragging partition ``number``; "" when it can be dragged, else why not. ``data``: it may be an
+        existing partition, whose data then moves with it (``Plan.move_to(data=True)``)."""
         self.drag = None
         plan = self.history.present
         p = plan.partition(number)
@@ -193,13 +196,13 @@ class Session:
             return plan.blocked() or f"there is no partition {number} to move"
         # Asking to stay where it is gives the plan's own refusal (on disk, holds logical partitions...).
         if kind is DragKind.MOVE:
-            probe = plan.move_to(number, p.start)
+            probe = plan.move_to(number, p.start, data=data)
         else:
             edge = kind.edge or Edge.END
             probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end)
         if not probe.ok:
             return probe.message
-        self.drag = Drag(self, number, kind, grab, keyboard)
+        self.drag = Drag(self, number, kind, grab, keyboard, data)
         return ""
 
     def drag_to(self, lba: int) -> Preview:
@@ -208,7 +211,7 @@ class Session:
         d = self.drag
         assert d is not None
         if d.kind is DragKind.MOVE:
-            outcome = d.base.move_to(d.number, lba - d.grab)
+            outcome = d.base.move_to(d.number, lba - d.grab, data=d.data)
         else:
             assert d.kind.edge is not None
             outcome = d.base.resize_to(d.number, d.kind.edge, lba - d.grab)
@@ -219,7 +222,7 @@ class Session:
         d = self.drag
         assert d is not None
         if d.kind is DragKind.MOVE:
-            outcome = d.shown.move(d.number, steps)
+            outcome = d.shown.move(d.number, steps, data=d.data)
         else:
             assert d.kind.edge is not None
             outcome = d.shown.resize(d.number, d.kind.edge, steps)
