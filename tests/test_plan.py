@@ -9,6 +9,7 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.plan import Edge, History, Outcome, Plan, validate
+from diskplan.model.planfile import PlanFileError, save_plan
 from diskplan.model.table import new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -198,6 +199,8 @@ def test_existing_partitions_move_only_with_their_data_and_never_resize() -> Non
     mixed = ok(moved.propose(500_000, 4096))
     assert any("write the table changes first, then move" in why for why in mixed.problems())
     assert any("write the table changes first" in why for why in ok(moved.set_name(1, "x")).problems())
+    with pytest.raises(PlanFileError, match="do not carry data moves"):  # a file would recreate it empty
+        save_plan(moved)
     # Deleting a moved partition deletes it where it is on the disk.
     gone = ok(moved.delete(1))
     assert gone.deleted(1).extent == plan.partition(1).extent  # type: ignore[union-attr]
