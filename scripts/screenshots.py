@@ -16,7 +16,9 @@ import argparse
 import asyncio
 import io
 import pathlib
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -32,11 +34,24 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
 @dataclass(frozen=True)
 class Shot:
     name: str
-    demo: str
+    demo: str  # a demo's name, or "image:NAME" for an image built by IMAGES[NAME]
     keys: tuple[str, ...] = ()
     size: tuple[int, int] = (100, 30)
     console: bool = False
     about: str = ""
+
+
+def old_gpt(path: pathlib.Path) -> None:
+    """A 4 GiB disk partitioned as old tools did: a 1 GiB partition from sector 34 (made by sfdisk), then
+    free space: what A realigns."""
+    with open(path, "wb") as f:
+        f.truncate(4 << 30)
+    script = "label: gpt\nfirst-lba: 34\nstart=34, size=2097152, type=linux, name=data\n"
+    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
+                   capture_output=True)
+
+
+IMAGES = {"old-gpt-34": old_gpt}
 
 
 SHOTS = (
@@ -57,11 +72,19 @@ SHOTS = (
          (80, 25), True, "moving a proposal with the keys on a console: requested -> snapped in the status line"),
     Shot("confirm", "modern", ("]", "]", "]", "x", "n", "ctrl+a", "ctrl+k", *"100GiB", "enter", "w"),
          about="the confirmation screen: every operation and the resulting table, sector-exact"),
+    Shot("realign", "image:old-gpt-34", ("A", "c"),
+         about="A realigns a partition that holds data: 34s -> 2048s, a data move with bytes and an estimate"),
 )
 
 
-async def take(shot: Shot, source: CliSource) -> pathlib.Path:
-    app = PlannerApp(source, ("demo", shot.demo), console=shot.console)
+async def take(shot: Shot, source: CliSource, scratch: pathlib.Path) -> pathlib.Path:
+    start: tuple[str, str] = ("demo", shot.demo)
+    if shot.demo.startswith("image:"):
+        name = shot.demo.split(":", 1)[1]
+        image = scratch / f"{name}.img"
+        IMAGES[name](image)
+        start = ("path", str(image))
+    app = PlannerApp(source, start, console=shot.console)
     async with app.run_test(size=shot.size) as pilot:
         for _ in range(200):  # the demo image is built and read in a worker
             await pilot.pause(0.02)
@@ -123,9 +146,10 @@ async def main(names: list[str]) -> int:
     OUT.mkdir(exist_ok=True)
     source = CliSource(parser().parse_args([]))
     try:
-        for shot in chosen:
-            path = await take(shot, source)
-            print(f"{path.relative_to(OUT.parent)}  {shot.about}")
+        with tempfile.TemporaryDirectory(prefix="diskplan-shots-") as scratch:
+            for shot in chosen:
+                path = await take(shot, source, pathlib.Path(scratch))
+                print(f"{path.relative_to(OUT.parent)}  {shot.about}")
     finally:
         source.close()
     return 0

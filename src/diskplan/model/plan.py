@@ -549,13 +549,13 @@ class Plan:
                 plan = out.plan
                 done.append(p.number)
             elif not out.ok:
-                left.append(f"{p.number} ({out.message.split(': ', 1)[-1]})")
+                left.append(f"{p.number}: {out.message.split(': ', 1)[-1]}")
         if not done:
-            return self._refuse("no existing partition can be realigned" + (f": {'; '.join(left)}" if left else
-                                ": every one starts on the device's grain"))
+            return self._refuse("no partition on the disk can be realigned" + (
+                f": partition {'; '.join(left)}" if left else ": every one starts on the device's grain"))
         s = "s" if len(done) > 1 else ""
         text = f"realigned partition{s} {', '.join(map(str, done))}: data moves when written"
-        return Outcome(self, plan, True, text + (f"; not {'; '.join(left)}" if left else ""))
+        return Outcome(self, plan, True, text + (f"; not partition {'; '.join(left)}" if left else ""))
 
     def resize(self, number: int, edge: Edge, steps: int = 1) -> Outcome:
         """Move one edge of a proposed partition by ``steps`` grains (negative: left)."""
