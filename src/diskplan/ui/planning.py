@@ -166,10 +166,10 @@ class Session:
             return self._judged[1]
         found = analyze(plan.geometry, plan.table, judging_grain(plan))
         if self._reader:  # about partitions still where the reader saw them (not planned to move)
-            on_disk = {p.number: p.extent for p in plan.base.partitions}
+            on_disk = {p.extent for p in plan.base.partitions}
             kept = [f for f in self._reader
                     if (q := plan.partition(f.partition or 0)) is not None and q.state is State.EXISTING
-                    and on_disk.get(q.number) == q.extent]
+                    and q.extent in on_disk]
             found = sorted([*found, *kept], key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
         self._judged = (plan, found)
         return found
