@@ -502,8 +502,11 @@ class Plan:
 
     def _moved(self, p: Partition, new: Partition, requested: Span, notes: list[str], verb: str,
                wanted_change: bool) -> Outcome:
-        out = self._outcome(p, new, requested, notes, verb, wanted_change)
         base = self.base.by_number(p.number)
+        if p.state is State.EXISTING and base is not None:  # the map and the list say where it comes from
+            away = (new.start, new.end) != (base.start, base.end)
+            new = replace(new, extra=(("moved_from", str(base.start)),) if away else ())
+        out = self._outcome(p, new, requested, notes, verb, wanted_change)
         if not out.changed or p.state is not State.EXISTING or base is None:
             return out
         if (new.start, new.end) == (base.start, base.end):
@@ -635,7 +638,7 @@ class Plan:
         if p.role is not Role.PRIMARY:
             return p
         q = self.base.by_number(p.number)
-        return replace(p, start=q.start, end=q.end) if q is not None and q.size == p.size else p
+        return replace(p, start=q.start, end=q.end, extra=()) if q is not None and q.size == p.size else p
 
     def undelete(self, number: int) -> Outcome:
         """Take back the deletion mark of an existing partition, if its space is still free."""
