@@ -20,7 +20,7 @@ from diskplan.ui.move_screen import MoveScreen
 from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, digest, fill, sfdisk_parts, sfdisk_uuids
-from helpers.pilot import cell_at, image_target, part, plan_of, run, started, wait_for
+from helpers.pilot import cell_at, image_target, part, plan_of, propose, run, started, wait_for
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
 from helpers.units import SECTOR, MiB, MiB_SECTORS
@@ -100,6 +100,13 @@ async def test_dragging_an_existing_partition_moves_its_data(tmp_path: pathlib.P
         panel = app.query_one(ViewsPanel).text("changes")
         assert "move 1 with its data" in panel and "8 MiB" in panel and "estimate" in panel
         assert "plans a data move" in " ".join(str(n.message) for n in app._notifications)
+        # With a table change as well, nothing is written: the table changes go first, on their own.
+        app.clear_notifications()
+        propose(app, 40 * MiB_SECTORS, 4 * MiB_SECTORS)
+        await pilot.press("w")
+        assert "write the table changes first, then move" in " ".join(str(n.message) for n in app._notifications)
+        assert not isinstance(app.screen, MoveScreen)
+        await pilot.press("u")
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
         assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
@@ -183,3 +190,27 @@ async def test_esc_stops_a_move_and_the_planner_offers_to_finish_it(tmp_path: pa
         await wait_for(pilot, lambda: not app.move_journal, what="the offer withdrawn")
     assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(image)] == [(1, 2048, sectors)]
     assert digest(image, 2048, sectors, SECTOR) == before
+
+
+@run
+async def test_realigning_every_partition_moves_them_in_an_order_the_disk_allows(tmp_path: pathlib.Path) -> None:
+    # Partition 1 at 34s has no room until partition 2, 100 sectors after it, has moved right: A realigns
+    # both (two passes), and the write moves partition 2 first, then 1 into the space it left.
+    size = 8 * MiB_SECTORS
+    image = gpt_image(tmp_path / "two.img", 34, size)
+    script = f"start={34 + size + 100}, size={size}, type={LINUX}\n"
+    run_tool(need_tool("sfdisk"), "--quiet", "--no-reread", "--append", str(image), input=script)
+    sums = {1: fill(image, 34, size, SECTOR), 2: fill(image, 34 + size + 100, size, SECTOR)}
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(40 * MiB_SECTORS)  # free space: A realigns every partition that can be
+        await pilot.press("A")
+        assert [(op.kind, op.number, op.start) for op in plan_of(app).changes()] == [
+            ("move", 2, 18432), ("move", 1, 2048)]  # 2 first: 1 goes where 2 is now
+        screen = await confirm(app, pilot)
+        await done(app, pilot, screen)
+        assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+        assert len(screen.finished) == 1 and "partition 2" in screen.finished[0]
+    assert [(n, s) for n, s, _, _, _ in sfdisk_parts(image)] == [(1, 2048), (2, 18432)]
+    assert {n: digest(image, s, size, SECTOR) for n, s in ((1, 2048), (2, 18432))} == sums

@@ -541,18 +541,27 @@ class Plan:
 
     def realign_all(self) -> Outcome:
         """Realign every existing partition off the device's grain that has room (one step); says which
-        cannot move and why."""
+        cannot move and why. Passes until nothing more moves: one realigned may make room for another (its
+        neighbour on the left, once it has moved right)."""
         grain = optimal_grain(self.geometry)
-        plan, done, left = self, [], []
-        for p in self.lanes[TOP].parts:
-            if p.state is not State.EXISTING or grain.is_aligned(p.start):
-                continue
-            out = plan.realign(p.number)
-            if out.ok and out.changed:
-                plan = out.plan
-                done.append(p.number)
-            elif not out.ok:
-                left.append(f"{p.number}: {out.message.split(': ', 1)[-1]}")
+        plan, done = self, []
+        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and not
+                   grain.is_aligned(p.start)]
+        why: dict[int, str] = {}
+        while pending:  # each pass realigns one at least, or stops
+            moved = False
+            for n in list(pending):
+                out = plan.realign(n)
+                if out.ok:
+                    plan, moved = out.plan, True
+                    done.append(n)
+                    pending.remove(n)
+                else:
+                    why[n] = out.message.split(": ", 1)[-1]
+            if not moved:
+                break
+        left = [f"{n}: {why[n]}" for n in pending]
+        done.sort()
         if not done:
             return self._refuse("no partition on the disk can be realigned" + (
                 f": partition {'; '.join(left)}" if left else ": every one starts on the device's grain"))

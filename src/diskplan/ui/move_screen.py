@@ -90,6 +90,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         self.sector_size, self.model = sector_size, model
         self.first: MoveProposal | None = None
         self.outcome: MoveOutcome | None = None
+        self.finished: list[str] = []  # what the moves before the last one tried did
         self.running = False
         self.stop = threading.Event()
         self.meter = Meter()
@@ -208,6 +209,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                 outcome = MoveOutcome(Verdict.FAILED, f"the move failed: {reason}", self.path, resumable=True)
             if outcome.verdict is not Verdict.WRITTEN:
                 break
+            if i + 1 < count:
+                self.finished.append(outcome.message)
             if self.stop.is_set() and i + 1 < count:
                 outcome = MoveOutcome(Verdict.WRITTEN, f"{outcome.message}; stopped before the next move (nothing "
                                       "of it was written)", outcome.target, outcome.details, outcome.backup_path)
@@ -224,8 +227,11 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         self.outcome = o
         if o is None:
             return
-        parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
-                                              (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
+        parts: list[str | tuple[str, str]] = []
+        for message in self.finished:  # the moves done before the last one tried
+            parts += [("WRITTEN: ", VERDICT_STYLE[Verdict.WRITTEN]), (safe(message) + "\n", "")]
+        parts += [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
+                  (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
         for line in o.details:
             parts.append(f"  {safe(line)}\n")
         if o.backup_path:
