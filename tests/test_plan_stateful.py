@@ -237,6 +237,12 @@ class PlanMachine(RuleBasedStateMachine):
         if not ops.problems:  # moves alone: the disk then holds exactly the plan's table
             live = sorted((p.number, p.start, p.end) for p in plan.live)
             assert sorted((p.number, p.start, p.end) for p in ops.result(plan.base).live) == live
+        # Moved one at a time in the listed order (backend.move checks each against the table as it is
+        # then), no move's destination overlaps another partition where it is at that point.
+        now = {p.number: p.extent for p in plan.base.live if p.role is not Role.LOGICAL}
+        for _, new in ops.move if not ops.table_changes else ():  # else refused: table changes go first
+            assert not any(e.overlaps(new.extent) for n, e in now.items() if n != new.number), (ops.move, now)
+            now[new.number] = new.extent
         if ops.move and ops.table_changes:
             assert any("write the table changes first, then move" in why for why in ops.problems)
 
