@@ -29,6 +29,15 @@ def assumed_rate(path: str) -> tuple[float, str]:
     dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
     queue = _sys_queue(dev)
     name = os.path.basename(os.path.dirname(queue))
+    if stat.S_ISBLK(st.st_mode) and name.startswith("loop"):  # as fast as the file behind it (its own flag says 1)
+        try:
+            with open(os.path.join(os.path.dirname(queue), "loop", "backing_file"), encoding="utf-8") as f:
+                backing = f.read().strip()
+        except OSError:
+            backing = ""
+        if backing and backing != path:
+            rate, what = assumed_rate(backing)
+            return rate, f"{what} (behind the loop device)"
     try:
         with open(os.path.join(queue, "rotational"), encoding="ascii") as f:
             rotational = f.read().strip() == "1"
@@ -38,4 +47,4 @@ def assumed_rate(path: str) -> tuple[float, str]:
         return SPINNING, "a spinning disk"
     if name.startswith("nvme"):
         return NVME, "an NVMe SSD"
-    return SSD, "an SSD" if not name.startswith(("loop", "zram")) else f"a {name[:4]} device"
+    return SSD, "an SSD"
