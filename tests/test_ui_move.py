@@ -107,6 +107,12 @@ async def test_dragging_an_existing_partition_moves_its_data(tmp_path: pathlib.P
         assert "write the table changes first, then move" in " ".join(str(n.message) for n in app._notifications)
         assert not isinstance(app.screen, MoveScreen)
         await pilot.press("u")
+        # The drag is one step: undo takes the data move back, redo plans it again.
+        moved = plan_of(app)
+        await pilot.press("u")
+        assert not plan_of(app).dirty and part(app, 1).start == p.start
+        await pilot.press("ctrl+y")
+        assert plan_of(app) is moved
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
         assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
