@@ -27,6 +27,7 @@ from rich.segment import Segment, Segments
 from diskplan.cli.planner import CliSource, parser
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
+from diskplan.ui.move_screen import MoveScreen
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
 
@@ -42,12 +43,14 @@ class Shot:
 
 
 def old_gpt(path: pathlib.Path) -> None:
-    """A 4 GiB disk partitioned as old tools did: a 1 GiB partition from sector 34 (made by sfdisk), then
-    free space: what A realigns."""
+    """A 4 GiB disk partitioned as old tools did: a 1 GiB ext4 partition from sector 34 (made by sfdisk and
+    mkfs.ext4), then free space: what A realigns."""
     with open(path, "wb") as f:
         f.truncate(4 << 30)
     script = "label: gpt\nfirst-lba: 34\nstart=34, size=2097152, type=linux, name=data\n"
     subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
+                   capture_output=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={34 * 512}", str(path), "1G"], check=True,
                    capture_output=True)
 
 
@@ -74,6 +77,8 @@ SHOTS = (
          about="the confirmation screen: every operation and the resulting table, sector-exact"),
     Shot("realign", "image:old-gpt-34", ("A", "c"),
          about="A realigns a partition that holds data: 34s -> 2048s, a data move with bytes and an estimate"),
+    Shot("realign-confirm", "image:old-gpt-34", ("A", "w"),
+         about="the data move's confirmation: sector-exact, the measured estimate, what each move does"),
 )
 
 
@@ -96,11 +101,11 @@ async def take(shot: Shot, source: CliSource, scratch: pathlib.Path) -> pathlib.
         app.clear_notifications()
         for key in shot.keys:
             await pilot.press(key)
-        if isinstance(app.screen, CommitScreen):
+        if isinstance(app.screen, CommitScreen | MoveScreen):
             screen = app.screen
             for _ in range(600):
                 await pilot.pause(0.05)
-                if screen.proposal is not None:
+                if (screen.proposal if isinstance(screen, CommitScreen) else screen.first) is not None:
                     break
         await pilot.pause(0.1)
         app.clear_notifications()

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.move_screen import MoveScreen
+from diskplan.ui.move_screen import Meter, MoveScreen
 from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, digest, fill, sfdisk_parts, sfdisk_uuids
@@ -220,3 +220,13 @@ async def test_realigning_every_partition_moves_them_in_an_order_the_disk_allows
         assert len(screen.finished) == 1 and "partition 2" in screen.finished[0]
     assert [(n, s) for n, s, _, _, _ in sfdisk_parts(image)] == [(1, 2048), (2, 18432)]
     assert {n: digest(image, s, size, SECTOR) for n, s in ((1, 2048), (2, 18432))} == sums
+
+
+def test_the_progress_line_says_bytes_rate_and_time_left() -> None:
+    meter = Meter()
+    assert meter.line(0, 8 * MiB, "copying") == "[........................] 0 B of 8 MiB, 0 B/s - copying"
+    meter.began -= 2.0  # two seconds into the copy, half of it done
+    line = meter.line(4 * MiB, 8 * MiB, "copying")
+    assert line.startswith("[############............] 4 MiB of 8 MiB, 2 MiB/s, 2 s left - copying"), line
+    phase = "rewriting the partition's table entry"  # a step, not bytes: no amounts
+    assert meter.line(1, 1, phase) == f"[{'#' * 24}] - {phase}"

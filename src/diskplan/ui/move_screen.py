@@ -151,6 +151,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         else:
             parts.append((f"Data moves, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
             parts.append(moves_text(self.moves, p.sector_size))
+            if p.fs.fs:
+                parts.append(f"partition {p.number} holds {safe(str(p.fs))}: checked before and after, UUID and "
+                             "label compared\n")
             total = sum(op.nbytes for op in self.moves)
             if p.rate:
                 parts.append(f"estimate: {duration(3 * total / p.rate)} (every byte read, written and read back "
@@ -170,7 +173,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         if p.refusals:
             keys.update("Nothing can be moved (see refused:). Esc: back to the planner")
             return
-        self.query_one("#move-prompt", Static).update(p.prompt + ":")
+        prompt = p.prompt if len(self.moves) < 2 else (f"Type {p.confirm_word} to move {len(self.moves)} partitions "
+                                                       f"on {p.target}")
+        self.query_one("#move-prompt", Static).update(safe(prompt) + ":")
         self.query_one("#move-answer-row").add_class("-asking")
         keys.update("Enter: move (the table is backed up and the move journalled first)   Esc: back, nothing written")
         self.query_one("#move-answer", Input).focus()
