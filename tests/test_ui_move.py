@@ -19,6 +19,7 @@ from textual.widgets import Input
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.move_screen import Meter, MoveScreen
 from diskplan.ui.panels import ViewsPanel
+from diskplan.ui.partlist import PartitionList
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, digest, fill, sfdisk_parts, sfdisk_uuids
 from helpers.pilot import cell_at, image_target, part, plan_of, propose, run, started, wait_for
@@ -239,3 +240,27 @@ def test_the_progress_line_says_bytes_rate_and_time_left() -> None:
     assert line.startswith("[############............] 4 MiB of 8 MiB, 2 MiB/s, 2 s left - copying"), line
     phase = "rewriting the partition's table entry"  # a step, not bytes: no amounts
     assert meter.line(1, 1, phase) == f"[{'#' * 24}] - {phase}"
+
+
+@run
+async def test_m_on_a_partition_that_holds_data_warns_then_moves_it_with_the_keys(tmp_path: pathlib.Path) -> None:
+    image = gpt_image(tmp_path / "keys.img", 34, 4 * MiB_SECTORS)
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(34)
+        await pilot.press("m")
+        notes = " ".join(str(n.message) for n in app._notifications)
+        assert "Partition 1 holds data: moving it plans a data move (4 MiB copied" in notes
+        await pilot.press("right", "right")  # snapped to the 1 MiB grain as a proposal would be: 2048, then 4096
+        assert part(app, 1).start == 34 and app.session.drag.shown.partition(1).start == 4096  # type: ignore[union-attr]
+        await pilot.press("enter")
+        assert part(app, 1).start == 4096 and part(app, 1).size == 4 * MiB_SECTORS
+        assert [(op.kind, op.source, op.start) for op in plan_of(app).changes()] == [("move", 34, 4096)]
+        assert app.query_one(PartitionList).get_row_at(0)[3] == "(moves)"  # the list marks it
+        # A on a proposal is refused with what re-snaps proposals; off any partition it realigns (nothing here).
+        n = propose(app, 20 * MiB_SECTORS, MiB_SECTORS)
+        smap.move_to(part(app, n).start)
+        app.clear_notifications()
+        await pilot.press("A")
+        assert "a re-snaps proposals" in " ".join(str(x.message) for x in app._notifications)

@@ -349,16 +349,12 @@ class PlanActions(_Base):
 
     def action_realign(self) -> None:
         """A: the existing partition under the cursor goes to the nearest grain boundary the free space allows
-        (a data move, size unchanged); elsewhere, every misaligned existing partition that has room."""
+        (a data move, size unchanged); off any partition, every misaligned existing partition that has room."""
         s = self._plan_session()
         if s is None:
             return
         n = self._number_under_cursor()
-        p = s.plan.partition(n) if n is not None else None
-        if p is not None and p.state is State.EXISTING:
-            self._step(s.plan.realign(p.number))
-        else:
-            self._step(s.plan.realign_all())
+        self._step(s.plan.realign(n) if n is not None else s.plan.realign_all())
 
     def move_rate(self) -> tuple[float, str]:
         """The bytes/s a data move on the open disk is estimated at (backend.devspeed), once per disk."""
