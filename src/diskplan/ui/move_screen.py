@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import on, work
@@ -23,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.commit import CommitError, Host, Verdict
+from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
 from diskplan.model.operations import Operation
 from diskplan.model.safetext import safe
@@ -126,6 +128,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
     def _prepare(self) -> None:
         try:
             p = self._proposal(0)
+            # What every write refuses before it starts (a path the backup cannot record, a part sector).
+            p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return
