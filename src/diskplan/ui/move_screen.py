@@ -73,7 +73,7 @@ class Meter:
 class MoveScreen(ModalScreen[MoveOutcome | None]):
     """Dismissed with the outcome of the last move tried (None when nothing was tried)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,ctrl+c", "back", "back")]  # moving: stop
     DEFAULT_CSS = "MoveScreen { align: center middle; }\n" + FORM_CSS + """
     MoveScreen > .form { width: 100%; height: 100%; }
     MoveScreen #move-body { height: 1fr; }
@@ -195,7 +195,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             return
         self.running = True
         self.query_one("#move-answer-row").remove_class("-asking")
-        self.query_one("#move-keys", Static).update("Moving. Esc: stop at the next chunk boundary (resume finishes it)")
+        self.query_one("#move-keys", Static).update("Moving. Esc or Ctrl+C: stop at the next chunk boundary (resume "
+                                                    "finishes it)")
         self.focus()
         self._run(p, event.value)
 
