@@ -369,8 +369,9 @@ class PlannerApp(PlanActions, App[int]):
             self.call_after_refresh(self._first_frame_drawn)
         serious = [f for f in found if f.severity != "notice"]
         hint = repair_hint(plan)
-        if self.offer_resume():  # an unfinished move comes before anything else
-            return
+        # An unfinished data move (its journal): looked for once the disk is drawn, so the engine's modules
+        # stay out of start-up; its notification then comes on top of these.
+        self.call_after_refresh(self.offer_resume)
         if hint:
             self.notify(hint, title="This table can be repaired", severity="warning", timeout=12)
         elif serious:
