@@ -23,9 +23,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.write import CommitError, Host, Verdict
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
+from diskplan.backend.write import CommitError, Host, Verdict
 from diskplan.model.operations import Operation
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes

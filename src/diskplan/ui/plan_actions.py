@@ -596,9 +596,9 @@ class PlanActions(_Base):
     def offer_resume(self) -> bool:
         """Whether the open disk has an unfinished data move (its journal, backend.movejournal); if so, say so
         once and offer M. The footer follows."""
-        from diskplan.backend.write import identity
         from diskplan.backend.move import journal_dir
         from diskplan.backend.movejournal import unfinished
+        from diskplan.backend.write import identity
 
         path = self.target.path if self.target is not None else ""
         found = ""
