@@ -213,8 +213,8 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
 ) -> None:
     """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
     from diskplan.backend import lock as wlock
-    from diskplan.backend.write import Verdict
     from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
+    from diskplan.backend.write import Verdict
     from diskplan.cli.apply import host
     from helpers.lockholders import holding
 
