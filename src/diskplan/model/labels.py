@@ -97,15 +97,20 @@ def type_code(label: str, text: str) -> str:
     or an MBR id ("0x83", "83"). Raises LabelError naming what would have been accepted."""
     text = text.strip()
     known = ptypes.lookup(text) if text else None
+    named = ptypes.by_name(label, text) if known is None else None
     if label == "gpt":
         if known is not None and known.gpt:
             return known.gpt
         if _GUID.match(text):
             return text.upper()
+        if named:
+            return named
         names = ", ".join(t.name for t in ptypes.TYPES if t.gpt)
         raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID or one of {names}")
     if known is not None and known.mbr is not None:
         return f"0x{known.mbr:02x}"
+    if named and not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,2}", text):  # "83" is an id before it is a name
+        return named
     try:
         code = int(text.removeprefix("0x").removeprefix("0X"), 16)
     except ValueError:
