@@ -12,10 +12,12 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import need_tool, run
 from diskplan.model.planfile import PlanFileError, load_plan
-from diskplan.model.sfdisk_script import ScriptError, parse
+from diskplan.model.sfdisk_script import Disk, ScriptError, parse, place
 
 MiB = 1 << 20
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -138,3 +140,66 @@ def test_the_grammar_without_a_disk() -> None:
     assert load_plan("label: gpt\nstart=2048, size=2048\n").needs_disk
     with pytest.raises(PlanFileError, match="not a plan"):
         load_plan("hello")
+
+
+# --- any script: placed where sfdisk places it, refused where sfdisk refuses it ---------------------------
+
+AMOUNTS = st.one_of(st.just(""), st.integers(1, 300_000).map(str),
+                    st.tuples(st.integers(1, 90), st.sampled_from(["KiB", "MiB", "M", "K", "MB"])).map(
+                        lambda t: f"{t[0]}{t[1]}"))
+STARTS = st.one_of(st.just(""), st.integers(34, 1_000_000).map(str), st.integers(1, 400).map(lambda n: f"{n}MiB"))
+
+
+@st.composite
+def scripts(draw: st.DrawFn) -> str:
+    label = draw(st.sampled_from(["gpt", "dos"]))
+    types = ["L", "S", "V", "R", "U"] + (["H"] if label == "gpt" else ["c", "7", "Ex", "E", "5"])
+    out = [f"label: {label}"] if label == "gpt" or draw(st.booleans()) else []
+    extended = False
+    for _ in range(draw(st.integers(1, 6))):
+        start, size, kind = draw(STARTS), draw(AMOUNTS), draw(st.sampled_from(types))
+        if kind in ("Ex", "E", "5"):
+            # a second extended partition: sfdisk writes a table no tool reads back (a logical partition of
+            # type 5, or two extended primaries); diskplan refuses it
+            kind, extended = ("L", True) if extended else (kind, True)
+            if kind != "L":  # an extended partition of a few sectors: sfdisk writes logical ones past its end
+                size = draw(st.sampled_from(["", "64MiB", "200MiB"]))
+        if draw(st.booleans()):
+            out.append(f"{start},{size},{kind}")
+        else:
+            out.append(", ".join(f for f in (f"start={start}" if start else "", f"size={size}" if size else "",
+                                              f"type={kind}") if f))
+    return "\n".join(out) + "\n"
+
+
+def _sfdisk_parts(img: pathlib.Path) -> list[tuple[int, int, int, str]]:
+    rows = []
+    for line in run("sfdisk", "--dump", str(img)).splitlines():
+        m = re.match(r"^\S+?(\d+) : start=\s*(\d+), size=\s*(\d+), type=([0-9A-Fa-f-]+)", line)
+        if m:
+            rows.append((int(m[1]), int(m[2]), int(m[3]), m[4].upper()))
+    return sorted(rows)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=scripts())
+def test_any_script_is_placed_where_sfdisk_places_it(script: str, tmp_path: pathlib.Path) -> None:
+    img = tmp_path / "disk.img"
+    img.unlink(missing_ok=True)
+    with open(img, "wb") as f:
+        f.truncate(512 * MiB)
+    proc = subprocess.run([need_tool("sfdisk"), "--no-reread", "--no-tell-kernel", str(img)], input=script,
+                          capture_output=True, text=True)
+    if proc.returncode == 0 and (any(s + z > 512 * MiB // 512 for _, s, z, _ in _sfdisk_parts(img))
+                                 or "of size 0 B" in proc.stdout):
+        proc.returncode = 99  # sfdisk wrote a partition past the disk's end or of no size: a table that lost one
+    parsed = parse(script)
+    disk = Disk(sectors=512 * MiB // 512, first_usable=34, last_usable=512 * MiB // 512 - 34)
+    try:
+        ours = sorted((p.number, p.start, p.size, p.type.removeprefix("0x").lstrip("0").upper())
+                      for _, p in place(parsed, disk).partitions)
+    except ScriptError as exc:
+        assert proc.returncode != 0, f"sfdisk took what diskplan refused ({exc}):\n{script}\n{proc.stdout}"
+        return
+    assert proc.returncode == 0, f"diskplan took what sfdisk refused:\n{script}\n{proc.stdout}{proc.stderr}"
+    assert ours == [(n, s, z, t.lstrip("0")) for n, s, z, t in _sfdisk_parts(img)], script

@@ -389,6 +389,8 @@ def _from_sfdisk(text: str) -> PlanSpec:
     gpt = label == "gpt"
     first, last = (number["first-lba"], number["last-lba"]) if gpt else (None, None)
     if not all(line.fixed for line in script.lines):  # placed on the disk, as sfdisk would place it
+        notes = (*notes, "the script leaves starts, sizes or numbers to the disk: they are placed as sfdisk places "
+                 "them there (1 MiB alignment, the rest of the free space)")
         return PlanSpec(label, ss, (), None, first, last, notes=notes, script=script)
     parts = [_script_partition(label, line, line.number or 0, line.start.value if line.start else 0,
                                (line.start.value if line.start else 0) + (line.size.value if line.size else 0) - 1,

@@ -441,32 +441,73 @@ def place(script: Script, disk: Disk) -> Placement:
     return _Dos(disk).run(script)
 
 
+class _Gpt:
+    """libfdisk's gpt.c free-space search, over the entries in their order (bugs included: sfdisk is the
+    referee, and a script it places oddly must be placed the same way or refused as it refuses it)."""
+
+    def __init__(self, first: int, last: int) -> None:
+        self.fu, self.lu = first, last
+        self.entries: dict[int, Partition] = {}
+
+    def _ordered(self) -> list[Partition]:
+        return [self.entries[n] for n in sorted(self.entries)]
+
+    def first_available(self, start: int) -> int:
+        first = max(start, self.fu)
+        moved = True
+        while moved:
+            moved = False
+            for e in self._ordered():
+                if e.start <= first <= e.end:
+                    first, moved = e.end + 1, True
+        return 0 if first > self.lu else first
+
+    def last_free(self, start: int) -> int:
+        nearest = self.lu
+        for e in self._ordered():
+            if nearest > e.start > start:
+                nearest = e.start - 1
+        return nearest
+
+    def first_in_largest(self) -> int:
+        start, best, best_size = 0, 0, 0
+        while True:
+            first = self.first_available(start)
+            if first == 0:
+                return best
+            last = self.last_free(first)
+            if last - first + 1 > best_size:
+                best, best_size = first, last - first + 1
+            start = last + 1
+
+
 def _place_gpt(script: Script, disk: Disk) -> list[tuple[Line, Partition]]:
-    first = int(script.header.get("first-lba", disk.first_usable))
+    # sfdisk writes a new GPT whose usable area starts at the first aligned LBA (2048), not at 34
+    first = int(script.header.get("first-lba", max(disk.first_usable, disk.first_lba)))
     last = int(script.header.get("last-lba", disk.last_usable))
     al = _Align(disk.grain, first)
-    placed: list[Partition] = []
-    lines: list[Line] = []
+    gpt = _Gpt(first, last)
+    out: list[tuple[Line, Partition]] = []
     ss = disk.sector_size
     for line in script.lines:
         where = f"line {line.lineno}"
-        used = {p.number for p in placed}
-        number = line.number if line.number is not None else next(n for n in range(1, 10**6) if n not in used)
-        if number in used:
+        number = line.number if line.number is not None else next(n for n in range(1, 10**6) if n not in gpt.entries)
+        if number in gpt.entries:
             raise ScriptError(f"{where}: partition {number} is already defined")
-        free = _free(placed, first, last)
-        if not free:
-            raise ScriptError(f"{where}: no free sectors left for partition {number}")
+        if gpt.first_available(first) == 0:
+            raise ScriptError(f"{where}: no free sectors available for partition {number}")
+        dflt_f = gpt.first_in_largest()
+        dflt_l = gpt.last_free(dflt_f)
+        if line.start is None and dflt_l - dflt_f + 1 < disk.grain:
+            raise ScriptError(f"{where}: not enough free sectors for partition {number}")
+        dflt_f = al.in_range(dflt_f, dflt_f, dflt_l)
         if line.start is None:
-            big = max(free, key=lambda r: r[1] - r[0])  # the first of the largest free areas
-            if big[1] - big[0] + 1 < disk.grain:
-                raise ScriptError(f"{where}: not enough free sectors for partition {number}")
-            user_f = al.in_range(big[0], big[0], big[1])
+            user_f = dflt_f
         else:
             user_f = line.start.sectors(ss)
-            if not any(a <= user_f <= b for a, b in free):
+            if gpt.first_available(user_f) != user_f:
                 raise ScriptError(f"{where}: sector {user_f} is already used (or outside {first}..{last})")
-        max_l = next((b for a, b in free if a <= user_f <= b), last)
+        max_l = gpt.last_free(user_f)
         dflt_l = max_l
         if max_l == last:
             dflt_l = al.in_range(max_l, user_f, max_l) - 1
@@ -483,22 +524,14 @@ def _place_gpt(script: Script, disk: Disk) -> list[tuple[Line, Partition]]:
             raise ScriptError(f"{where}: could not create partition {number} (size 0)")
         if user_l > last:
             raise ScriptError(f"{where}: the last usable GPT sector is {last}, but {user_l} is requested")
-        if user_f < first:
-            raise ScriptError(f"{where}: the first usable GPT sector is {first}, but {user_f} is requested")
-        placed.append(Partition(number, user_f, user_l, line.type or LINUX_GUID, state=State.PROPOSED))
-        lines.append(line)
-    return list(zip(lines, placed, strict=True))
-
-
-def _free(placed: list[Partition], first: int, last: int) -> list[tuple[int, int]]:
-    out, pos = [], first
-    for p in sorted(placed, key=lambda p: p.start):
-        if p.start > pos:
-            out.append((pos, min(p.start - 1, last)))
-        pos = max(pos, p.end + 1)
-    if pos <= last:
-        out.append((pos, last))
-    return [r for r in out if r[0] <= r[1]]
+        part = Partition(number, user_f, user_l, line.type or LINUX_GUID, state=State.PROPOSED)
+        clash = next((e for e in gpt.entries.values() if e.start <= part.end and part.start <= e.end), None)
+        if clash is not None:  # libfdisk places it so, and sfdisk then refuses to write the table
+            raise ScriptError(f"{where}: sfdisk places partition {number} at {user_f}..{user_l}, over partition "
+                              f"{clash.number}, and then refuses to write the table")
+        gpt.entries[number] = part
+        out.append((line, part))
+    return out
 
 
 _EXTENDED = (0x05, 0x0F, 0x85)
@@ -523,6 +556,9 @@ class _Dos:
         for offset, p in self.logi:
             out.append((p.start - self.first_lba if offset else p.start, p.end))
         return out
+
+    def _lower_first_lba(self) -> None:
+        self.first_lba, self.al = 1, _Align(self.grain, 1)
 
     def _ranges(self, logical: bool) -> tuple[int, int]:
         if logical:
@@ -644,18 +680,22 @@ class _Dos:
         if limit is None:
             raise ScriptError(f"{where}: no free sectors available for partition {n}")
         start_given = line.start.sectors(ss) if line.start is not None else None
-        first_lba = self.first_lba
         if start_given is not None and (self.ext.start if logical and self.ext else 1) <= start_given < lo:
-            first_lba = 1  # a script may start a partition before first_lba: libfdisk lowers it
-            self.first_lba, self.al = 1, _Align(self.grain, 1)
+            self._lower_first_lba()  # a script may start a partition before first_lba: libfdisk lowers it
             lo, hi = self._ranges(logical)
-        # the start: the first free sector (aligned) at or after the range's start, or the one asked for
-        start = lo
+        # libfdisk's loop, step for step: the first free sector (aligned, for the default) from the range's
+        # start; a start asked for that is taken moves on to the next free sector, as sfdisk does
+        start, read = lo, False
         while True:
+            temp = start
             dflt = self._first_free(logical, start, hi)
             if dflt is None:
                 raise ScriptError(f"{where}: no free sectors available for partition {n}")
             start = dflt
+            if (logical and start_given is not None and self.first_lba > 1
+                    and temp == start - self.first_lba):
+                self._lower_first_lba()
+                start = start_given
             while True:
                 aligned = self.al.in_range(dflt, dflt, limit)
                 nxt = self._first_free(logical, aligned, hi)
@@ -664,21 +704,35 @@ class _Dos:
                     break
             if dflt >= limit:
                 dflt = start
-            chosen = start_given if start_given is not None else dflt
-            if start_given is not None and self._first_free(logical, chosen, hi) != chosen:
-                raise ScriptError(f"{where}: sector {chosen} is already allocated")
+            if start > limit:
+                break
+            if start >= temp + 1 and read:  # "Sector N is already allocated"
+                temp, read = start, False
+                if start_given is not None:
+                    break
+            if not read and start == temp:
+                if start_given is None:
+                    start = dflt
+                else:
+                    if not temp <= start_given <= limit:
+                        raise ScriptError(f"{where}: start sector {start_given} out of range ({temp}..{limit})")
+                    start = start_given
+                read = True
             if line.size is not None:
-                last = self._last_free(logical, chosen, limit)
+                last = self._last_free(logical, start, limit)
+                if last is None:
+                    raise ScriptError(f"{where}: no free sectors available for partition {n}")
                 need = line.size.sectors(ss)
-                if last is not None and last - chosen + 1 < need:
+                if last - start + 1 < need:
                     if start_given is not None and start_given <= last:
                         raise ScriptError(f"{where}: no free sectors available for partition {n} "
-                                          f"({need} sectors from {chosen})")
+                                          f"({need} sectors from {start})")
                     start = last + 1
-                    continue
-            start = chosen
-            break
-        self.first_lba = first_lba
+                    if start != temp or not read:
+                        continue
+                    break
+            if start == temp and read:
+                break
         offset = 0
         if logical:
             assert self.ext is not None
@@ -707,6 +761,9 @@ class _Dos:
             if stop > start:
                 stop -= 1
             stop = min(stop, limit)
+        if stop < start:  # sfdisk writes it anyway, with a size that wraps around 2^32: refused here
+            raise ScriptError(f"{where}: no room for partition {n} ({start}..{stop}): sfdisk would write a "
+                              "partition no tool can read back")
         role = Role.LOGICAL if logical else (Role.EXTENDED if int(code, 16) in _EXTENDED else Role.PRIMARY)
         part = Partition(n, start, stop, code, role=role, state=State.PROPOSED)
         if logical:
