@@ -55,6 +55,18 @@ def check_label(label: str | None) -> str:
     return label
 
 
+_ATTRIBUTE_BITS = {"hidden": 0, "no_block_io": 1, "legacy_boot": 2, "no_automount": 63,
+                   **{f"guid:{n}": n for n in range(48, 63)}}
+
+
+HIGH_ATTRIBUTE_FLAGS = frozenset(f for f, n in _ATTRIBUTE_BITS.items() if n >= 48)  # libparted 3.5 sees none
+
+
+def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
+    """The flags of a GPT entry's attribute bits (only bits from ``lowest`` up), sorted."""
+    return tuple(sorted(f for f, n in _ATTRIBUTE_BITS.items() if n >= lowest and bits >> n & 1))
+
+
 def attribute_flags(label: str) -> tuple[str, ...]:
     """The flags a user may set on a partition of ``label`` (the UI's choices)."""
     return tuple(GPT_ATTRIBUTES) if label == "gpt" else MSDOS_FLAGS
