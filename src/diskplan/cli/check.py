@@ -1,6 +1,9 @@
-"""``diskplan check TARGET``: every partition's alignment at once, like ``parted align-check`` for all.
+"""``diskplan check TARGET...``: every partition's alignment at once, like ``parted align-check`` for all.
 
-Exit status: 0 nothing found, 1 findings, 2 the target could not be read.
+Several targets are checked in one process (fleets, CI): one report after another, or with ``--json`` one
+document holding every disk's report (like ``lsblk -J``).
+
+Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still checked).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from rich.text import Text
 
 from diskplan.cli.options import TargetError, add_overrides, open_target
 from diskplan.model.extent import Role
-from diskplan.model.report import Report, build_report, report_json
+from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 
@@ -26,10 +29,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan check",
         description="Check every partition's alignment and explain each finding.",
-        epilog="Exit status: 0 nothing found, 1 findings, 2 the target could not be read.",
+        epilog="Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still "
+        "checked).",
     )
-    p.add_argument("target", help="block device or image file")
-    p.add_argument("--json", action="store_true", help="print one JSON object (see README.md)")
+    p.add_argument("target", nargs="+", help="block device or image file (several: each is checked)")
+    p.add_argument("--json", action="store_true", help="print one JSON object; for several targets one document "
+                   "with a list of them (see README.md)")
     add_overrides(p)
     return p
 
@@ -101,16 +106,58 @@ def console() -> Console:
     return _Console(highlight=False, soft_wrap=True, width=1 << 16)
 
 
+def _raw_entries(report: Report, doc: dict[str, object]) -> None:
+    """Each GPT partition's unique GUID and its 64 attribute bits, from the raw entries (libparted gives neither)."""
+    from diskplan.backend.gptcheck import check_gpt
+
+    disk = report.disk
+    if disk.table.label != "gpt":
+        return
+    state = check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors)
+    good = state.good if state is not None else None
+    entries = {e.number: e for e in good.entries} if good is not None else {}
+    for part in doc["partitions"]:  # type: ignore[attr-defined]
+        e = entries.get(part["number"])
+        if e is not None and (e.first, e.last) == (part["start"], part["end"]):
+            part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
+
+
+def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, str]:
+    """(the report, "") or (None, why the target could not be read)."""
+    try:
+        disk = open_target(target, args)
+    except TargetError as exc:
+        return None, str(exc)
+    return build_report(disk), ""
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
-        disk = open_target(args.target, args)
-    except TargetError as exc:
-        print(f"diskplan check: {safe(str(exc))}", file=sys.stderr)
-        return 2
-    report = build_report(disk)
-    if args.json:
-        print(json.dumps(report_json(report), indent=2))
-    else:
-        render(report, console())
-    return 1 if report.all_findings else 0
+    if len(args.target) > 1:  # each read runs in a forked child: imported once here, every child inherits it
+        import diskplan.backend.libparted  # noqa: F401
+    codes, docs, errors = [], [], []
+    out = console() if not args.json else None
+    for i, target in enumerate(args.target):
+        report, error = check_one(target, args)
+        if report is None:
+            print(f"diskplan check: {safe(error)}", file=sys.stderr)
+            codes.append(2)
+            errors.append({"target": target, "error": error})
+            continue
+        codes.append(1 if report.all_findings else 0)
+        if args.json:
+            doc = report_json(report)
+            _raw_entries(report, doc)
+            docs.append(doc)
+        else:
+            assert out is not None
+            if i:
+                out.print()
+            render(report, out)
+    if args.json and len(args.target) == 1:
+        if docs:
+            print(json.dumps(docs[0], indent=2))
+    elif args.json:  # one document for all of them, its status the worst of theirs
+        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION, "disks": docs, "errors": errors,
+                          "status": max(codes)}, indent=2))
+    return max(codes)
