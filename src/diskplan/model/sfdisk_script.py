@@ -602,7 +602,7 @@ class _Dos:
         return stop if last == begin else last
 
     def run(self, script: Script) -> Placement:
-        out = []
+        out: list[tuple[Line, Partition]] = []
         for i, line in enumerate(script.lines):
             if len(self.prim) == 4 and self.ext is None:  # sfdisk: "All partitions used.", and it stops reading
                 rest = len(script.lines) - i
