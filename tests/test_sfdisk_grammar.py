@@ -48,6 +48,7 @@ FORMS = {
     "+ for the rest": "label: gpt\nstart=2048, size=10MiB\nsize=+\n",
     "signed numbers": "label: gpt\nstart=+2048, size=+65536\nsize=-65536\n",
     "the largest free area first": "label: gpt\nstart=600000, size=10000\nsize=10MiB\n,,S\n",
+    "unknown headers, ignored as sfdisk ignores them": "label: gpt\nfoo bar: baz\n/dev/x1 : 2048,100\n2048,100\n",
     # dos
     "no label line (dos)": ",100MiB,L\n,,S\n",
     "dos hex types": "label: dos\n,10MiB,c\n,10MiB,7\n,10MiB,0x83\n,,82\n",

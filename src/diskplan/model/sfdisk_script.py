@@ -363,11 +363,9 @@ def parse(text: str) -> Script:
 
 
 def _is_header(s: str) -> bool:
-    """libfdisk's is_header_line: "name: value" whose name is a word (no '=' before the colon)."""
+    """libfdisk's is_header_line: a colon after the first character, something after it, and no '='."""
     colon = s.find(":")
-    if colon <= 0 or "=" in s[:colon]:
-        return False
-    return re.fullmatch(r"[A-Za-z][A-Za-z-]*", s[:colon].rstrip(" \t")) is not None
+    return colon > 0 and colon + 1 < len(s) and "=" not in s
 
 
 # --- placing ----------------------------------------------------------------------------------------------
