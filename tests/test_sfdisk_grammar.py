@@ -204,3 +204,21 @@ def test_any_script_is_placed_where_sfdisk_places_it(script: str, tmp_path: path
         return
     assert proc.returncode == 0, f"diskplan took what sfdisk refused:\n{script}\n{proc.stdout}{proc.stderr}"
     assert ours == [(n, s, z, t.lstrip("0")) for n, s, z, t in _sfdisk_parts(img)], script
+
+
+def test_the_planner_loads_a_script_placed_on_its_disk() -> None:
+    """Ctrl+O in the planner: a script that leaves positions out is placed on the planner's disk (here 1 GiB
+    of 4096-byte sectors: the 1 MiB grain is 256 sectors) and says so."""
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.plan import Plan
+    from diskplan.model.planfile import load_into
+    from diskplan.model.table import new_table
+
+    geom = Geometry(2**18, logical=4096, physical=4096)
+    outcome = load_into(Plan.open(geom, new_table("gpt", geom)), "label: gpt\n,100MiB,U\n,,L\n")
+    assert outcome.ok, outcome.message
+    parts = sorted(outcome.plan.table.live, key=lambda p: p.number)
+    # the rest ends on the last grain boundary before the backup GPT (last usable LBA 262138): exactly what
+    # sfdisk writes on a 1 GiB loop device of 4096-byte sectors (256+25600, 25856+236032)
+    assert [(p.number, p.start, p.end) for p in parts] == [(1, 256, 25855), (2, 25856, 261887)]
+    assert "placed as sfdisk places them" in outcome.message
