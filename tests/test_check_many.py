@@ -61,3 +61,19 @@ def test_guid_and_attribute_bits_are_the_raw_entrys(sparse_image: Callable[..., 
     assert (p1["guid"], p2["guid"]) == (uuids[1], uuids[2])
     assert p1["attribute_bits"] == f"0x{(1 << 48) | (1 << 63):016x}" and p2["attribute_bits"] == f"0x{0:016x}"
     assert p1["flags"] == ["guid:48", "no_automount"] and p2["flags"] == []
+
+
+def test_many_targets_keep_their_order_across_workers(sparse_image: Callable[..., pathlib.Path]) -> None:
+    """Enough targets to be split between forked workers: the document still lists them in the order given."""
+    targets = []
+    for i in range(40):
+        img = sparse_image(8 * MiB, f"d{i:02}.img")
+        run(need_tool("sfdisk"), "-q", str(img), input=f"label: gpt\nstart={2048 + i}, size=2048\n")
+        targets.append(str(img))
+    targets.insert(17, "/nonexistent/disk.img")
+    proc = diskplan("check", "--json", *targets)
+    doc = json.loads(proc.stdout)
+    assert [d["target"] for d in doc["disks"]] == [t for t in targets if not t.startswith("/nonexistent")]
+    assert [d["partitions"][0]["start"] for d in doc["disks"]] == [2048 + i for i in range(40)]
+    assert doc["errors"] == [{"target": "/nonexistent/disk.img", "error": doc["errors"][0]["error"]}]
+    assert proc.returncode == doc["status"] == 2

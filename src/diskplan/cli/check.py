@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from rich.console import Console
@@ -131,33 +132,72 @@ def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, str
     return build_report(disk), ""
 
 
+def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, object] | None, str]:
+    """(exit status, the report's JSON object or None, why it could not be read)."""
+    report, error = check_one(target, args)
+    if report is None:
+        return 2, None, error
+    doc = report_json(report)
+    _raw_entries(report, doc)
+    return (1 if report.all_findings else 0), doc, ""
+
+
+def _json_group(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
+    return [_json_result(t, args) for t in targets]
+
+
+def _json_results(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
+    """Every target's result, in order. Many targets are split between forked workers, one per core: each read
+    spends most of its time in its own libparted child, so they overlap."""
+    from diskplan.backend.isolate import IsolatedFailure, start_isolated
+
+    workers = min(os.cpu_count() or 1, len(targets) // 16, 8)
+    if workers < 2:
+        return _json_group(targets, args)
+    groups = [targets[i::workers] for i in range(workers)]
+    children = [start_isolated(_json_group, g, args) for g in groups]
+    results: list[list[tuple[int, dict[str, object] | None, str]]] = []
+    for group, child in zip(groups, children, strict=True):
+        try:
+            results.append(child.result(timeout=60 + 40 * len(group)))
+        except IsolatedFailure as exc:
+            results.append([(2, None, f"the check failed: {exc.reason}")] * len(group))
+    out: list[tuple[int, dict[str, object] | None, str]] = [(2, None, "")] * len(targets)
+    for w, rows in enumerate(results):
+        out[w::workers] = rows
+    return out
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     if len(args.target) > 1:  # each read runs in a forked child: imported once here, every child inherits it
         import diskplan.backend.libparted  # noqa: F401
-    codes, docs, errors = [], [], []
-    out = console() if not args.json else None
+    if args.json:
+        results = _json_results(args.target, args)
+        for _, _, error in results:
+            if error:
+                print(f"diskplan check: {safe(error)}", file=sys.stderr)
+        codes = [code for code, _, _ in results]
+        if len(args.target) == 1:
+            if results[0][1] is not None:
+                print(json.dumps(results[0][1], indent=2))
+        else:  # one document for all of them, its status the worst of theirs
+            print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                              "disks": [doc for _, doc, _ in results if doc is not None],
+                              "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                          strict=True) if e],
+                              "status": max(codes)}, indent=2))
+        return max(codes)
+    codes = []
+    out = console()
     for i, target in enumerate(args.target):
         report, error = check_one(target, args)
         if report is None:
             print(f"diskplan check: {safe(error)}", file=sys.stderr)
             codes.append(2)
-            errors.append({"target": target, "error": error})
             continue
         codes.append(1 if report.all_findings else 0)
-        if args.json:
-            doc = report_json(report)
-            _raw_entries(report, doc)
-            docs.append(doc)
-        else:
-            assert out is not None
-            if i:
-                out.print()
-            render(report, out)
-    if args.json and len(args.target) == 1:
-        if docs:
-            print(json.dumps(docs[0], indent=2))
-    elif args.json:  # one document for all of them, its status the worst of theirs
-        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION, "disks": docs, "errors": errors,
-                          "status": max(codes)}, indent=2))
+        if i:
+            out.print()
+        render(report, out)
     return max(codes)
