@@ -32,7 +32,7 @@ def test_help_lists_every_command_with_a_summary() -> None:
     assert proc.returncode == 0
     for name in ("check", "export", "apply", "restore", "repair", "move", "realign", "resume"):
         assert any(line.split()[:1] == [name] for line in proc.stdout.splitlines()), name
-    assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume"}
+    assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume", "resize"}
     assert "--demo" in proc.stdout and "--version" in proc.stdout
 
 
@@ -95,7 +95,7 @@ def _complete(script: pathlib.Path, words: str) -> list[str]:
 
 def test_bash_completion_offers_commands_and_their_options() -> None:
     script = REPO / "share/bash-completion/completions/diskplan"
-    assert _complete(script, "diskplan re") == ["restore", "repair", "realign", "resume"]
+    assert _complete(script, "diskplan re") == ["restore", "repair", "realign", "resume", "resize"]
     assert "--journal" in _complete(script, "diskplan resume --")
     assert _complete(script, "diskplan export -f ''") == ["json", "sfdisk", "parted"]
 
