@@ -175,6 +175,10 @@ def validate(table: Table, geom: Geometry) -> list[str]:
         out.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
     if len(extended) > 1:
         out.append("msdos has at most one extended partition")
+    booted = [p.number for p in live if "boot" in p.flags]
+    if len(booted) > 1:  # libparted keeps the flag on one partition only: the write would not read back as planned
+        out.append(f"msdos marks one partition active (boot), not {len(booted)} "
+                   f"(partitions {', '.join(map(str, booted))})")
     if logicals and not extended:
         out.append("logical partitions need an extended partition")
     elif logicals:
