@@ -13,11 +13,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model.extent import Role
+from diskplan.model.geometry import Geometry
 from diskplan.model.report import Report, build_report, report_json
 from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import walk_lines
+from diskplan.model.toolsay import tools_say
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -48,7 +50,8 @@ def _yes(ok: bool) -> Text:
 NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, reported: Geometry | None = None) -> None:
+    """``reported``: the geometry as the device reports it, which the other tools see (default: the report's)."""
     disk, geom = report.disk, report.disk.geometry
     # Every string from the disk (its path, names, messages) goes through safe() and into Text, never
     # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
@@ -96,8 +99,31 @@ def render(report: Report, console: Console) -> None:
                                     f" {where}: {safe(f.message)} [{f.code}]"))
         for line in f.explanation:
             console.print(Text(f"    {safe(line)}"))
+    render_tools(report, console, reported or geom)
     if not report.all_findings:
         console.print("[green]No findings: every partition is aligned.[/]")
+
+
+def render_tools(report: Report, console: Console, reported: Geometry) -> None:
+    """What parted, fdisk and sgdisk would print about each partition (model.toolsay)."""
+    says = tools_say(reported, report.disk.table)
+    if not says:
+        return
+    console.print(Text("what the tools say (from the geometry the device reports):", style="bold"))
+    target = safe(report.disk.source)
+    for number, say in says.items():
+        console.print(Text(f"  partition {number}:"))
+        for line in say.lines(target):
+            console.print(Text(f"    {line}"))
+
+
+def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
+    """``check --json``: each partition gets a ``tools`` object (README.md)."""
+    out = report_json(report)
+    says = tools_say(reported, report.disk.table)
+    for p in out["partitions"]:  # type: ignore[union-attr]
+        p["tools"] = says[p["number"]].as_json()
+    return out
 
 
 def console() -> Console:
@@ -111,13 +137,14 @@ def console() -> Console:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
-        disk = open_target(args.target, args)
+        as_read = open_target(args.target)
+        disk = apply_overrides(as_read, args)
     except TargetError as exc:
         print(f"diskplan check: {safe(str(exc))}", file=sys.stderr)
         return 2
     report = build_report(disk)
     if args.json:
-        print(json.dumps(report_json(report), indent=2))
+        print(json.dumps(tools_json(report, as_read.geometry), indent=2))
     else:
-        render(report, console())
+        render(report, console(), as_read.geometry)
     return 1 if report.all_findings else 0
