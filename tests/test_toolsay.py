@@ -203,3 +203,26 @@ def test_corpus_align_check_as_recorded(name: str, tmp_path: pathlib.Path) -> No
 @pytest.mark.parametrize("name", sorted(RERUN))
 def test_corpus_tools_agree(name: str, tmp_path: pathlib.Path) -> None:
     assert_tools_agree(str(_materialized(name, tmp_path)), gpt=RERUN[name])
+
+
+def test_the_explain_panel_says_what_the_tools_say() -> None:
+    from diskplan.model.findings import analyze
+    from diskplan.model.grain import optimal_grain
+    from diskplan.model.table import new_table
+    from diskplan.ui.cells import MapContent
+    from diskplan.ui.explain import explain
+
+    af = Geometry(sectors=3907029168, physical=4096, min_io=4096, rotational=True)  # a 512e hard disk
+    table = new_table("gpt", af).with_partitions((Partition(1, 34, 2047), Partition(2, 2048, 10_000_000 - 1)))
+    grain = optimal_grain(af)
+    content = MapContent(af, table, analyze(af, table, grain), grain)
+    texts = [line.text for line in explain(content.item_at(34), af, grain, table)]
+    at = texts.index("What the tools say")
+    assert texts[at + 1:] == [
+        "parted align-check opt 1: 1 not aligned: 34s % 2048s != 0s; min: 1 not aligned: 34s % 8s != 0s",
+        "parted print: Start 17.4kB, End 1049kB",
+        "fdisk -l: Partition 1 does not start on physical sector boundary.",
+        "sgdisk -v: Caution: Partition 1 doesn't begin on a 8-sector boundary.",
+    ]
+    texts = [line.text for line in explain(content.item_at(2048), af, grain, table)]
+    assert "parted print: Start 1049kB, End 5120MB" in texts and not any(t.startswith("fdisk") for t in texts)
