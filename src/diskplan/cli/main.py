@@ -20,6 +20,7 @@ COMMANDS = {
     "realign": "diskplan.cli.realign",
     "resume": "diskplan.cli.resume",
     "resize": "diskplan.cli.resize",
+    "measure": "diskplan.cli.measure",
 }
 PLANNER = "diskplan.cli.planner"
 
