@@ -73,6 +73,9 @@ def test_writes_exactly_the_named_offsets_inside_the_free_range(
             size = 16384 if (b - a) == 2 * 16384 else 4096
             written[k - lo:k - lo + size] = pattern[:size]
     assert after[lo:hi] == bytes(written)
+    # Independently of the model: the last write ends 2 x 16 KiB after the LBA-63 offset (32256 B).
+    assert after[lo + 32256 + 32768:hi] == before[lo + 32256 + 32768:hi]
+    assert after[lo + 32256 + 32768 - len(PATTERN):lo + 32256 + 32768] != before[lo + 65024 - len(PATTERN):lo + 65024]
     assert after[lo:hi] != before[lo:hi]
 
 
