@@ -129,3 +129,15 @@ def test_a_scratch_file_is_created_measured_and_removed(tmp_path: pathlib.Path) 
     assert not scratch.exists()
     assert "is a file on" in proc.stdout and "write 16 KiB + flush:" in proc.stdout
     assert re.search(r"as LBA 63 +byte +32256: [\d,]+ IOPS \(rounds", proc.stdout)
+
+
+def test_a_4kn_disk_has_no_512_byte_offset(sparse_image: Callable[..., pathlib.Path],
+                                           loop_device: Callable[..., str]) -> None:
+    """Direct I/O needs whole 4096-byte sectors: +512 B cannot be asked for, LBA 34 is at 34 x 4096 B."""
+    img = sparse_image(16 * MiB)
+    dev = loop_device(img, sector_size=4096)
+    run(need_tool("sfdisk"), "-q", dev, input="label: gpt\nfirst-lba: 6\nstart=256, size=256\n")
+    proc = measure(dev, "--read-only", *FAST)
+    assert proc.returncode == 0, proc.stderr
+    assert "+512 B" not in proc.stdout and "as LBA 34" in proc.stdout
+    assert f"byte {2 * MiB + 34 * 4096 % MiB:>12}" in proc.stdout  # from the first free 1 MiB boundary

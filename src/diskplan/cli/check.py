@@ -121,8 +121,9 @@ def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
     """``check --json``: each partition gets a ``tools`` object (README.md)."""
     out = report_json(report)
     says = tools_say(reported, report.disk.table)
-    for p in out["partitions"]:  # type: ignore[union-attr]
-        p["tools"] = says[p["number"]].as_json()
+    partitions: list[dict[str, object]] = out["partitions"]  # type: ignore[assignment]
+    for p in partitions:
+        p["tools"] = says[int(p["number"])].as_json()  # type: ignore[call-overload]
     return out
 
 

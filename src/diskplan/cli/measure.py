@@ -30,6 +30,7 @@ from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
     Result,
+    Test,
     offsets,
     place_in,
     ratio_text,
@@ -123,7 +124,7 @@ def _report(console: Out, results: list[Result], filename: str, base: int, count
             console.print(f"  {test.fio(filename, base + o, count)}")
 
 
-def offsets_of(results: list[Result], test: object) -> list[int]:
+def offsets_of(results: list[Result], test: Test) -> list[int]:
     return [r.offset.delta for r in results if r.test is test]
 
 
@@ -212,7 +213,8 @@ def main(argv: list[str]) -> int:
             os.unlink(path)
 
 
-def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace, tests: tuple, logical: int) -> int:
+def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace, tests: tuple[Test, ...],
+         logical: int) -> int:
     def progress(done: int, total: int) -> None:
         err.print(f"[round {done}/{total}]", style="dim")
 
