@@ -87,6 +87,10 @@ def test_gpt_from_34_and_odd_starts(sparse_image: Callable[..., pathlib.Path]) -
     assert ours[1]["parted_align_check_opt"]["text"] == "1 not aligned: 34s % 2048s != 0s"
     assert ours[1]["parted_print_start"] == "17.4kB" and ours[2]["parted_print_start"] == "1049kB"
     assert ours[2]["parted_align_check_opt"] == {"aligned": True, "script_exit": 0, "text": "2 aligned"}
+    text = subprocess.run([sys.executable, "-m", "diskplan", "check", str(img)], capture_output=True, text=True,
+                          timeout=60).stdout
+    assert f"parted {img} align-check opt 1: 1 not aligned: 34s % 2048s != 0s (with -s: exit 1, no output)" in text
+    assert f"parted {img} print: Start 17.4kB, End 1049kB" in text
 
 
 def test_dos_from_63_with_logical_partitions(sparse_image: Callable[..., pathlib.Path]) -> None:
