@@ -32,7 +32,7 @@ def test_help_lists_every_command_with_a_summary() -> None:
     assert proc.returncode == 0
     for name in ("check", "export", "apply", "restore", "repair", "move", "realign", "resume"):
         assert any(line.split()[:1] == [name] for line in proc.stdout.splitlines()), name
-    assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume", "resize"}
+    assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume", "resize", "measure"}
     assert "--demo" in proc.stdout and "--version" in proc.stdout
 
 

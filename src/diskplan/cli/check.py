@@ -17,11 +17,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model.extent import Role
+from diskplan.model.geometry import Geometry
 from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
 from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import walk_lines
+from diskplan.model.toolsay import tools_say
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -54,7 +56,8 @@ def _yes(ok: bool) -> Text:
 NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, reported: Geometry | None = None) -> None:
+    """``reported``: the geometry as the device reports it, which the other tools see (default: the report's)."""
     disk, geom = report.disk, report.disk.geometry
     # Every string from the disk (its path, names, messages) goes through safe() and into Text, never
     # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
@@ -102,8 +105,32 @@ def render(report: Report, console: Console) -> None:
                                     f" {where}: {safe(f.message)} [{f.code}]"))
         for line in f.explanation:
             console.print(Text(f"    {safe(line)}"))
+    render_tools(report, console, reported or geom)
     if not report.all_findings:
         console.print("[green]No findings: every partition is aligned.[/]")
+
+
+def render_tools(report: Report, console: Console, reported: Geometry) -> None:
+    """What parted, fdisk and sgdisk would print about each partition (model.toolsay)."""
+    says = tools_say(reported, report.disk.table)
+    if not says:
+        return
+    console.print(Text("what the tools say (from the geometry the device reports):", style="bold"))
+    target = safe(report.disk.source)
+    for number, say in says.items():
+        console.print(Text(f"  partition {number}:"))
+        for line in say.lines(target):
+            console.print(Text(f"    {line}"))
+
+
+def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
+    """``check --json``: each partition gets a ``tools`` object (README.md)."""
+    out = report_json(report)
+    says = tools_say(reported, report.disk.table)
+    partitions: list[dict[str, object]] = out["partitions"]  # type: ignore[assignment]
+    for p in partitions:
+        p["tools"] = says[int(p["number"])].as_json()  # type: ignore[call-overload]
+    return out
 
 
 def console() -> Console:
@@ -130,21 +157,23 @@ def _raw_entries(report: Report, doc: dict[str, object]) -> None:
             part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
 
 
-def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, str]:
-    """(the report, "") or (None, why the target could not be read)."""
+def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
+    """(the report, the geometry as the device reports it, "") or (None, None, why the target could not be read).
+    The report judges the geometry with the user's overrides; what the other tools would say uses the reported one."""
     try:
-        disk = open_target(target, args)
+        as_read = open_target(target)
+        disk = apply_overrides(as_read, args)
     except TargetError as exc:
-        return None, str(exc)
-    return build_report(disk), ""
+        return None, None, str(exc)
+    return build_report(disk), as_read.geometry, ""
 
 
 def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, object] | None, str]:
     """(exit status, the report's JSON object or None, why it could not be read)."""
-    report, error = check_one(target, args)
-    if report is None:
+    report, reported, error = check_one(target, args)
+    if report is None or reported is None:
         return 2, None, error
-    doc = report_json(report)
+    doc = tools_json(report, reported)
     _raw_entries(report, doc)
     return (1 if report.all_findings else 0), doc, ""
 
@@ -198,13 +227,13 @@ def main(argv: list[str]) -> int:
     codes = []
     out = console()
     for i, target in enumerate(args.target):
-        report, error = check_one(target, args)
-        if report is None:
+        report, reported, error = check_one(target, args)
+        if report is None or reported is None:
             print(f"diskplan check: {safe(error)}", file=sys.stderr)
             codes.append(2)
             continue
         codes.append(1 if report.all_findings else 0)
         if i:
             out.print()
-        render(report, out)
+        render(report, out, reported)
     return max(codes)

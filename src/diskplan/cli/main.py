@@ -28,6 +28,7 @@ COMMANDS = {
     "realign": ("diskplan.cli.realign", "move misaligned partitions and their data to the nearest grain"),
     "resume": ("diskplan.cli.resume", "finish an interrupted partition move"),
     "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
+    "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
 }
 PLANNER = "diskplan.cli.planner"
 USAGE = "diskplan [OPTIONS] [TARGET]\n       diskplan COMMAND [ARGS] (diskplan COMMAND --help for its own)"
