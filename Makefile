@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
-.PHONY: demo test lint bench screenshots setup setup-test clean
+.PHONY: demo test lint bench screenshots share setup setup-test clean
 
 # mypy strict on src and scripts (pyproject.toml); the tests again, with unannotated test functions allowed
 MYPY_TESTS = cd tests && MYPYPATH=../src ../.venv/bin/mypy --config-file ../pyproject.toml --allow-untyped-defs \
@@ -27,6 +27,9 @@ bench: setup-test
 
 screenshots: setup-test
 	.venv/bin/python scripts/screenshots.py
+
+share: setup-test  # the man page and shell completions, from the argument parser
+	.venv/bin/python scripts/gen_share.py
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis .mypy_cache tests/.mypy_cache

@@ -10,6 +10,8 @@ It prints; it asserts nothing. Measured:
            1 GB disk with one partition, driven through the real app headless; median step time
   bytes    bytes written to an 80x25 terminal for one drag step, beside a full redraw's
   write    writing a 128-partition plan to an image: `diskplan apply --yes` vs `sfdisk` from a script
+  check    `diskplan check --json` on a 128-partition image vs `parted -s IMG unit s print`; 100 images in one
+           `check` call vs 100 calls of `sfdisk -J`
   move     moving 1 GiB on a loop device vs `dd bs=4M iflag=direct oflag=direct` (scripts/bench_move.py)
 """
 
@@ -114,6 +116,52 @@ def bench_write(runs: int) -> list[Row]:
                 "whole commands; ours also checks use, backs up, verifies")]
 
 
+def bench_check(runs: int) -> list[Row]:
+    """`diskplan check --json` on a 128-partition image vs `parted -s IMG unit s print`, and 100 images in one
+    `check` call vs 100 calls of `sfdisk -J`: whole processes, the same run."""
+    sectors = 64 * 2**30 // 512
+    _, script = _plan_128(sectors)
+    with tempfile.TemporaryDirectory(prefix="diskplan-bench-") as tmp:
+        big = pathlib.Path(tmp, "big.img")
+        with open(big, "wb") as f:
+            f.truncate(sectors * 512)
+        subprocess.run(["sfdisk", "-q", str(big)], input=script, text=True, check=True, capture_output=True)
+        fleet = []
+        for i in range(100):
+            img = pathlib.Path(tmp, f"d{i}.img")
+            with open(img, "wb") as f:
+                f.truncate(64 << 20)
+            subprocess.run(["sfdisk", "-q", str(img)], input="label: gpt\n,10MiB,L\n,10MiB,S\n,,L\n", text=True,
+                           check=True, capture_output=True)
+            fleet.append(str(img))
+
+        def timed(cmds: list[list[str]]) -> float:
+            t0 = time.perf_counter()
+            for cmd in cmds:
+                if subprocess.run(cmd, capture_output=True, env=term_env()).returncode not in (0, 1):
+                    raise RuntimeError(f"{cmd[0]} failed")
+            return time.perf_counter() - t0
+
+        pairs = {
+            "one": ([[*DISKPLAN, "check", "--json", str(big)]], [["parted", "-s", str(big), "unit", "s", "print"]]),
+            "fleet": ([[*DISKPLAN, "check", "--json", *fleet]], [["sfdisk", "-J", img] for img in fleet]),
+        }
+        med = {}
+        for key, (ours_cmds, floor_cmds) in pairs.items():
+            ours, floor = [], []
+            for i in range(runs + 1):
+                o, t = timed(ours_cmds), timed(floor_cmds)
+                if i:  # the first pair warms caches
+                    ours.append(o)
+                    floor.append(t)
+            med[key] = statistics.median(ours), statistics.median(floor)
+    (a, b), (c, d) = med["one"], med["fleet"]
+    return [Row("check --json, 128 partitions", fmt_s(a), fmt_s(b) + " (parted print)", a / b, "<= 2x",
+                "whole processes"),
+            Row("check 100 images in one call", fmt_s(c), fmt_s(d) + " (100x sfdisk -J)", c / d, "<= 1x",
+                "one process; each read forks a libparted child")]
+
+
 # --- the drag step and the bytes it costs ------------------------------------------------------------
 
 
@@ -122,6 +170,7 @@ BENCHES: dict[str, Callable[[int], list[Row]]] = {
     "drag": lambda runs: asyncio.run(bench_drag(runs)),
     "bytes": bench_bytes,
     "write": bench_write,
+    "check": bench_check,
     "move": bench_move,
 }
 

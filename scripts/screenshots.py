@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import io
 import pathlib
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from rich.segment import Segment, Segments
 from diskplan.cli.planner import CliSource, parser
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
+from diskplan.ui.move_screen import MoveScreen
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
 
@@ -33,7 +35,7 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "screenshots"
 @dataclass(frozen=True)
 class Shot:
     name: str
-    demo: str
+    demo: str  # a demo's name (empty when ``image`` builds the disk)
     keys: tuple[str, ...] = ()
     size: tuple[int, int] = (100, 30)
     console: bool = False
@@ -61,6 +63,20 @@ def misaligned_pv(directory: pathlib.Path) -> str:
     return str(img)
 
 
+def old_gpt(directory: pathlib.Path) -> str:
+    """A 4 GiB disk partitioned as old tools did: a 1 GiB ext4 partition from sector 34 (made by sfdisk and
+    mkfs.ext4), then free space: what A realigns."""
+    path = directory / "old-gpt-34.img"
+    with open(path, "wb") as f:
+        f.truncate(4 << 30)
+    script = "label: gpt\nfirst-lba: 34\nstart=34, size=2097152, type=linux, name=data\n"
+    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
+                   capture_output=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={34 * 512}", str(path), "1G"], check=True,
+                   capture_output=True)
+    return str(path)
+
+
 SHOTS = (
     Shot("overview", "modern", about="a modern aligned disk, whole-disk zoom"),
     Shot("ssd-gpt-34", "ssd-gpt-34", ("1",),
@@ -83,6 +99,10 @@ SHOTS = (
          (80, 25), True, "moving a proposal with the keys on a console: requested -> snapped in the status line"),
     Shot("confirm", "modern", ("]", "]", "]", "x", "n", "ctrl+a", "ctrl+k", *"100GiB", "enter", "w"),
          about="the confirmation screen: every operation and the resulting table, sector-exact"),
+    Shot("realign", "", ("A", "c"), image=old_gpt,
+         about="A realigns a partition that holds data: 34s -> 2048s, a data move with bytes and an estimate"),
+    Shot("realign-confirm", "", ("A", "w"), image=old_gpt,
+         about="the data move's confirmation: sector-exact, the measured estimate, what each move does"),
 )
 
 
@@ -104,11 +124,11 @@ async def take(shot: Shot, source: CliSource) -> pathlib.Path:
         app.clear_notifications()
         for key in shot.keys:
             await pilot.press(key)
-        if isinstance(app.screen, CommitScreen):
+        if isinstance(app.screen, CommitScreen | MoveScreen):
             screen = app.screen
             for _ in range(600):
                 await pilot.pause(0.05)
-                if screen.proposal is not None:
+                if (screen.proposal if isinstance(screen, CommitScreen) else screen.first) is not None:
                     break
         await pilot.pause(0.1)
         app.clear_notifications()

@@ -3,6 +3,7 @@ exit statuses (0 written or nothing to do, 1 refused or not confirmed, 2 failed)
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 from collections.abc import Callable
@@ -155,3 +156,16 @@ def test_a_person_at_a_terminal_types_the_device_name(monkeypatch: pytest.Monkey
     assert confirm(Block(), yes=False) == ""
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     assert confirm(Block(), yes=True) == "loop7"  # a script: --yes is the consent
+
+
+def test_two_active_msdos_partitions_are_refused_before_writing(sparse_image, tmp_path) -> None:
+    """libparted keeps the boot flag on one msdos partition only: such a plan used to be written and then fail
+    its verification ("written, but not as planned"); it is refused before anything is written."""
+    img = sparse_image(64 * MiB)
+    before = img.read_bytes()
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"format": "diskplan-plan", "version": 1, "label": "msdos", "partitions": [
+        {"start": 2048, "size": 2048, "flags": ["boot"]}, {"start": 4096, "size": 2048, "flags": ["boot"]}]}))
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 2 and "msdos marks one partition active (boot), not 2" in proc.stderr
+    assert img.read_bytes() == before and not (tmp_path / "b.dpbackup").exists()

@@ -270,3 +270,24 @@ def test_a_half_moved_partition_is_hidden_from_every_reader_until_resume(
     assert {**before, "start": 2048, "node": ""} == {**after, "node": ""}
     assert os.path.exists(node)
     assert_intact(d, 2048, before.get("uuid", ""))
+
+
+def test_no_other_write_while_a_move_is_unfinished(loop_device, tmp_path) -> None:
+    """A killed move leaves the entry hidden and the bytes half-copied: apply, repair and restore refuse (a
+    new partition could be placed over them, or the old entry brought back) until resume finishes it."""
+    d = make_disk(loop_device, tmp_path, start=34, size=40960, disk_mib=48)
+    backup = tmp_path / "before.dpbackup"
+    plan = tmp_path / "plan.json"
+    plan.write_text(diskplan(d, "export", d.dev).stdout)
+    spec = json.loads(plan.read_text())
+    spec.pop("made_against", None)
+    spec["partitions"].append({"start": 60_000, "size": 2048})  # a change a table commit would write
+    plan.write_text(json.dumps(spec))
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="synced:2")
+    assert got.returncode == -signal.SIGKILL
+    refused = diskplan(d, "apply", str(plan), d.dev, "--yes", "--backup", str(backup))
+    assert refused.returncode == 1 and "a data move on" in refused.stderr and "diskplan resume" in refused.stderr, (
+        refused.stdout + refused.stderr)
+    assert not backup.exists()  # refused before anything, the backup included
+    assert diskplan(d, "resume", d.dev, "--yes").returncode == 0
+    assert diskplan(d, "apply", str(plan), d.dev, "--yes", "--backup", str(backup)).returncode == 0

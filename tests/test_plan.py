@@ -13,6 +13,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.operations import validate
 from diskplan.model.plan import Edge, History, Outcome, Plan
+from diskplan.model.planfile import PlanFileError, save_plan
 from diskplan.model.table import new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -184,11 +185,51 @@ def test_a_partition_stays_at_least_one_grain() -> None:
 # --- existing partitions -------------------------------------------------------------------------------------
 
 
-def test_existing_partitions_are_never_moved_only_marked() -> None:
+def test_existing_partitions_move_only_with_their_data_and_never_resize() -> None:
     plan = plan_on(GIB, existing(1, 2048, 100_000))
     for out in (plan.move(1, 1), plan.move_to(1, 4096), plan.resize(1, Edge.END, 1),
                 plan.resize_to(1, Edge.START, 4096)):
         refused(out, "holds data")
+    moved = ok(plan.move(1, 1, data=True))  # asked explicitly: a data move, one grain right
+    p = moved.partition(1)
+    assert p is not None and (p.start, p.size, p.state) == (4096, 97_953, State.EXISTING)
+    (op,) = moved.changes()
+    assert (op.kind, op.number, op.source, op.start, op.end, op.nbytes) == ("move", 1, 2048, 4096, 100_000 + 2048,
+                                                                          97_953 * 512)
+    assert "move 1 with its data: 2048..100000 -> 4096..102048" in str(op) and not moved.problems()
+    assert [(q.start, q.end) for q in moved.writes().result(moved.base).live] == [(4096, 102_048)]
+    assert ok(moved.move_to(1, 2048, data=True)) == plan  # back where it is: nothing moves
+    # A data move with a table change is refused as a whole: the moves are written on their own.
+    mixed = ok(moved.propose(500_000, 4096))
+    assert any("write the table changes first, then move" in why for why in mixed.problems())
+    assert any("write the table changes first" in why for why in ok(moved.set_name(1, "x")).problems())
+    with pytest.raises(PlanFileError, match="do not carry data moves"):  # a file would recreate it empty
+        save_plan(moved)
+    # Deleting a moved partition deletes it where it is on the disk.
+    gone = ok(moved.delete(1))
+    assert gone.deleted(1).extent == plan.partition(1).extent  # type: ignore[union-attr]
+    assert [op.kind for op in gone.changes()] == ["delete"]
+
+
+def test_realign_moves_existing_partitions_to_the_nearest_boundary_that_fits() -> None:
+    # 34s (what old tools did) with no room to realign, one right after it, one 639 sectors past a boundary.
+    plan = plan_on(GIB, existing(1, 34, 100_033), existing(2, 100_034, 300_033), existing(3, 1_000_063, 1_010_062))
+    refused(plan.realign(1), "cannot be realigned", "shrink")  # partition 2 follows it at once
+    one = ok(plan.realign(3))
+    assert one.partition(3).start == 999_424  # type: ignore[union-attr]  # the nearest boundary, down
+    assert one.partition(3).size == 10_000  # type: ignore[union-attr]
+    assert ok(plan.realign(2)).partition(2).start == 100_352  # type: ignore[union-attr]  # down is taken: up
+    both = plan.realign_all()
+    assert both.ok and "realigned partitions 2, 3" in both.message
+    assert "not partition 1: no 1 MiB boundary leaves room" in both.message
+    assert [(op.kind, op.number) for op in both.plan.changes()] == [("move", 3), ("move", 2)]  # rightmost first
+    assert "A realigns" in plan.fix_layout().message
+    assert ok(plan.realign(3)).realign(3).message.startswith("partition 3 already starts")
+    refused(ok(plan.propose(1_500_000, 4096)).realign(4), "proposed")
+
+
+def test_existing_partitions_are_never_moved_only_marked() -> None:
+    plan = plan_on(GIB, existing(1, 2048, 100_000))
     marked = ok(plan.delete(1))
     assert marked.deleted(1) is not None and marked.partition(1) is None
     assert marked.deleted(1).extent == plan.partition(1).extent  # type: ignore[union-attr]

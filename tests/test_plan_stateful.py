@@ -1,6 +1,7 @@
 """Random sequences of create / move / resize / delete / undelete / retarget / undo / redo on random disks:
 partitions stay disjoint and inside the usable area, proposals stay on the grain whenever snapping is on,
-existing partitions never move, refusals change nothing, and undo gives back exactly the plan before."""
+existing partitions move only as planned data moves (same number, size and role; each one a "move" operation
+whose result is the plan's table), refusals change nothing, and undo gives back exactly the plan before."""
 
 from __future__ import annotations
 
@@ -125,6 +126,19 @@ class PlanMachine(RuleBasedStateMachine):
         plan = self.history.present
         self.take_move(plan.move_to(self.pick(data, proposed=True), lba_in(plan, where)))
 
+    @rule(data=st.data(), where=FRACTION)
+    def move_data(self, data: st.DataObject, where: float) -> None:
+        plan = self.history.present
+        self.take_move(plan.move_to(self.pick(data), lba_in(plan, where), data=True))
+
+    @rule(data=st.data())
+    def realign(self, data: st.DataObject) -> None:
+        self.take(self.history.present.realign(self.pick(data)))
+
+    @rule()
+    def realign_all(self) -> None:
+        self.take(self.history.present.realign_all())
+
     @precondition(lambda self: self.has_proposals())
     @rule(data=st.data(), edge=st.sampled_from(list(Edge)), steps=STEPS)
     def resize(self, data: st.DataObject, edge: Edge, steps: int) -> None:
@@ -203,13 +217,35 @@ class PlanMachine(RuleBasedStateMachine):
                 assert plan.on_grain(p) or (kept_size and plan.grain.is_aligned(p.start)), (p, plan.grain)
 
     @invariant()
-    def existing_partitions_never_move(self) -> None:
+    def existing_partitions_move_only_as_data_moves(self) -> None:
         plan = self.history.present
         on_disk = {(p.number, p.start, p.end) for p in plan.base.partitions}
         logical = {(p.start, p.end) for p in plan.base.partitions if p.role is Role.LOGICAL}
+        sizes = {p.number: (p.size, p.role) for p in plan.base.partitions}
+        moved = {}
         for p in plan.table.partitions:
-            if p.state is not State.PROPOSED:  # a logical one may be renumbered (another was deleted), not moved
-                assert (p.number, p.start, p.end) in on_disk or (p.role is Role.LOGICAL and (p.start, p.end) in logical)
+            if p.state is State.PROPOSED:
+                continue
+            if (p.number, p.start, p.end) in on_disk or (p.role is Role.LOGICAL and (p.start, p.end) in logical):
+                continue  # a logical one may be renumbered (another was deleted), not moved
+            assert p.state is State.EXISTING and p.role is Role.PRIMARY and sizes[p.number] == (p.size, p.role), p
+            moved[p.number] = (p.start, p.end)
+        if plan.fresh:
+            return
+        ops = plan.writes()
+        assert {new.number: (new.start, new.end) for _, new in ops.move} == moved
+        assert all(old.size == new.size and old.number == new.number for old, new in ops.move)
+        if not ops.problems:  # moves alone: the disk then holds exactly the plan's table
+            live = sorted((p.number, p.start, p.end) for p in plan.live)
+            assert sorted((p.number, p.start, p.end) for p in ops.result(plan.base).live) == live
+        # Moved one at a time in the listed order (backend.move checks each against the table as it is
+        # then), no move's destination overlaps another partition where it is at that point.
+        now = {p.number: p.extent for p in plan.base.live if p.role is not Role.LOGICAL}
+        for _, new in ops.move if not ops.table_changes else ():  # else refused: table changes go first
+            assert not any(e.overlaps(new.extent) for n, e in now.items() if n != new.number), (ops.move, now)
+            now[new.number] = new.extent
+        if ops.move and ops.table_changes:
+            assert any("write the table changes first, then move" in why for why in ops.problems)
 
     @invariant()
     def index_matches_the_table(self) -> None:

@@ -55,7 +55,8 @@ def specs(draw: st.DrawFn) -> PlanSpec:
                         logical += 1
                         prev_end = y
                 continue
-            boot = draw(st.booleans())
+            # msdos marks one partition active at most (operations.validate)
+            boot = draw(st.booleans()) and not any("boot" in q.flags for q in parts)
             parts.append(Partition(numbers[k], a, b, draw(st.sampled_from(MBR_TYPES)), "", ("boot",) if boot else (),
                                    Role.PRIMARY, State.PROPOSED))
     gpt = label == "gpt"

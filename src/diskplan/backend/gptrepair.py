@@ -36,6 +36,7 @@ from diskplan.backend.write import (
     ProposalWrite,
     Verdict,
     WriteOutcome,
+    half_moved,
     inform_kernel_child,
     kernel_differences,
     not_as_planned,
@@ -106,6 +107,7 @@ def prepare_repair(
     elif r is None and _no_repair(current):
         refusals.append(_no_repair(current))
     refusals += other_disk(target, geom, sector_size, sectors)
+    refusals += half_moved(target, ident.size)
     if desired is not None and differences(replace(desired, partitions=desired.live), current.table):
         refusals.append("a repair is written on its own: the plan also changes partitions (commit the repair, "
                         "then plan the changes on the repaired table)")

@@ -24,6 +24,7 @@ from diskplan.model import ptypes
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
+from diskplan.model.labels import HIGH_ATTRIBUTE_FLAGS
 from diskplan.model.operations import ATTRIBUTE_FLAGS
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
@@ -335,7 +336,9 @@ def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) 
         ped.set_name(p.name)
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
-        if flag not in settable and flag not in _TYPE_FLAGS:
+        # GPT bits 48-63 (read from the raw entry): libparted keeps a kept entry's bits as they are, and a plan
+        # that would change them is refused before writing (model.operations.unwritable_flags)
+        if flag not in settable and flag not in _TYPE_FLAGS and flag not in HIGH_ATTRIBUTE_FLAGS:
             raise BackendError(f"libparted 3.5 cannot set the {flag} flag of partition {p.number} on {label}")
     for name in settable:
         code = _flag_code(name)

@@ -88,6 +88,7 @@ class GptEntry:
     first: int
     last: int
     name: str
+    attributes: int = 0  # the entry's 64 attribute bits (libparted 3.5 reports none of bits 48-63)
 
 
 def parse_gpt_entries(raw: bytes, count: int, size: int) -> list[GptEntry]:
@@ -104,6 +105,7 @@ def parse_gpt_entries(raw: bytes, count: int, size: int) -> list[GptEntry]:
                 int.from_bytes(e[32:40], "little"),
                 int.from_bytes(e[40:48], "little"),
                 e[56:128].decode("utf-16-le", "replace").rstrip("\0"),
+                int.from_bytes(e[48:56], "little"),
             )
         )
     return out

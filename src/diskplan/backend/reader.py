@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from diskplan.backend import gptcheck, hybrid, probe, rawtable
+from diskplan.backend.gptattrs import with_raw_attributes
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model import tablefindings as tf
 from diskplan.model.codes import (
@@ -117,6 +118,7 @@ class _Survey:
             table = self._apm(geom) or table
         if gpt is not None and table.label in ("gpt", None):
             self._gpt(geom, gpt)
+        table = with_raw_attributes(table, gpt)
         if table.label == "gpt" and mbr is not None and rawtable.is_hybrid_mbr(mbr):
             self.views = (hybrid.mbr_view(mbr, geom.sectors),)
             self.findings.append(tf.hybrid_mbr(hybrid.describe_views(mbr, table.partitions)))

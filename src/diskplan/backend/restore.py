@@ -24,6 +24,7 @@ from diskplan.backend.write import (
     Verdict,
     Write,
     WriteOutcome,
+    half_moved,
     identity,
     inform_kernel_child,
     kernel_differences,
@@ -67,7 +68,7 @@ def prepare_restore(backup_path: str, target: str, host: Host, *, force_foreign:
         raise CommitError(str(exc)) from exc
     except OSError as exc:
         raise CommitError(f"{target}: {exc.strerror}") from exc
-    refusals: list[str] = []
+    refusals: list[str] = half_moved(target, ident.size)
     notes: list[str] = []
     changed: list[Extent] = []
     kept: tuple[Extent, ...] = ()

@@ -38,6 +38,7 @@ from diskplan.backend.write import (
     ProposalWrite,
     Verdict,
     WriteOutcome,
+    half_moved,
     identity,
     kernel_differences,
     not_as_planned,
@@ -92,6 +93,10 @@ def prepare_table(
     else:
         ops = plan_writes(current.table, desired, geom, filesystem=current.filesystem)
     refusals += ops.problems
+    if any(op.moves_data for op in ops.operations):  # the data move is backend.move's write, not a table commit
+        refusals.append("this plan moves data: write its table changes first, then the moves (the planner's w, "
+                        "or diskplan move)")
+    refusals += half_moved(target, ident.size)
     blocking, idle = unsafe(target, host)
     refusals += blocking
     notes = [*ops.notes, *idle]

@@ -30,6 +30,7 @@ from typing import Generic, Protocol, TypeVar
 
 from diskplan.backend import backup as bk
 from diskplan.backend import lock as wlock
+from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
@@ -306,6 +307,17 @@ def unsafe(target: str, host: Host) -> tuple[list[str], list[str]]:
     ro = read_only_reason(target)
     blocking, idle = usage(target, host)
     return [*([ro] if ro else []), *blocking], idle
+
+
+def half_moved(target: str, size: int) -> list[str]:
+    """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, beside the
+    backups): the partition's entry is hidden and its bytes are half-copied, so any other write could place a
+    partition over them or bring the old entry back. Only ``diskplan resume`` may write then."""
+    found = unfinished(os.path.dirname(bk.default_path(target)), target, size)
+    if not found:
+        return []
+    return [f"a data move on {target} is unfinished (journal {found[0]}): finish it first with "
+            f"`diskplan resume {target}` (or M in the planner)"]
 
 
 def read_target(target: str, current: Disk | None) -> tuple[Identity, Disk]:

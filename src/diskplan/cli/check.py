@@ -1,23 +1,29 @@
-"""``diskplan check TARGET``: every partition's alignment at once, like ``parted align-check`` for all.
+"""``diskplan check TARGET...``: every partition's alignment at once, like ``parted align-check`` for all.
 
-Exit status: 0 nothing found, 1 findings, 2 the target could not be read.
+Several targets are checked in one process (fleets, CI): one report after another, or with ``--json`` one
+document holding every disk's report (like ``lsblk -J``).
+
+Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still checked).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
 from diskplan.model.extent import Role
-from diskplan.model.report import Report, build_report, report_json
+from diskplan.model.geometry import Geometry
+from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
 from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import walk_lines
+from diskplan.model.toolsay import tools_say
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -27,10 +33,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan check",
         description="Check every partition's alignment and explain each finding.",
-        epilog="Exit status: 0 nothing found, 1 findings, 2 the target could not be read.",
+        epilog="Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still "
+        "checked).",
     )
-    p.add_argument("target", help="block device or image file")
-    p.add_argument("--json", action="store_true", help="print one JSON object (see README.md)")
+    p.add_argument("target", nargs="+", help="block device or image file (several: each is checked)")
+    p.add_argument("--json", action="store_true", help="print one JSON object; for several targets one document "
+                   "with a list of them (see README.md)")
     add_overrides(p)
     return p
 
@@ -48,7 +56,8 @@ def _yes(ok: bool) -> Text:
 NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, reported: Geometry | None = None) -> None:
+    """``reported``: the geometry as the device reports it, which the other tools see (default: the report's)."""
     disk, geom = report.disk, report.disk.geometry
     # Every string from the disk (its path, names, messages) goes through safe() and into Text, never
     # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
@@ -96,8 +105,32 @@ def render(report: Report, console: Console) -> None:
                                     f" {where}: {safe(f.message)} [{f.code}]"))
         for line in f.explanation:
             console.print(Text(f"    {safe(line)}"))
+    render_tools(report, console, reported or geom)
     if not report.all_findings:
         console.print("[green]No findings: every partition is aligned.[/]")
+
+
+def render_tools(report: Report, console: Console, reported: Geometry) -> None:
+    """What parted, fdisk and sgdisk would print about each partition (model.toolsay)."""
+    says = tools_say(reported, report.disk.table)
+    if not says:
+        return
+    console.print(Text("what the tools say (from the geometry the device reports):", style="bold"))
+    target = safe(report.disk.source)
+    for number, say in says.items():
+        console.print(Text(f"  partition {number}:"))
+        for line in say.lines(target):
+            console.print(Text(f"    {line}"))
+
+
+def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
+    """``check --json``: each partition gets a ``tools`` object (README.md)."""
+    out = report_json(report)
+    says = tools_say(reported, report.disk.table)
+    partitions: list[dict[str, object]] = out["partitions"]  # type: ignore[assignment]
+    for p in partitions:
+        p["tools"] = says[int(p["number"])].as_json()  # type: ignore[call-overload]
+    return out
 
 
 def console() -> Console:
@@ -108,16 +141,99 @@ def console() -> Console:
     return _Console(highlight=False, soft_wrap=True, width=1 << 16)
 
 
+def _raw_entries(report: Report, doc: dict[str, object]) -> None:
+    """Each GPT partition's unique GUID and its 64 attribute bits, from the raw entries (libparted gives neither)."""
+    from diskplan.backend.gptcheck import check_gpt
+
+    disk = report.disk
+    if disk.table.label != "gpt":
+        return
+    state = check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors)
+    good = state.good if state is not None else None
+    entries = {e.number: e for e in good.entries} if good is not None else {}
+    for part in doc["partitions"]:  # type: ignore[attr-defined]
+        e = entries.get(part["number"])
+        if e is not None and (e.first, e.last) == (part["start"], part["end"]):
+            part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
+
+
+def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
+    """(the report, the geometry as the device reports it, "") or (None, None, why the target could not be read).
+    The report judges the geometry with the user's overrides; what the other tools would say uses the reported one."""
+    try:
+        as_read = open_target(target)
+        disk = apply_overrides(as_read, args)
+    except TargetError as exc:
+        return None, None, str(exc)
+    return build_report(disk), as_read.geometry, ""
+
+
+def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, object] | None, str]:
+    """(exit status, the report's JSON object or None, why it could not be read)."""
+    report, reported, error = check_one(target, args)
+    if report is None or reported is None:
+        return 2, None, error
+    doc = tools_json(report, reported)
+    _raw_entries(report, doc)
+    return (1 if report.all_findings else 0), doc, ""
+
+
+def _json_group(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
+    return [_json_result(t, args) for t in targets]
+
+
+def _json_results(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
+    """Every target's result, in order. Many targets are split between forked workers, one per core: each read
+    spends most of its time in its own libparted child, so they overlap."""
+    from diskplan.backend.isolate import IsolatedFailure, start_isolated
+
+    workers = min(os.cpu_count() or 1, len(targets) // 16, 8)
+    if workers < 2:
+        return _json_group(targets, args)
+    groups = [targets[i::workers] for i in range(workers)]
+    children = [start_isolated(_json_group, g, args) for g in groups]
+    results: list[list[tuple[int, dict[str, object] | None, str]]] = []
+    for group, child in zip(groups, children, strict=True):
+        try:
+            results.append(child.result(timeout=60 + 40 * len(group)))
+        except IsolatedFailure as exc:
+            results.append([(2, None, f"the check failed: {exc.reason}")] * len(group))
+    out: list[tuple[int, dict[str, object] | None, str]] = [(2, None, "")] * len(targets)
+    for w, rows in enumerate(results):
+        out[w::workers] = rows
+    return out
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
-        disk = open_target(args.target, args)
-    except TargetError as exc:
-        print(f"diskplan check: {safe(str(exc))}", file=sys.stderr)
-        return 2
-    report = build_report(disk)
+    if len(args.target) > 1:  # each read runs in a forked child: imported once here, every child inherits it
+        import diskplan.backend.libparted  # noqa: F401
     if args.json:
-        print(json.dumps(report_json(report), indent=2))
-    else:
-        render(report, console())
-    return 1 if report.all_findings else 0
+        results = _json_results(args.target, args)
+        for _, _, error in results:
+            if error:
+                print(f"diskplan check: {safe(error)}", file=sys.stderr)
+        codes = [code for code, _, _ in results]
+        if len(args.target) == 1:
+            if results[0][1] is not None:
+                print(json.dumps(results[0][1], indent=2))
+        else:  # one document for all of them, its status the worst of theirs
+            print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                              "disks": [doc for _, doc, _ in results if doc is not None],
+                              "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                          strict=True) if e],
+                              "status": max(codes)}, indent=2))
+        return max(codes)
+    codes = []
+    out = console()
+    for i, target in enumerate(args.target):
+        report, reported, error = check_one(target, args)
+        if report is None or reported is None:
+            print(f"diskplan check: {safe(error)}", file=sys.stderr)
+            codes.append(2)
+            continue
+        codes.append(1 if report.all_findings else 0)
+        if i:
+            out.print()
+        render(report, out, reported)
+    return max(codes)

@@ -60,7 +60,12 @@ def _is_plan_file(path: str) -> bool:
 
 def _read_plan(path: str) -> PlanSpec:
     try:
-        return load_plan(read_plan_text(path))
+        spec = load_plan(read_plan_text(path))
+        if spec.needs_disk:
+            raise PlanFileError("this sfdisk script leaves starts, sizes or numbers to the disk it is applied to: "
+                                "`diskplan apply SCRIPT DISK` places them there (as sfdisk does), then "
+                                "`diskplan export DISK` prints the result")
+        return spec
     except PlanFileError as exc:
         raise PlanFileError(f"{'standard input' if path == '-' else path}: {exc}") from exc
 

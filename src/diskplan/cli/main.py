@@ -1,9 +1,17 @@
-"""``diskplan``: dispatch to a subcommand; never let a traceback reach the user."""
+"""``diskplan``: dispatch to a subcommand; never let a traceback reach the user.
+
+The whole command line is one argparse tree (:func:`parser`): the planner's options, then one subparser per
+command, each its module's own ``parser()``. ``--help``, a mistyped command, the man page and the shell
+completions come from that tree. Running a command needs only its own module, so the tree is built only
+for those: a command's module parses its arguments itself, with the same parser the tree holds.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 
@@ -11,17 +19,55 @@ from diskplan.model.safetext import safe
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
 COMMANDS = {
-    "check": "diskplan.cli.check",
-    "export": "diskplan.cli.export",
-    "apply": "diskplan.cli.apply",
-    "restore": "diskplan.cli.restore",
-    "repair": "diskplan.cli.repair",
-    "move": "diskplan.cli.move",
-    "realign": "diskplan.cli.realign",
-    "resume": "diskplan.cli.resume",
-    "resize": "diskplan.cli.resize",
+    "check": ("diskplan.cli.check", "check every partition's alignment and explain each finding"),
+    "export": ("diskplan.cli.export", "print a table or plan as a JSON plan, an sfdisk script or parted commands"),
+    "apply": ("diskplan.cli.apply", "write a planned partition table (JSON plan or sfdisk script)"),
+    "restore": ("diskplan.cli.restore", "put a table backup made by apply back, byte for byte"),
+    "repair": ("diskplan.cli.repair", "rebuild a damaged GPT copy or a lost protective MBR from the good copy"),
+    "move": ("diskplan.cli.move", "move a partition and its data to a new start, crash-safe"),
+    "realign": ("diskplan.cli.realign", "move misaligned partitions and their data to the nearest grain"),
+    "resume": ("diskplan.cli.resume", "finish an interrupted partition move"),
+    "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
+    "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
 }
 PLANNER = "diskplan.cli.planner"
+USAGE = "diskplan [OPTIONS] [TARGET]\n       diskplan COMMAND [ARGS] (diskplan COMMAND --help for its own)"
+_WORD = re.compile(r"[a-z][a-z-]*")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line: imports every command's module, so only help, man page and completions use it."""
+    from diskplan.cli import planner
+
+    top = argparse.ArgumentParser(
+        prog="diskplan",
+        usage=USAGE,
+        description=planner.DESCRIPTION + " With no COMMAND, the interactive planner opens TARGET "
+        "(a block device or image file; without one, a device picker).",
+        epilog="Keys inside the planner: press ? for help. Exit status of the commands: 0 done or nothing "
+        "to do, 1 findings, refused or not confirmed, 2 failed or could not read the target.",
+    )
+    planner.add_options(top)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, (module, summary) in COMMANDS.items():
+        own = importlib.import_module(module).parser()
+        sub.add_parser(name, parents=[own], add_help=False, help=summary, prog=own.prog,
+                       description=own.description, epilog=own.epilog)
+    return top
+
+
+def _mistyped_command(word: str) -> bool:
+    """A first argument that can only have meant a command: a lower-case word that names no file."""
+    return word not in COMMANDS and _WORD.fullmatch(word) is not None and not os.path.exists(word)
+
+
+def _run(argv: list[str]) -> int:
+    if argv and argv[0] in COMMANDS:
+        return int(importlib.import_module(COMMANDS[argv[0]][0]).main(argv[1:]) or 0)
+    if (argv and _mistyped_command(argv[0])) or any(a in ("-h", "--help") for a in argv):
+        parser().parse_args(argv)  # argparse says "invalid choice" (or prints the help) and exits
+        return 2
+    return int(importlib.import_module(PLANNER).main(argv) or 0)
 
 
 def _reader_gone() -> int:
@@ -35,11 +81,8 @@ def _reader_gone() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    module = PLANNER
-    if argv and argv[0] in COMMANDS:
-        module = COMMANDS[argv.pop(0)]
     try:
-        code = int(importlib.import_module(module).main(argv) or 0)
+        code = _run(argv)
         sys.stdout.flush()  # a reader that went away (| head) is found here, not at the interpreter's exit
         return code
     except BrokenPipeError:

@@ -27,15 +27,26 @@ if TYPE_CHECKING:  # the backend is imported when a disk is opened (a demo's in 
     from diskplan.backend.isolate import Child
 
 
+DESCRIPTION = ("See where every partition lies on the disk's physical blocks, and why a misaligned one "
+               "is slow. Nothing is written to the disk you open.")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan",
-        description="See where every partition lies on the disk's physical blocks, and why a misaligned one "
-        "is slow. Nothing is written to the disk you open.",
-        epilog="Other commands: diskplan check|export|apply|restore (each has --help). "
-        "Keys inside the planner: press ? for help.",
+        description=DESCRIPTION,
+        epilog="Other commands: see diskplan --help (each has --help). Keys inside the planner: press ? for help.",
     )
     p.add_argument("target", nargs="?", help="block device or image file; omit it to choose a device")
+    add_options(p)
+    return p
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The planner's options, also the options of the whole command line's tree (cli.main)."""
+    from diskplan import __version__
+
+    p.add_argument("--version", action="version", version=f"diskplan {__version__}")
     p.add_argument(
         "--demo",
         nargs="?",
@@ -57,7 +68,6 @@ def parser() -> argparse.ArgumentParser:
                    help="draw without colour: partitions by their number, the cursor in reverse video "
                    "(automatic with NO_COLOR or a monochrome TERM)")
     add_overrides(p)
-    return p
 
 
 class CliSource:

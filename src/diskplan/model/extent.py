@@ -71,5 +71,11 @@ class Partition:
     def is_container(self) -> bool:
         return self.role is Role.EXTENDED
 
+    @property
+    def moved_from(self) -> int | None:
+        """A partition on the disk that the plan moves with its data: its start on the disk now."""
+        at = dict(self.extra).get("moved_from")
+        return int(at) if at is not None else None
+
     def moved(self, start: int, end: int) -> Partition:
         return replace(self, start=start, end=end)

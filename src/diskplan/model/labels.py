@@ -61,6 +61,18 @@ def check_label(label: str | None) -> str:
     return label
 
 
+_ATTRIBUTE_BITS = {"hidden": 0, "no_block_io": 1, "legacy_boot": 2, "no_automount": 63,
+                   **{f"guid:{n}": n for n in range(48, 63)}}
+
+
+HIGH_ATTRIBUTE_FLAGS = frozenset(f for f, n in _ATTRIBUTE_BITS.items() if n >= 48)  # libparted 3.5 sees none
+
+
+def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
+    """The flags of a GPT entry's attribute bits (only bits from ``lowest`` up), sorted."""
+    return tuple(sorted(f for f, n in _ATTRIBUTE_BITS.items() if n >= lowest and bits >> n & 1))
+
+
 def attribute_flags(label: str) -> tuple[str, ...]:
     """The flags a user may set on a partition of ``label`` (the UI's choices)."""
     return tuple(GPT_ATTRIBUTES) if label == "gpt" else MSDOS_FLAGS
@@ -103,15 +115,20 @@ def type_code(label: str, text: str) -> str:
     or an MBR id ("0x83", "83"). Raises LabelError naming what would have been accepted."""
     text = text.strip()
     known = ptypes.lookup(text) if text else None
+    named = ptypes.by_name(label, text) if known is None else None
     if label == "gpt":
         if known is not None and known.gpt:
             return known.gpt
         if _GUID.match(text):
             return text.upper()
+        if named:
+            return named
         names = ", ".join(t.name for t in ptypes.TYPES if t.gpt)
         raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID or one of {names}")
     if known is not None and known.mbr is not None:
         return f"0x{known.mbr:02x}"
+    if named and not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,2}", text):  # "83" is an id before it is a name
+        return named
     try:
         code = int(text.removeprefix("0x").removeprefix("0X"), 16)
     except ValueError:

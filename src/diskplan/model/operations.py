@@ -26,6 +26,7 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
+from diskplan.model.units import human_bytes
 
 DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.WRITTEN_LABELS}  # what libparted gives
 ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flags libparted 3.5 can set
@@ -35,13 +36,19 @@ _order = attrgetter("start", "number")
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # "label", "delete", "create", "change", "rewrite", "keep", "repair"
+    kind: str  # "label", "delete", "create", "change", "rewrite", "keep", "repair", "move"
     number: int = 0
     start: int = 0
     end: int = 0
     detail: str = ""
     # What the commit writes: the partition deleted (as on disk), created, re-added, changed or kept.
     partition: Partition | None = field(default=None, compare=False, repr=False)
+    source: int = 0  # a move: the partition's start on the disk now (start..end is where its data goes)
+    nbytes: int = 0  # a move: the bytes copied
+
+    @property
+    def moves_data(self) -> bool:
+        return self.kind == "move"
 
     @property
     def pending(self) -> bool:
@@ -58,6 +65,8 @@ class Operation:
             "rewrite": f"rewrite the EBR of logical {self.number} at {where} (its data is not touched)",
             "keep": f"keep {self.number} at {where} (untouched)",
             "repair": f"repair: write sector{'s ' + where if self.end > self.start else ' ' + str(self.start)}",
+            "move": f"move {self.number} with its data: {self.source}..{self.source + self.end - self.start} -> "
+                    f"{where} ({self.nbytes:,} B = {human_bytes(self.nbytes)} copied)",
         }[self.kind]
         return f"{text}: {self.detail}" if self.detail and self.kind != "label" else text
 
@@ -166,6 +175,10 @@ def validate(table: Table, geom: Geometry) -> list[str]:
         out.append("msdos has at most 4 primary partitions (an extended one counts), numbered 1 to 4")
     if len(extended) > 1:
         out.append("msdos has at most one extended partition")
+    booted = [p.number for p in live if "boot" in p.flags]
+    if len(booted) > 1:  # libparted keeps the flag on one partition only: the write would not read back as planned
+        out.append(f"msdos marks one partition active (boot), not {len(booted)} "
+                   f"(partitions {', '.join(map(str, booted))})")
     if logicals and not extended:
         out.append("logical partitions need an extended partition")
     elif logicals:
@@ -225,16 +238,27 @@ class Changes:
     change: list[tuple[Partition, Partition, list[str]]] = field(default_factory=list)
     keep: list[Partition] = field(default_factory=list)
     rewrite: list[Partition] = field(default_factory=list)  # logical ones re-added in place: only EBRs written
+    # Existing partitions whose data moves (on disk, planned), in the order they can be moved one at a time:
+    # each goes where no partition on the disk is any more (backend.move moves one against the table as it is).
+    move: list[tuple[Partition, Partition]] = field(default_factory=list)
+    sector_size: int = 512
 
     @property
     def any(self) -> bool:
-        return bool(self.fresh or self.delete or self.create or self.change or self.rewrite)
+        return bool(self.fresh or self.delete or self.create or self.change or self.rewrite or self.move)
+
+    @property
+    def table_changes(self) -> bool:
+        """Whether anything but data moves is written (a table commit: backend.commit)."""
+        return bool(self.fresh or self.delete or self.create or self.change or self.rewrite
+                    or any(op.kind == "keep" and op.pending for op in self.operations))
 
     @property
     def protect(self) -> tuple[Extent, ...]:
         """Where data the plan keeps lives (never backed up, never written)."""
         held = [*self.keep, *(old for old, _, _ in self.change), *self.rewrite]
-        return tuple(p.extent for p in held if p.role is not Role.EXTENDED)
+        moved = [e for old, new in self.move for e in (old.extent, new.extent)]
+        return tuple(p.extent for p in held if p.role is not Role.EXTENDED) + tuple(moved)
 
     @cached_property
     def operations(self) -> tuple[Operation, ...]:
@@ -258,6 +282,9 @@ class Changes:
         out += [Operation("rewrite", p.number, p.start, p.end, partition=p)
                 for p in sorted(self.rewrite, key=lambda p: p.number)]
         out += [Operation("change", new.number, new.start, new.end, ", ".join(why), new) for _, new, why in self.change]
+        ss = self.sector_size
+        out += [Operation("move", new.number, new.start, new.end, partition=new, source=old.start,
+                          nbytes=old.size * ss) for old, new in self.move]
         for p in sorted(self.keep, key=lambda p: p.number):
             was = dict(p.extra).get("was")
             out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else "", p))
@@ -272,6 +299,7 @@ class Changes:
         """The table the disk will hold, as the reader will report it: ``base`` with these partitions
         (kept ones EXISTING as they are, new ones PROPOSED with the type libparted gives by default)."""
         parts = [replace(p, state=State.EXISTING) for p in self.keep]
+        parts += [replace(old, start=new.start, end=new.end) for old, new in self.move]
         for old, new, _ in self.change:
             parts.append(replace(old, number=new.number, type=new.type or old.type, name=new.name, flags=new.flags))
         parts += [replace(p, state=State.EXISTING) for p in self.rewrite]
@@ -291,14 +319,27 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
     cur = list(current.partitions)
     want_outer: dict[tuple[int, int, int, Role], Partition] = {
         (p.number, p.start, p.end, p.role): p for p in live if p.role is not Role.LOGICAL}
+    moving = {p.number: p for p in live if p.state is State.EXISTING and p.role is Role.PRIMARY}
     for p in (p for p in cur if p.role is not Role.LOGICAL):
         w = want_outer.pop((p.number, p.start, p.end, p.role), None)
+        m = moving.get(p.number)
+        if w is None and m is not None and p.role is Role.PRIMARY and m.size == p.size:
+            want_outer.pop((m.number, m.start, m.end, m.role), None)
+            ops.move.append((p, m))
+            why = _attributes_differ(label, p, m)
+            if why:  # a table change as well: written first, on its own (plan_writes says so)
+                ops.change.append((p, replace(m, start=p.start, end=p.end), why))
+            continue
         if w is None:
             ops.delete.append(p)
             continue
         why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
         (ops.change.append((p, w, why)) if why else ops.keep.append(p))
     ops.create += list(want_outer.values())
+    # Moving left frees room for the next partition moving left, moving right for the one before it.
+    left = sorted((m for m in ops.move if m[1].start < m[0].start), key=lambda m: m[0].start)
+    right = sorted((m for m in ops.move if m[1].start > m[0].start), key=lambda m: -m[0].start)
+    ops.move = left + right
     # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
     # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
     cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
@@ -361,5 +402,9 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
         refusals += validate(replace(base, partitions=tuple(live)), geom)
     refusals += unwritable_flags(label, base, live)
     ops = plan_changes(label, current, live, fresh)
+    ops.sector_size = geom.logical
+    if ops.move and ops.table_changes:
+        refusals.append("data moves are written on their own: write the table changes first, then move "
+                        "(undo the moves, write, then plan them again)")
     ops.problems, ops.notes = tuple(refusals), tuple(notes)
     return ops

@@ -4,7 +4,8 @@ A ``Plan`` is immutable. Every operation returns an ``Outcome``: the new plan (o
 step is refused, with the reason), and for moves and resizes a ``Snap`` saying where the user asked the
 partition to go and where snapping put it. ``History`` keeps the plans for undo and redo.
 
-Partitions carry a state: EXISTING (on disk, holds data: never moved or resized), DELETE (on disk, marked
+Partitions carry a state: EXISTING (on disk, holds data: moved only when asked, ``data=True`` or
+``realign``, which plans a data move; never resized), DELETE (on disk, marked
 for deletion: its space is free for planning) and PROPOSED (planned). Proposed partitions snap to the grain
 of the snapping target; snapping never makes partitions overlap, never enters the table's metadata, never
 passes the end of the usable area. Partitions are addressed by number: live ones (EXISTING or PROPOSED)
@@ -37,6 +38,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
+from diskplan.model.move import realign_start
 from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
@@ -316,7 +318,9 @@ class Plan:
     def _refuse(self, reason: str, number: int | None = None) -> Outcome:
         return Outcome(self, self, False, reason, None, number)
 
-    def _proposed(self, number: int) -> tuple[Partition, int, int]:
+    def _proposed(self, number: int, *, data: bool = False) -> tuple[Partition, int, int]:
+        """The live partition ``number`` a move or resize may change; ``data``: an existing one too (its data
+        moves with it: a primary or GPT partition, never an extended or logical one)."""
         why = self.blocked()
         if why:
             raise _Refused(why)
@@ -325,9 +329,12 @@ class Plan:
             raise _Refused(f"there is no partition {number}" + (" (it is marked for deletion)"
                                                                   if self.deleted(number) else ""))
         p = self.lanes[at[0]].at(at[1])
-        if p.state is State.EXISTING:
-            raise _Refused(f"partition {number} is on the disk and holds data: diskplan does not move or "
-                           "resize it (mark it for deletion to plan in its space)")
+        if p.state is State.EXISTING and not data:
+            raise _Refused(f"partition {number} is on the disk and holds data: diskplan does not resize it "
+                           "(m moves it with its data, A realigns it; x marks it for deletion to plan in its space)")
+        if p.state is State.EXISTING and p.role is not Role.PRIMARY:
+            raise _Refused(f"partition {number} is {p.role.value}: diskplan moves the data of primary and GPT "
+                           "partitions only (a logical one's EBR would have to move too)")
         return p, at[0], at[1]
 
     def _logicals(self) -> tuple[Partition, ...]:
@@ -458,18 +465,19 @@ class Plan:
 
     # --- moving and resizing --------------------------------------------------------------------------
 
-    def move(self, number: int, steps: int = 1) -> Outcome:
+    def move(self, number: int, steps: int = 1, *, data: bool = False) -> Outcome:
         """Move a proposed partition by ``steps`` grains (keyboard: 1, or 10 with a modifier)."""
         p = self.partition(number)
         if p is None:
             return self.move_to(number, 0)
-        return self.move_to(number, p.start + steps * self._step(), keyboard=True)
+        return self.move_to(number, p.start + steps * self._step(), keyboard=True, data=data)
 
-    def move_to(self, number: int, start: int, *, keyboard: bool = False) -> Outcome:
+    def move_to(self, number: int, start: int, *, keyboard: bool = False, data: bool = False) -> Outcome:
         """Move a proposed partition so it starts near LBA ``start`` (mouse), keeping its size exactly.
-        It stops against its neighbours; it never jumps over one."""
+        It stops against its neighbours; it never jumps over one. ``data``: an existing partition may move
+        too, which plans a data move (``Changes.move``: its bytes are copied to the new place)."""
         try:
-            p, lane_no, i = self._proposed(number)
+            p, lane_no, i = self._proposed(number, data=data)
         except _Refused as exc:
             return self._refuse(str(exc), number)
         if p.role is Role.EXTENDED and self._logicals():
@@ -485,12 +493,81 @@ class Plan:
         free_s = snap_start(self.grain, start)
         if s != free_s:
             notes.append(f"stopped against {gap.after if s < free_s else gap.before}")
-        if p.size % self.grain.sectors:
+        if p.size % self.grain.sectors and p.state is State.PROPOSED:
             notes.append(f"size kept: {p.size}s is not a whole number of {self.grain.sectors}-sector grains, "
                          "so the end is off the grain (r resizes, a re-snaps)")
         changed_wanted = start != p.start if keyboard else snap_start(self.grain, start) != p.start
-        return self._outcome(p, replace(p, start=s, end=e), Span(start, start + p.size - 1), notes, "moved",
-                             changed_wanted)
+        return self._moved(p, replace(p, start=s, end=e), Span(start, start + p.size - 1), notes, "moved",
+                           changed_wanted)
+
+    def _moved(self, p: Partition, new: Partition, requested: Span, notes: list[str], verb: str,
+               wanted_change: bool) -> Outcome:
+        base = self.base.by_number(p.number)
+        if p.state is State.EXISTING and base is not None:  # the map and the list say where it comes from
+            away = (new.start, new.end) != (base.start, base.end)
+            new = replace(new, extra=(("moved_from", str(base.start)),) if away else ())
+        out = self._outcome(p, new, requested, notes, verb, wanted_change)
+        if not out.changed or p.state is not State.EXISTING or base is None:
+            return out
+        if (new.start, new.end) == (base.start, base.end):
+            return replace(out, message=f"partition {p.number} back at {new.start}s..{new.end}s: no data moves")
+        nbytes = new.size * self.geometry.logical
+        return replace(out, message=f"{out.message}: its data ({human_bytes(nbytes)}) moves from {base.start}s "
+                       "when written")
+
+    def realign(self, number: int) -> Outcome:
+        """Plan a data move of existing partition ``number`` to the device's grain boundary nearest its start
+        that the free space around it allows, size unchanged (model.move.realign_start)."""
+        try:
+            p, _, _ = self._proposed(number, data=True)
+        except _Refused as exc:
+            return self._refuse(str(exc), number)
+        if p.state is not State.EXISTING:
+            return self._refuse(f"partition {number} is proposed: a re-snaps proposals (nothing to move)", number)
+        grain = optimal_grain(self.geometry)
+        ss = self.geometry.logical
+        if grain.is_aligned(p.start):
+            return Outcome(self, self, True, f"partition {number} already starts on the device's "
+                           f"{human_bytes(grain.sectors * ss)} grain", None, number)
+        t = self.table
+        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
+        to = realign_start(p.extent, grain, Extent(t.first_usable, t.last_usable), others)
+        if to is None:
+            return self._refuse(f"partition {number} cannot be realigned: no {human_bytes(grain.sectors * ss)} "
+                                "boundary leaves room for it (it would have to shrink first)", number)
+        new = replace(p, start=to, end=to + p.size - 1)
+        out = self._moved(p, new, Span(p.start, p.end), [], "realigned", True)
+        return replace(out, snap=Snap(Span(p.start, p.end), new.extent, grain, ss))
+
+    def realign_all(self) -> Outcome:
+        """Realign every existing partition off the device's grain that has room (one step); says which
+        cannot move and why. Passes until nothing more moves: one realigned may make room for another (its
+        neighbour on the left, once it has moved right)."""
+        grain = optimal_grain(self.geometry)
+        plan, done = self, []
+        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and not
+                   grain.is_aligned(p.start)]
+        why: dict[int, str] = {}
+        while pending:  # each pass realigns one at least, or stops
+            moved = False
+            for n in list(pending):
+                out = plan.realign(n)
+                if out.ok:
+                    plan, moved = out.plan, True
+                    done.append(n)
+                    pending.remove(n)
+                else:
+                    why[n] = out.message.split(": ", 1)[-1]
+            if not moved:
+                break
+        left = [f"{n}: {why[n]}" for n in pending]
+        done.sort()
+        if not done:
+            return self._refuse("no partition on the disk can be realigned" + (
+                f": partition {'; '.join(left)}" if left else ": every one starts on the device's grain"))
+        s = "s" if len(done) > 1 else ""
+        text = f"realigned partition{s} {', '.join(map(str, done))}: data moves when written"
+        return Outcome(self, plan, True, text + (f"; not partition {'; '.join(left)}" if left else ""))
 
     def resize(self, number: int, edge: Edge, steps: int = 1) -> Outcome:
         """Move one edge of a proposed partition by ``steps`` grains (negative: left)."""
@@ -556,14 +633,21 @@ class Plan:
                 parts.append(replace(q, number=q.number - 1))
             elif id(q) not in ids:
                 parts.append(q)
-            elif q.state is State.EXISTING:
-                parts.append(replace(q, state=State.DELETE))
+            elif q.state is State.EXISTING:  # a planned data move is dropped: it is deleted where it is on disk
+                parts.append(replace(self._on_disk(q), state=State.DELETE))
         plan = self._rebuilt(self.table.with_partitions(tuple(parts)))
         verb = "marked for deletion" if p.state is State.EXISTING else "removed"
         n = len(doomed) - 1
         extra = f" with {n} logical partition{'s' if n > 1 else ''}" if n else ""
         shifted = f"; logical partitions {number + 1}.. are now {number}.. (the EBR chain's order)" if later else ""
         return Outcome(self, plan, True, f"partition {number}{extra} {verb}{shifted}", None, number)
+
+    def _on_disk(self, p: Partition) -> Partition:
+        """An existing partition as it is on the disk (where a planned data move would take it from)."""
+        if p.role is not Role.PRIMARY:
+            return p
+        q = self.base.by_number(p.number)
+        return replace(p, start=q.start, end=q.end, extra=()) if q is not None and q.size == p.size else p
 
     def undelete(self, number: int) -> Outcome:
         """Take back the deletion mark of an existing partition, if its space is still free."""
@@ -761,10 +845,11 @@ class Plan:
             done += (f"; not on the device's {human_bytes(device.sectors * ss)} grain (what the findings judge): "
                      f"partition{'s' if len(off) > 1 else ''} {', '.join(map(str, off))} (snap to optimal and "
                      "fix again to align them)")
-        stuck = [p.number for p in self.live if p.state is State.EXISTING and not self.on_grain(p, device)]
+        stuck = [p.number for p in self.live if p.state is State.EXISTING and not device.is_aligned(p.start)]
         if stuck:
             done += (f"; partition{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} on the disk "
-                     f"{'are' if len(stuck) > 1 else 'is'} not moved (it holds data)")
+                     f"{'are' if len(stuck) > 1 else 'is'} not moved (it holds data): A realigns "
+                     f"{'them' if len(stuck) > 1 else 'it'}, moving the data")
         return done
 
     def adopt(self, table: Table) -> Outcome:

@@ -32,7 +32,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from diskplan.model import labels, ptypes
+from diskplan.model import labels, ptypes, sfdisk_script
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import LabelError
@@ -69,6 +69,13 @@ class PlanSpec:
     made_against: str | None = None  # fingerprint of the table it was made from (apply refuses another)
     # What the plan file said that diskplan does not apply (sfdisk's uuid=): said, not part of the table.
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # An sfdisk script that leaves starts, sizes or numbers to the disk: ``partitions`` are placed from it
+    # on the disk (table_from_spec), as sfdisk would place them there.
+    script: sfdisk_script.Script | None = field(default=None, compare=False)
+
+    @property
+    def needs_disk(self) -> bool:
+        return self.script is not None
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -97,11 +104,15 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
     ``current``: the table on the disk. A plan of the same label is written into it (libparted keeps its
     usable area and its entry array, which a GPT made by another tool may size other than 128 entries);
     otherwise the plan gets a new label as libparted makes one."""
+    if spec.script is not None:  # an sfdisk script for a blank disk: sector sizes are the disk's
+        spec = replace(spec, sector_size=geometry.logical)
     if spec.sector_size != geometry.logical:
         raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
                             f"{geometry.logical}-byte sectors (every position would mean another byte)")
     same = current is not None and current.label == spec.label and not current.read_only
     table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
+    if spec.script is not None:
+        spec = _placed(spec, spec.script, geometry, table)
     if table.last_usable < table.first_usable:
         own = table.first_usable + geometry.sectors - 1 - table.last_usable
         raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
@@ -122,7 +133,12 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
 
 def save_plan(plan: Plan, made_against: str | None = None) -> str:
     """The plan's wanted table as a JSON plan file (what the UI saves); ``made_against``: the fingerprint
-    of ``plan.base`` on its disk."""
+    of ``plan.base`` on its disk. A plan with data moves is refused: a plan file names partitions by place,
+    so a moved one would read back as deleted and created anew, its data left behind."""
+    moved = [op.number for op in plan.changes() if op.kind == "move"]
+    if moved:
+        raise PlanFileError(f"plan files do not carry data moves (partition{'s' if len(moved) > 1 else ''} "
+                            f"{', '.join(map(str, moved))}): write them (w), or undo them before saving")
     return to_json(replace(spec_from_table(plan.table, plan.geometry), made_against=made_against))
 
 
@@ -319,17 +335,9 @@ def _checked(spec: PlanSpec) -> PlanSpec:
     return spec
 
 
-# --- sfdisk dump ----------------------------------------------------------------------------------------
+# --- sfdisk scripts and dumps -----------------------------------------------------------------------------
 
-_HEADER = re.compile(r"^([a-z-]+)\s*:\s*(.*?)\s*$")
-_PART_LINE = re.compile(r"^(\S.*?)\s*:\s*(start\s*=.*)$")
-_FIELD = re.compile(r'\s*([a-z-]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,]*))?\s*(?:,|$)')
 _SFDISK_ATTRS = {v: k for k, v in labels.GPT_ATTRIBUTES.items()}
-# What `sfdisk --dump` writes (libfdisk's script.c): any other field is a typo, and sfdisk itself refuses it
-# ("unsupported command"); an unknown header it only warns about, but a typo there must not pass either.
-_SFDISK_FIELDS = frozenset(("start", "size", "type", "name", "attrs", "uuid", "bootable"))
-_SFDISK_HEADERS = frozenset(("label", "label-id", "device", "unit", "first-lba", "last-lba", "sector-size",
-                             "table-length", "grain"))
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "２０４８" and "2_048"
 
 
@@ -339,21 +347,6 @@ def _sfdisk_number(value: str, what: str, where: str) -> int:
     if len(value) > 20 or int(value) > MAX_NUMBER:
         raise PlanFileError(f"{where}: {what} {value[:24]}... is past 2^64-1")
     return int(value)
-
-
-def _unescape(value: str) -> str:
-    """sfdisk writes names with \\xNN escapes for quotes, backslashes and non-ASCII bytes."""
-    raw = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
-    out = bytearray()
-    i = 0
-    while i < len(raw):
-        if raw[i] == "\\" and raw[i + 1 : i + 2] == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", raw[i + 2 : i + 4]):
-            out.append(int(raw[i + 2 : i + 4], 16))
-            i += 4
-        else:
-            out += raw[i].encode()
-            i += 1
-    return out.decode("utf-8", "replace")
 
 
 def _escape(name: str) -> str:
@@ -383,40 +376,13 @@ def _gpt_attrs(text: str, where: str) -> list[str]:
 
 
 def _from_sfdisk(text: str) -> PlanSpec:
-    header: dict[str, str] = {}
-    parts: list[Partition] = []
-    with_uuid: list[int] = []
-    label = ""
-    for lineno, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        where = f"line {lineno}"
-        m = _PART_LINE.match(line)
-        if m:
-            if not label:
-                try:
-                    label = labels.check_label(header.get("label", "dos"))
-                except LabelError as exc:
-                    raise PlanFileError(f"{where}: {exc}") from exc
-            part, uuid = _sfdisk_partition(label, m.group(1), m.group(2), where)
-            parts.append(part)
-            with_uuid += [part.number] if uuid else []
-            continue
-        h = _HEADER.match(line)
-        if h and not parts:
-            if h.group(1) not in _SFDISK_HEADERS:
-                raise PlanFileError(f"{where}: unknown header {h.group(1)!r} "
-                                    f"(sfdisk writes {', '.join(sorted(_SFDISK_HEADERS))})")
-            header[h.group(1)] = h.group(2)
-            continue
-        raise PlanFileError(f"{where}: not an `sfdisk --dump` line: {line[:60]!r}")
-    if "label" not in header:
-        raise PlanFileError("not an `sfdisk --dump` text: no 'label:' line")
-    if header.get("unit", "sectors") != "sectors":
-        raise PlanFileError(f"unit {header['unit']!r}: diskplan reads sfdisk dumps in sectors")
     try:
-        label = labels.check_label(header["label"])
+        script = sfdisk_script.parse(text)
+    except sfdisk_script.ScriptError as exc:
+        raise PlanFileError(str(exc)) from exc
+    header = script.header
+    try:
+        label = labels.check_label(script.label)
     except LabelError as exc:
         raise PlanFileError(str(exc)) from exc
     number = {k: _sfdisk_number(header[k], k, "header") if k in header else None
@@ -424,10 +390,47 @@ def _from_sfdisk(text: str) -> PlanSpec:
     ss = number["sector-size"] or 512
     if ss < 512 or ss & (ss - 1):
         raise PlanFileError(f"sector-size {ss} is not a power of two of at least 512")
-    return _checked(PlanSpec(label, ss, _numbered(label, parts), None,
-                             number["first-lba"] if label == "gpt" else None,
-                             number["last-lba"] if label == "gpt" else None,
-                             notes=_dump_notes(header, with_uuid, number["table-length"])))
+    with_uuid = [line.number or 0 for line in script.lines if line.uuid]
+    notes = (*script.notes, *_dump_notes(header, with_uuid, number["table-length"]))
+    gpt = label == "gpt"
+    first, last = (number["first-lba"], number["last-lba"]) if gpt else (None, None)
+    if not all(line.fixed for line in script.lines):  # placed on the disk, as sfdisk would place it
+        notes = (*notes, "the script leaves starts, sizes or numbers to the disk: they are placed as sfdisk places "
+                 "them there (1 MiB alignment, the rest of the free space)")
+        return PlanSpec(label, ss, (), None, first, last, notes=notes, script=script)
+    parts = [_script_partition(label, line, line.number or 0, line.start.value if line.start else 0,
+                               (line.start.value if line.start else 0) + (line.size.value if line.size else 0) - 1,
+                               line.type)
+             for line in script.lines]
+    return _checked(PlanSpec(label, ss, _numbered(label, parts), None, first, last, notes=notes))
+
+
+def _script_partition(label: str, line: sfdisk_script.Line, number: int, start: int, end: int,
+                      code: str | None, role: Role | None = None) -> Partition:
+    where = f"line {line.lineno}"
+    if end < start:
+        raise PlanFileError(f"{where}: partition {number} has size {end - start + 1}")
+    flags = ["boot"] if line.bootable else []
+    if line.attrs:
+        flags += _gpt_attrs(line.attrs, where) if label == "gpt" else []
+    return _partition(label, where, number, start, end, code or "", line.name, flags,
+                      role.value if role is Role.LOGICAL else None)
+
+
+def _placed(spec: PlanSpec, script: sfdisk_script.Script, geometry: Geometry, table: Table) -> PlanSpec:
+    """The script's partitions where sfdisk puts them on this disk."""
+    disk = sfdisk_script.Disk(geometry.sectors, geometry.logical, geometry.physical,
+                              geometry.optimal_io or geometry.min_io, table.first_usable, table.last_usable)
+    try:
+        placed = sfdisk_script.place(script, disk)
+    except sfdisk_script.ScriptError as exc:
+        raise PlanFileError(str(exc)) from exc
+    parts = [_script_partition(spec.label, line, p.number, p.start, p.end, p.type, p.role)
+             for line, p in placed.partitions]
+    said = f"{len(parts)} partition{'s' if len(parts) != 1 else ''}: {_numbers_text([p.number for p in parts])}"
+    notes = (*spec.notes, *placed.notes, f"the sfdisk script placed on this disk as sfdisk places it ({said})")
+    return _checked(replace(spec, partitions=_numbered(spec.label, parts), sectors=geometry.sectors, script=None,
+                            notes=notes))
 
 
 def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
@@ -449,48 +452,6 @@ def _numbers_text(numbers: list[int]) -> str:
     return shown + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
 
 
-def _sfdisk_partition(label: str, device: str, fields: str, where: str) -> tuple[Partition, bool]:
-    """The partition of one dump line, and whether the line gave it a uuid= (which diskplan does not apply)."""
-    m = re.search(r"[0-9]+$", device)
-    if m is None or len(m.group()) > 6 or int(m.group()) < 1:
-        raise PlanFileError(f"{where}: cannot tell the partition number from {_shown(device)}")
-    number = int(m.group())
-    values: dict[str, str] = {}
-    bootable = False
-    pos = 0
-    while pos < len(fields):
-        f = _FIELD.match(fields, pos)
-        if f is None or f.end() == pos:
-            raise PlanFileError(f"{where}: cannot read {fields[pos:pos + 40]!r}")
-        key, value = f.group(1), f.group(2)
-        if key not in _SFDISK_FIELDS:
-            raise PlanFileError(f"{where}: unknown field {key!r} (sfdisk knows {', '.join(sorted(_SFDISK_FIELDS))})")
-        if (value is None) != (key == "bootable"):
-            raise PlanFileError(f"{where}: 'bootable' takes no value" if key == "bootable" else
-                                f"{where}: {key!r} needs a value")
-        if value is None:
-            bootable = True
-        else:
-            value = value.strip()
-            if value.startswith('"') and (len(value) < 2 or not value.endswith('"')):
-                raise PlanFileError(f"{where}: the quote opened in {key}= is not closed")
-            values[key] = value
-        pos = f.end()
-    for key in ("start", "size"):
-        if key not in values:
-            raise PlanFileError(f"{where}: partition {number} has no {key}")
-    start = _sfdisk_number(values["start"], "start", where)
-    size = _sfdisk_number(values["size"], "size", where)
-    if size < 1:
-        raise PlanFileError(f"{where}: partition {number} has size {size}")
-    flags = ["boot"] if bootable else []
-    if "attrs" in values:
-        flags += _gpt_attrs(_unescape(values["attrs"]), where) if label == "gpt" else []
-    name = _unescape(values.get("name", ""))
-    part = _partition(label, where, number, start, start + size - 1, values.get("type", ""), name, flags, None)
-    return part, "uuid" in values
-
-
 def load_plan(text: str) -> PlanSpec:
     """A plan from a diskplan JSON plan or an ``sfdisk --dump`` text (told apart by the first character)."""
     stripped = text.lstrip("\ufeff \t\r\n")
@@ -500,9 +461,12 @@ def load_plan(text: str) -> PlanSpec:
         return _from_json(stripped)
     if "\0" in text:
         raise PlanFileError("this is binary data, not a plan (a disk image is a TARGET, not a PLAN)")
-    if re.search(r"^\s*label\s*:", text, re.MULTILINE) is None:
-        raise PlanFileError("not a plan: expected a diskplan JSON plan or an `sfdisk --dump` text (with 'label:')")
-    return _from_sfdisk(text)
+    try:
+        return _from_sfdisk(text)
+    except PlanFileError as exc:
+        if re.search(r"^\s*(label|unit|device)\s*:|^\s*\S+\s*:\s*start\s*=", text, re.MULTILINE | re.IGNORECASE):
+            raise
+        raise PlanFileError(f"not a plan: expected a diskplan JSON plan or an sfdisk script ({exc})") from exc
 
 
 # --- sfdisk script --------------------------------------------------------------------------------------

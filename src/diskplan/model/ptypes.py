@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
+
 
 @dataclass(frozen=True)
 class PartType:
@@ -53,7 +55,28 @@ def lookup(text: str) -> PartType | None:
     return next((t for t in TYPES if t.mbr == code), None)
 
 
+def known_name(type_code: str) -> str | None:
+    """libfdisk's name for a type GUID or an MBR id ("0x83"), from the complete list (model.typenames)."""
+    if type_code[:2].lower() == "0x":
+        try:
+            return MBR_NAMES.get(int(type_code, 16))
+        except ValueError:
+            return None
+    return GPT_NAMES.get(type_code.upper())
+
+
+def by_name(label: str, text: str) -> str | None:
+    """The GPT GUID or MBR id (as "0x83") that libfdisk names ``text``, matched as libfdisk matches names:
+    ignoring case and everything but letters and digits ("linux usr-x86" is "Linux /usr (x86)")."""
+    key = _norm(text)
+    if not key:
+        return None
+    if label == "gpt":
+        return next((g for g, name in GPT_NAMES.items() if _norm(name) == key), None)
+    return next((f"0x{c:02x}" for c, name in MBR_NAMES.items() if _norm(name) == key), None)
+
+
 def describe(type_code: str) -> str:
-    """A readable name for a GUID or "0x83", or the code itself."""
+    """A readable name for a GUID or "0x83" (ours, else libfdisk's), or the code itself."""
     t = lookup(type_code) if type_code else None
-    return t.name if t else type_code
+    return t.name if t else (known_name(type_code) if type_code else None) or type_code

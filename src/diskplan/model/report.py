@@ -91,10 +91,16 @@ def build_report(disk: Disk, grain: Grain | None = None) -> Report:
     return Report(disk, grain, tuple(reports), tuple(table_level))
 
 
+CHECK_FORMAT = "diskplan-check"
+CHECK_VERSION = 1
+
+
 def report_json(report: Report) -> dict[str, object]:
     """The stable ``diskplan check --json`` object (documented in README.md)."""
     disk, geom = report.disk, report.disk.geometry
     return {
+        "format": CHECK_FORMAT,
+        "version": CHECK_VERSION,
         "target": disk.source,
         "logical_sector_size": geom.logical,
         "physical_block_size": geom.physical,
@@ -116,6 +122,7 @@ def report_json(report: Report) -> dict[str, object]:
                 "type_name": describe(r.partition.type),
                 "name": r.partition.name,
                 "role": r.partition.role.value,
+                "flags": list(r.partition.flags),
                 "aligned_physical": r.aligned_physical,
                 "aligned_grain": r.aligned_grain,
                 "findings": [f.as_json() for f in r.findings],

@@ -118,6 +118,8 @@ class PlannerApp(PlanActions, App[int]):
         Binding("ctrl+y,U", "redo", "redo", show=False),
         Binding("w", "write", "write"),
         Binding("R", "repair", "repair GPT"),  # shown only while the disk offers a repair
+        Binding("M", "resume_move", "finish the move"),  # shown only while a move journal is unfinished
+        Binding("A", "realign", "realign", show=False),
         Binding("q", "quit", "quit"),
         Binding("t", "edit_partition", "type, name, flags", show=False),
         Binding("L", "new_label", "new label", show=False),
@@ -145,7 +147,8 @@ class PlannerApp(PlanActions, App[int]):
 
     DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
     PLAN_ACTIONS = frozenset({"new_partition", "move", "resize", "delete", "undo", "redo", "write", "edit_partition",
-                              "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan", "repair"})
+                              "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan", "repair",
+                              "realign", "resume_move"})
 
     def __init__(
         self,
@@ -369,6 +372,9 @@ class PlannerApp(PlanActions, App[int]):
             self.call_after_refresh(self._first_frame_drawn)
         serious = [f for f in found if f.severity != "notice"]
         hint = repair_hint(plan)
+        # An unfinished data move (its journal): looked for once the disk is drawn, so the engine's modules
+        # stay out of start-up; its notification then comes on top of these.
+        self.call_after_refresh(self.offer_resume)
         if hint:
             self.notify(hint, title="This table can be repaired", severity="warning", timeout=12)
         elif serious:
@@ -413,6 +419,7 @@ class PlannerApp(PlanActions, App[int]):
         self._facts()
         self.show_plan()
         self.say(f"read back: {self.target.path} holds the new table")
+        self.offer_resume()
 
     def _facts(self, table_findings: tuple[Finding, ...] | None = None) -> None:
         if self.target is None or self.grain is None:
@@ -551,7 +558,7 @@ class PlannerApp(PlanActions, App[int]):
         self.query_one(StatusLine).show_legend(self.sector_map, plan.geometry, self.grain,
                                                proposed=State.PROPOSED in states, deleting=State.DELETE in states)
         views = self.query_one(ViewsPanel)
-        views.show_changes(plan, s.history, why_not_writable(self.target))
+        views.show_changes(plan, s.history, why_not_writable(self.target), self.move_rate())
         self._show_tabs(views.current)
         self._update_title()
         offered = bool(repair_hint(plan))
@@ -638,6 +645,8 @@ class PlannerApp(PlanActions, App[int]):
             return True
         if action == "repair":  # offered only while the disk has a repair that is not planned yet
             return on_main and not keys_drag and self._repair_offered
+        if action == "resume_move":  # offered only while the disk has an unfinished move
+            return on_main and not keys_drag and bool(self.move_journal)
         if action in self.PLAN_ACTIONS:
             return on_main and not keys_drag
         if action in ("goto", "view"):
@@ -753,6 +762,9 @@ class PlannerApp(PlanActions, App[int]):
                             self.action_fix_layout)
         yield SystemCommand("Show pending changes", "What writing the plan would change (c)",
                             lambda: self.action_view("changes"))
+        if self.move_journal:
+            yield SystemCommand("Finish the interrupted move", "Resume the data move its journal records (M)",
+                                self.action_resume_move)
         if self._repair_offered:
             yield SystemCommand("Repair the GPT", "Plan the repair this disk offers; w writes it (R)",
                                 self.action_repair)

@@ -16,6 +16,7 @@ from diskplan.model.safetext import safe
 from diskplan.model.stack import Layer
 from diskplan.model.stackfindings import NAMES, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
+from diskplan.model.toolsay import tool_say
 from diskplan.model.units import MiB, human_bytes, human_si
 from diskplan.ui.cells import Item, Kind
 
@@ -205,7 +206,19 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, t
     found = _findings(item)
     if not found:
         out.append(Line("good", "No findings: nothing here costs extra I/O."))
-    return out + found
+    return out + found + (_tools(geom, table, p) if table is not None and p.state is State.EXISTING else [])
+
+
+def _tools(geom: Geometry, table: Table, p: Partition) -> list[Line]:
+    """What parted, fdisk and sgdisk print about this partition (``diskplan check`` gives every text)."""
+    say = tool_say(geom, table, p)
+    out = [Line("heading", "What the tools say"),
+           Line("dim", f"parted align-check opt {p.number}: {say.opt.text}; min: {say.minimum.text}"),
+           Line("dim", f"parted print: Start {say.parted_start}, End {say.parted_end}")]
+    if say.fdisk:
+        out.append(Line("dim", f"fdisk -l: {say.fdisk}"))
+    out += [Line("dim", "sgdisk -v: " + c.split(" This may")[0]) for c in say.sgdisk]
+    return out
 
 
 def _first_block(geom: Geometry, p: Partition) -> list[Line]:

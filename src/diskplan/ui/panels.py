@@ -255,7 +255,7 @@ class StatusLine(Widget):
 
 VIEWS = ("explain", "facts", "changes")
 CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+", "rewrite": "~", "change": "~",
-               "keep": "="}
+               "keep": "=", "move": ">"}
 
 
 class ViewsPanel(VerticalScroll, can_focus=True):
@@ -313,9 +313,11 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         """Why what lies under the cursor matters: the arithmetic of its findings, in plain words."""
         self._set("explain", lines_content(lines), home=True)
 
-    def show_changes(self, plan: Plan, history: History, writable: str = "") -> None:
+    def show_changes(self, plan: Plan, history: History, writable: str = "",
+                     rate: tuple[float, str] = (200e6, "a disk of unknown speed")) -> None:
         """The pending changes against the table on disk, the snapping target, and what undo/redo would do.
-        ``writable``: why the plan cannot be written from here ("" when it can)."""
+        ``writable``: why the plan cannot be written from here ("" when it can); ``rate``: the bytes/s a
+        data move is estimated at, and what that assumes (backend.devspeed)."""
         changes = plan.changes()  # the operations the write dialog lists and the commit executes
         parts: list[str | tuple[str, str]] = []
         if changes:
@@ -325,6 +327,15 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             for c in changes:
                 parts.append((f"{CHANGE_MARK.get(c.kind, '~')} ", "bold"))
                 parts.append(f"{c}\n")
+            moved = sum(c.nbytes for c in changes if c.moves_data)
+            if moved:
+                seconds = 3 * moved / rate[0]  # read, write, read back
+                parts.append(("data moved: ", "bold $warning"))
+                speed = human_bytes(int(rate[0]))
+                parts.append(f"{human_bytes(moved)}, about {_duration(seconds)} (an estimate: {speed}/s assumed "
+                             f"for {rate[1]}; each byte is read, written and read back)\n")
+                parts.append(("the partitions moved must not be mounted; a move is journalled and resumable\n",
+                              "$text-muted"))
             for why in plan.problems():
                 parts.append(("cannot be written: ", "bold $warning"))
                 parts.append(f"{why}\n")
@@ -369,6 +380,11 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             parts.append((label.ljust(width), "$text-muted"))
             parts.append(value + "\n")
         self._set("facts", Content.assemble(*parts), home=True)
+
+
+def _duration(seconds: float) -> str:
+    s = max(1, round(seconds))
+    return f"{s // 3600} h {s // 60 % 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
 def item_number(item: Item | None) -> int | None:

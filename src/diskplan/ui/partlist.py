@@ -120,6 +120,8 @@ class PartitionList(ScrollView, can_focus=True):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (del)".strip()
+            elif p.moved_from is not None:
+                name = f"{name} (moves)".strip()
             flag = self.glyphs.ok if item.severity is None else \
                 self.glyphs.notice if item.severity == "notice" else self.glyphs.problem
             # A number freed by a deletion may be reused by a proposal: both rows are listed.

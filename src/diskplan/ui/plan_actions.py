@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from diskplan.model.extent import State
 from diskplan.model.plan import Outcome, Plan
+from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item
 from diskplan.ui.planning import DragKind, Preview, Session
 from diskplan.ui.target import why_not_writable
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
 
+    from diskplan.backend.move import MoveOutcome
     from diskplan.backend.write import Host, WriteOutcome
     from diskplan.model.grain import Grain
     from diskplan.ui.dialogs import SnapChoice
@@ -91,7 +93,10 @@ def unnested(model: str) -> str:
 
 class PlanActions(_Base):
     _saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
-    _mouse_on_existing: int | None = None  # a press on a partition on the disk: a drag says why it cannot move
+    move_journal: str = ""  # an unfinished data move recorded for the open disk: M (resume) finishes it
+    _rate: tuple[str, tuple[float, str]] | None = None  # (path, its assumed copy rate)
+    _mouse_on_existing: int | None = None  # a press on a partition on the disk
+    _mouse_refusal = ""  # why the partition pressed on cannot be dragged: said once the mouse moves
     _mouse_moved = False
 
     # --- changes that would be lost ----------------------------------------------------------------------
@@ -304,12 +309,17 @@ class PlanActions(_Base):
             return
         n = self._number_under_cursor()
         if n is None:
-            self.notify("Put the cursor on a proposed partition first (n proposes one).", timeout=4)
+            self.notify("Put the cursor on a partition first (n proposes one).", timeout=4)
             return
-        why = s.begin(n, kind, keyboard=True)
+        p = s.plan.partition(n)
+        data = kind is DragKind.MOVE and p is not None and p.state is State.EXISTING
+        why = s.begin(n, kind, keyboard=True, data=data)
         if why:
             self.notify(why, title="Refused", severity="warning", timeout=8)
             return
+        if data and p is not None:
+            self.notify(self._data_warning(p.number, p.size), title="Moving a partition that holds data",
+                        severity="warning", timeout=10)
         self.sector_map.select(n)
         self.refresh_bindings()
         self._follow_edge()
@@ -333,6 +343,30 @@ class PlanActions(_Base):
         self.show_preview(preview)
         self._follow_edge()
         self.show_drag()
+
+    def _data_warning(self, number: int, sectors: int) -> str:
+        ss = self.session.plan.geometry.logical if self.session else 512
+        return (f"Partition {number} holds data: moving it plans a data move ({human_bytes(sectors * ss)} copied "
+                "when written, journalled and resumable; the partition must not be mounted). Enter plans it, "
+                "Esc cancels.")
+
+    def action_realign(self) -> None:
+        """A: the existing partition under the cursor goes to the nearest grain boundary the free space allows
+        (a data move, size unchanged); off any partition, every misaligned existing partition that has room."""
+        s = self._plan_session()
+        if s is None:
+            return
+        n = self._number_under_cursor()
+        self._step(s.plan.realign(n) if n is not None else s.plan.realign_all())
+
+    def move_rate(self) -> tuple[float, str]:
+        """The bytes/s a data move on the open disk is estimated at (backend.devspeed), once per disk."""
+        from diskplan.backend.devspeed import UNKNOWN, assumed_rate
+
+        path = self.target.path if self.target is not None else ""
+        if self._rate is None or self._rate[0] != path:
+            self._rate = (path, assumed_rate(path) if path else (UNKNOWN, "a disk of unknown speed"))
+        return self._rate[1]
 
     def action_other_edge(self) -> None:
         s = self.session
@@ -375,6 +409,7 @@ class PlanActions(_Base):
     def on_sector_map_map_mouse_down(self, event: SectorMap.MapMouseDown) -> None:
         s = self._plan_session()
         self._mouse_on_existing = None
+        self._mouse_refusal = ""
         if s is None or event.button != 1:
             return
         content = self.sector_map.content
@@ -389,13 +424,20 @@ class PlanActions(_Base):
                 break
             if item is not None and item.partition is not None and item.state is State.EXISTING:
                 self._mouse_on_existing = item.partition.number
+        data = p is None and self._mouse_on_existing is not None
+        if data:  # a partition that holds data moves as a whole (its edges: not yet), its data with it
+            p = s.plan.partition(self._mouse_on_existing or 0)
         if p is None:
             return
         has_start, has_end = hit.lba <= p.start <= hit.last, hit.lba <= p.end <= hit.last
         kind = DragKind.START if has_start and not has_end else DragKind.END if has_end and not has_start \
             else DragKind.MOVE
+        if data:
+            kind = DragKind.MOVE
         edge = p.end if kind is DragKind.END else p.start
-        if s.begin(p.number, kind, grab=hit.lba - edge):
+        why = s.begin(p.number, kind, grab=hit.lba - edge, data=data)
+        if why:
+            self._mouse_refusal = why
             return
         self._mouse_on_existing = None
         self._mouse_moved = False
@@ -405,11 +447,9 @@ class PlanActions(_Base):
     def on_sector_map_map_mouse_move(self, event: SectorMap.MapMouseMove) -> None:
         s = self.session
         if s is None or s.drag is None or s.drag.keyboard:
-            if self._mouse_on_existing is not None:
-                n, self._mouse_on_existing = self._mouse_on_existing, None
-                self.notify(f"partition {n} is on the disk and holds data: diskplan does not move or resize it "
-                            "(x marks it for deletion; then plan in its space)", title="Refused",
-                            severity="warning", timeout=6)
+            if self._mouse_refusal:
+                why, self._mouse_refusal = self._mouse_refusal, ""
+                self.notify(why, title="Refused", severity="warning", timeout=6)
             return
         self._mouse_moved = True
         self._mouse_to(event.hit.lba)
@@ -423,6 +463,7 @@ class PlanActions(_Base):
 
     def on_sector_map_map_mouse_up(self, event: SectorMap.MapMouseUp) -> None:
         self._mouse_on_existing = None
+        self._mouse_refusal = ""
         s = self.session
         if s is None or s.drag is None or s.drag.keyboard:
             return
@@ -432,7 +473,12 @@ class PlanActions(_Base):
             return
         self._mouse_to(event.hit.lba)
         number = s.drag.number
+        data = s.drag.data
         outcome = s.finish()
+        if data and outcome is not None and outcome.changed:
+            self.notify(self._data_warning(number, outcome.plan.partition(number).size  # type: ignore[union-attr]
+                                           ).replace(" Enter plans it, Esc cancels.", " u undoes it."),
+                        title="A data move is planned", severity="warning", timeout=10)
         p = s.plan.partition(number)
         if p is not None:  # the cursor goes with the partition (it was where the drag began)
             self.sector_map.move_to(min(max(event.hit.lba, p.start), p.end))
@@ -528,10 +574,77 @@ class PlanActions(_Base):
             self.notify("Nothing to write: the plan is the table on the disk.", timeout=4)
             return
         geom = s.plan.geometry
+        writes = s.plan.writes()
+        if writes.move:
+            self._write_moves(s.plan)
+            return
         screen = CommitScreen(self.target.path, s.plan.writes(), self.host or default_host(),
                               sector_size=geom.logical, sectors=geom.sectors, model=unnested(geom.model),
                               repair=s.plan.pending_repair)
         self.push_confirmation(screen, self._written)
+
+    def _write_moves(self, plan: Plan) -> None:
+        """A plan of data moves: backend.move runs them one at a time (ui.move_screen). Table changes are
+        written by the commit first, on their own: the engine moves a partition against the table on disk."""
+        from diskplan.ui.move_screen import MoveScreen
+
+        assert self.target is not None
+        if plan.problems():
+            self.notify(plan.problems()[0], title="Cannot write", severity="warning", timeout=10)
+            return
+        moves = tuple(op for op in plan.changes() if op.moves_data)
+        screen = MoveScreen(self.target.path, moves, self.host or default_host(), sector_size=plan.geometry.logical,
+                            model=unnested(plan.geometry.model))
+        self.push_confirmation(screen, self._moved)
+
+    def offer_resume(self) -> bool:
+        """Whether the open disk has an unfinished data move (its journal, backend.movejournal); if so, say so
+        once and offer M. The footer follows."""
+        from diskplan.backend.move import journal_dir
+        from diskplan.backend.movejournal import unfinished
+        from diskplan.backend.write import identity
+
+        path = self.target.path if self.target is not None else ""
+        found = ""
+        if path:
+            try:
+                found = next(iter(unfinished(journal_dir(path), path, identity(path).size)), "")
+            except OSError:
+                found = ""
+        changed = found != self.move_journal
+        self.move_journal = found
+        if changed:
+            self.refresh_bindings()
+        if found:
+            self.notify(f"A data move on {path} was interrupted (journal {found}): the partition is half-moved "
+                        "and must not be mounted. M finishes the move (or `diskplan resume`).",
+                        title="Unfinished move", severity="warning", timeout=15)
+        return bool(found)
+
+    def action_resume_move(self) -> None:
+        from diskplan.ui.move_screen import MoveScreen
+
+        s = self._plan_session()
+        if s is None or self.target is None or not self.target.path:
+            return
+        if not self.move_journal:
+            self.notify("No unfinished move is recorded for this disk.", title="Resume", timeout=4)
+            return
+        screen = MoveScreen(self.target.path, (), self.host or default_host(), sector_size=s.plan.geometry.logical,
+                            model=unnested(s.plan.geometry.model))
+        self.push_confirmation(screen, self._moved)
+
+    def _moved(self, outcome: MoveOutcome | None) -> None:
+        from diskplan.backend.write import Verdict
+
+        if outcome is None or self.target is None:
+            return
+        if outcome.verdict is Verdict.FAILED:
+            self.notify(outcome.message + (f" - {outcome.resume_command} (or M)" if outcome.resumable else ""),
+                        title="The move did not finish", severity="error", timeout=15)
+        if outcome.verdict in (Verdict.WRITTEN, Verdict.FAILED):  # either may have changed the disk
+            self.say(f"{outcome.message}; reading the disk again...")
+            self.reread(self.target.path)
 
     def _written(self, outcome: WriteOutcome | None) -> None:
         from diskplan.backend.write import Verdict

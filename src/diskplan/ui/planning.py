@@ -68,8 +68,10 @@ class Preview:
 class Drag:
     """A partition being moved or resized, previewed from ``base``."""
 
-    def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool) -> None:
+    def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool,
+                 data: bool = False) -> None:
         self.base = session.history.present
+        self.data = data  # an existing partition: moving it plans a data move
         self.number = number
         self.kind = kind
         self.grab = grab  # mouse: sectors from the dragged edge (the start, for a move) to the grabbed cell
@@ -85,10 +87,10 @@ class Drag:
         self.prev: Partition | None = None
         self.next: Partition | None = None
         if p.role is not Role.EXTENDED:
-            data = sorted((q for q in self.base.live if q.role is not Role.EXTENDED and q.number != number),
+            others = sorted((q for q in self.base.live if q.role is not Role.EXTENDED and q.number != number),
                           key=lambda q: (q.start, q.number))
-            self.prev = next((q for q in reversed(data) if (q.start, q.number) < (p.start, p.number)), None)
-            self.next = next((q for q in data if (q.start, q.number) > (p.start, p.number)), None)
+            self.prev = next((q for q in reversed(others) if (q.start, q.number) < (p.start, p.number)), None)
+            self.next = next((q for q in others if (q.start, q.number) > (p.start, p.number)), None)
 
     @property
     def snap(self) -> Snap | None:
@@ -164,9 +166,11 @@ class Session:
         if self._judged is not None and self._judged[0] is plan:
             return self._judged[1]
         found = analyze(plan.geometry, plan.table, judging_grain(plan))
-        if self._reader:
+        if self._reader:  # about partitions still where the reader saw them (not planned to move)
+            on_disk = {p.extent for p in plan.base.partitions}
             kept = [f for f in self._reader
-                    if (q := plan.partition(f.partition or 0)) is not None and q.state is State.EXISTING]
+                    if (q := plan.partition(f.partition or 0)) is not None and q.state is State.EXISTING
+                    and q.extent in on_disk]
             found = sorted([*found, *kept], key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
         self._judged = (plan, found)
         return found
@@ -185,8 +189,9 @@ class Session:
 
     # --- drags -----------------------------------------------------------------------------------------
 
-    def begin(self, number: int, kind: DragKind, *, grab: int = 0, keyboard: bool = False) -> str:
-        """Start dragging partition ``number``; "" when it can be dragged, else why not."""
+    def begin(self, number: int, kind: DragKind, *, grab: int = 0, keyboard: bool = False, data: bool = False) -> str:
+        """Start dragging partition ``number``; "" when it can be dragged, else why not. ``data``: it may be an
+        existing partition, whose data then moves with it (``Plan.move_to(data=True)``)."""
         self.drag = None
         plan = self.history.present
         p = plan.partition(number)
@@ -194,13 +199,13 @@ class Session:
             return plan.blocked() or f"there is no partition {number} to move"
         # Asking to stay where it is gives the plan's own refusal (on disk, holds logical partitions...).
         if kind is DragKind.MOVE:
-            probe = plan.move_to(number, p.start)
+            probe = plan.move_to(number, p.start, data=data)
         else:
             edge = kind.edge or Edge.END
             probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end)
         if not probe.ok:
             return probe.message
-        self.drag = Drag(self, number, kind, grab, keyboard)
+        self.drag = Drag(self, number, kind, grab, keyboard, data)
         return ""
 
     def drag_to(self, lba: int) -> Preview:
@@ -209,7 +214,7 @@ class Session:
         d = self.drag
         assert d is not None
         if d.kind is DragKind.MOVE:
-            outcome = d.base.move_to(d.number, lba - d.grab)
+            outcome = d.base.move_to(d.number, lba - d.grab, data=d.data)
         else:
             assert d.kind.edge is not None
             outcome = d.base.resize_to(d.number, d.kind.edge, lba - d.grab)
@@ -220,7 +225,7 @@ class Session:
         d = self.drag
         assert d is not None
         if d.kind is DragKind.MOVE:
-            outcome = d.shown.move(d.number, steps)
+            outcome = d.shown.move(d.number, steps, data=d.data)
         else:
             assert d.kind.edge is not None
             outcome = d.shown.resize(d.number, d.kind.edge, steps)

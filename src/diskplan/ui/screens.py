@@ -43,16 +43,23 @@ def help_text(g: Glyphs) -> Content:
         ("n", "propose a partition in the free space at the cursor; sizes need a unit: 100MiB (binary), "
               "100MB (decimal), 2048s (sectors), 50% (of the free space)"),
         ("L", "a new gpt or msdos label: every partition on the disk is marked for deletion"),
-        ("m  r", "move / resize the proposed partition at the cursor with the keys, then:"),
+        ("m  r", "move / resize the proposed partition at the cursor with the keys (m on a partition on the "
+                 "disk moves it with its data: a data move, asked first), then:"),
         ("  <- ->", "one grain; Shift+<- -> or up/down: ten grains; space: the other edge (resize); "
                     "Enter: done; Esc: cancel"),
         ("x  t", "remove a proposal, mark a partition for deletion or keep it after all / type, name, flags"),
         ("u  ctrl+y", "undo / redo every step (also ctrl+z and U)"),
         ("s  a", "snapping target: optimal, physical block, custom grains, none / re-snap every proposal"),
         ("c  C", "the pending changes / clear them all (undo brings them back)"),
+        ("A", "realign the partition on the disk at the cursor: its start goes to the nearest grain boundary "
+              "the free space allows, size unchanged; its data moves when written (elsewhere: every misaligned "
+              "one that has room)"),
+        ("M", "finish an interrupted data move (offered when the disk has an unfinished move journal)"),
         ("R", "repair a damaged GPT copy or a lost protective MBR (offered when the disk needs it; w writes it)"),
         ("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump"),
-        ("w", "write the plan: every operation listed, confirm, back up, write, verify"),
+        ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves are "
+              "written on their own, one partition at a time: progress, Esc stops at a chunk boundary (M or "
+              "`diskplan resume` finishes it). A partition being moved must not be mounted"),
         ("Panels", ""),
         ("Tab", "focus: map, partition list, explanation"),
         ("Enter", "(in the list) jump to that partition"),
@@ -63,7 +70,8 @@ def help_text(g: Glyphs) -> Content:
         ("?  q", "this help / quit"),
         ("Mouse", ""),
         ("click", "put the cursor on a cell; wheel scrolls"),
-        ("drag", "a proposed partition: moves it; its [ or ] edge: resizes it (snapping as you go)"),
+        ("drag", "a proposed partition: moves it; its [ or ] edge: resizes it (snapping as you go); a "
+                 "partition on the disk: moves it with its data (a data move)"),
     ]
     legend = [
         (f"'{g.partition}' on colour", "a partition (each its own colour)"),

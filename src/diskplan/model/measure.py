@@ -1,0 +1,102 @@
+"""``diskplan measure``: which bytes a measurement touches, the tests it runs, and what its numbers say.
+
+The experiments diskplan grew from timed small direct-I/O writes at an aligned offset and at misaligned
+ones: fio with 4 KiB writes from sector 34 and from 2048, pg_test_fsync with 16 KiB writes each followed
+by a flush from sector 63 and from 2048. A measurement repeats them inside one byte range that holds
+nothing: ``base`` is on a 1 MiB boundary of the disk (so the aligned offset is aligned for any physical
+block or flash page up to 1 MiB) and every misaligned offset keeps the residue its LBA had on the disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+
+from diskplan.model.extent import Extent
+from diskplan.model.units import KiB, MiB
+
+
+@dataclass(frozen=True)
+class Test:
+    name: str  # "write 4 KiB", ...
+    write: bool
+    block: int  # bytes per operation
+    flush: bool  # fdatasync after each operation (pg_test_fsync), else direct I/O alone (fio)
+
+    def fio(self, filename: str, offset: int, count: int) -> str:
+        rw = "write" if self.write else "read"
+        sync = " --fdatasync=1" if self.flush else ""
+        return (f"fio --name=at{offset} --filename={filename} --direct=1 --ioengine=psync --rw={rw} "
+                f"--bs={self.block // KiB}k --offset={offset} --size={self.block * count}{sync}")
+
+
+WRITE_4K = Test("write 4 KiB", True, 4 * KiB, False)
+WRITE_16K_FLUSH = Test("write 16 KiB + flush", True, 16 * KiB, True)
+READ_4K = Test("read 4 KiB", False, 4 * KiB, False)
+READ_16K = Test("read 16 KiB", False, 16 * KiB, False)
+WRITE_TESTS = (WRITE_4K, WRITE_16K_FLUSH)
+READ_TESTS = (READ_4K, READ_16K)
+
+
+@dataclass(frozen=True)
+class Offset:
+    label: str
+    delta: int  # bytes from the aligned base
+
+
+def offsets(logical: int) -> tuple[Offset, ...]:
+    """Aligned, +512 B, and where a partition starting at LBA 34 (parted, sgdisk) or 63 (DOS) puts its
+    first byte relative to a 1 MiB boundary. Direct I/O needs whole logical sectors: on a 4Kn disk +512 B
+    cannot be asked for, and LBA 34/63 are 4 KiB-aligned (misaligned only for a larger grain)."""
+    out = [Offset("aligned", 0)]
+    if 512 % logical == 0:
+        out.append(Offset("+512 B", 512))
+    out += [Offset("as LBA 34", 34 * logical % MiB), Offset("as LBA 63", 63 * logical % MiB)]
+    return tuple(out)
+
+
+def span(logical: int, count: int) -> int:
+    """Bytes a measurement needs from its base: the largest offset plus ``count`` of the largest block,
+    rounded up to 1 MiB."""
+    need = max(o.delta for o in offsets(logical)) + count * max(t.block for t in (*WRITE_TESTS, *READ_TESTS))
+    return -(-need // MiB) * MiB
+
+
+def ranges_written(base: int, logical: int, count: int) -> list[tuple[int, int]]:
+    """Every byte range [start, end) the write tests touch: what a test of this command checks."""
+    return [(base + o.delta, base + o.delta + count * t.block) for t in WRITE_TESTS for o in offsets(logical)]
+
+
+def place_in(free: list[Extent], logical: int, need: int) -> tuple[int, int] | None:
+    """The byte range [start, start + need) in the first free extent (in sectors) that holds it from a
+    1 MiB boundary, or None."""
+    for ext in free:
+        lo = -(-(ext.start * logical) // MiB) * MiB
+        if lo + need <= (ext.end + 1) * logical:
+            return lo, lo + need
+    return None
+
+
+@dataclass(frozen=True)
+class Result:
+    test: Test
+    offset: Offset
+    iops: tuple[float, ...]  # one per round
+
+    @property
+    def median(self) -> float:
+        return median(self.iops)
+
+
+def ratio_text(aligned: Result, other: Result) -> str:
+    """How many times slower ``other`` was, from the medians, with the spread of the per-round ratios."""
+    per_round = [a / o for a, o in zip(aligned.iops, other.iops, strict=True) if o > 0]
+    if not per_round or other.median <= 0:
+        return "no operations completed"
+    return (f"aligned/this = {aligned.median / other.median:.2f}x "
+            f"(rounds {min(per_round):.2f}-{max(per_round):.2f})")
+
+
+def spread_text(r: Result) -> str:
+    lo, hi = min(r.iops), max(r.iops)
+    return f"{r.median:,.0f} IOPS (rounds {lo:,.0f}-{hi:,.0f})"

@@ -1,0 +1,269 @@
+"""Moving partitions that hold data, from the planner: a plan whose only changes are data moves, or the
+unfinished move a journal records (resume).
+
+``backend.move`` does the work (check, back up, journal, copy, verify, rewrite the entry, check again),
+one partition at a time, in a worker thread; this screen lists the moves sector-exact, asks for the
+device's name (or "yes" for an image), and shows the progress: bytes, rate and time left. Esc during the
+copy stops at the next chunk boundary: the partition is then half-moved, its table entry still points at
+the old place, and resume (M in the planner, or ``diskplan resume``) finishes it from the journal.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from diskplan.backend.filekind import write_refusals
+from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
+from diskplan.backend.write import CommitError, Host, Verdict
+from diskplan.model.operations import Operation
+from diskplan.model.safetext import safe
+from diskplan.model.units import human_bytes
+from diskplan.ui.commit_screen import VERDICT_STYLE
+from diskplan.ui.dialogs import FORM_CSS
+
+
+def duration(seconds: float) -> str:
+    s = max(0, round(seconds))
+    return f"{s // 3600}h{s // 60 % 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s} s"
+
+
+def moves_text(moves: tuple[Operation, ...], sector_size: int) -> str:
+    """The moves as the confirmation lists them: sectors, end inclusive, and the bytes copied."""
+    lines = []
+    for op in moves:
+        old_end = op.source + op.end - op.start
+        way = "left" if op.start < op.source else "right"
+        lines.append(f"  partition {op.number}: {op.source}..{old_end} -> {op.start}..{op.end} "
+                     f"({op.end - op.start + 1} sectors of {sector_size} B, {op.nbytes:,} B = "
+                     f"{human_bytes(op.nbytes)}; shift {op.start - op.source:+}s, {way})\n")
+    return "".join(lines)
+
+
+class Meter:
+    """Bytes, rate and time left of the phase in progress (the rate is measured since the phase began)."""
+
+    def __init__(self) -> None:
+        self.phase = ""
+        self.began = time.monotonic()
+
+    def line(self, done: int, total: int, phase: str, width: int = 24) -> str:
+        now = time.monotonic()
+        if phase != self.phase:
+            self.phase, self.began = phase, now
+        total = max(total, 1)
+        filled = width * min(done, total) // total
+        bar = "[" + "#" * filled + "." * (width - filled) + "]"
+        rate = done / (now - self.began) if now > self.began and done else 0.0
+        left = f", {duration((total - done) / rate)} left" if rate and total > 1 else ""
+        amount = f" {human_bytes(done)} of {human_bytes(total)}, {human_bytes(int(rate))}/s{left}" if total > 1 else ""
+        return f"{bar}{amount} - {phase}"
+
+
+class MoveScreen(ModalScreen[MoveOutcome | None]):
+    """Dismissed with the outcome of the last move tried (None when nothing was tried)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,ctrl+c", "back", "back")]  # moving: stop
+    DEFAULT_CSS = "MoveScreen { align: center middle; }\n" + FORM_CSS + """
+    MoveScreen > .form { width: 100%; height: 100%; }
+    MoveScreen #move-body { height: 1fr; }
+    MoveScreen #move-progress { height: auto; }
+    MoveScreen #move-answer-row { height: 1; display: none; }
+    MoveScreen #move-answer-row.-asking { display: block; }
+    MoveScreen #move-answer-row .label { width: auto; padding-right: 1; }
+    """
+
+    def __init__(self, path: str, moves: tuple[Operation, ...], host: Host, *, sector_size: int,
+                 model: str = "") -> None:
+        """``moves``: the plan's data moves in the order they run (``Changes.move`` as operations); empty:
+        finish the unfinished move recorded for ``path`` (resume)."""
+        super().__init__()
+        self.path, self.moves, self.host = path, moves, host
+        self.sector_size, self.model = sector_size, model
+        self.first: MoveProposal | None = None
+        self.outcome: MoveOutcome | None = None
+        self.finished: list[str] = []  # what the moves before the last one tried did
+        self.running = False
+        self.stop = threading.Event()
+        self.meter = Meter()
+
+    @property
+    def resuming(self) -> bool:
+        return not self.moves
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="form") as v:
+            v.border_title = "Finish the interrupted move" if self.resuming else "Move partitions with their data"
+            with VerticalScroll(id="move-body"):
+                yield Static(id="move-outcome")
+                yield Static("Reading the disk and checking the first move (nothing is written)...", id="move-plan")
+            yield Static("", id="move-progress")
+            with Horizontal(id="move-answer-row"):
+                yield Static("", id="move-prompt", classes="label")
+                yield Input(id="move-answer", classes="field", select_on_focus=False)
+            yield Static("Esc: back to the planner (nothing is written)", id="move-keys", classes="keys")
+
+    def on_mount(self) -> None:
+        self._prepare()
+
+    # --- before moving --------------------------------------------------------------------------------
+
+    def _proposal(self, index: int) -> MoveProposal:
+        if self.resuming:
+            return prepare_resume(self.path, self.host)
+        op = self.moves[index]
+        return prepare_move(self.path, op.number, op.start, self.host)
+
+    @work(thread=True, exclusive=True, group="move")
+    def _prepare(self) -> None:
+        try:
+            p = self._proposal(0)
+            # What every write refuses before it starts (a path the backup cannot record, a part sector).
+            p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
+        except CommitError as exc:
+            self.app.call_from_thread(self._cannot, str(exc))
+            return
+        except Exception as exc:  # the screen says what happened, never a traceback
+            self.app.call_from_thread(self._cannot, " ".join(str(exc).split()) or type(exc).__name__)
+            return
+        self.app.call_from_thread(self._show, p)
+
+    def _cannot(self, reason: str) -> None:
+        self.query_one("#move-plan", Static).update(Content.assemble(("cannot move: ", "bold $error"), safe(reason)))
+
+    def _show(self, p: MoveProposal) -> None:
+        self.first = p
+        parts: list[str | tuple[str, str]] = []
+        model = safe(p.model or self.model)
+        parts.append((f"{safe(p.target)}{f' ({model})' if model else ''}\n", "bold"))
+        parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n\n")
+        if self.resuming:
+            parts.append(("Unfinished move\n", "bold"))
+            parts.append(f"  journal {safe(p.journal)}\n  partition {p.number}: {p.plan.start}.."
+                         f"{p.plan.start + p.plan.length - 1} -> {p.plan.target}..{p.plan.target + p.plan.length - 1}"
+                         f" ({human_bytes(p.nbytes)})\n")
+        else:
+            parts.append((f"Data moves, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
+            parts.append(moves_text(self.moves, p.sector_size))
+            if p.fs.fs:
+                parts.append(f"partition {p.number} holds {safe(str(p.fs))}: checked before and after, UUID and "
+                             "label compared\n")
+            total = sum(op.nbytes for op in self.moves)
+            if p.rate:
+                parts.append(f"estimate: {duration(3 * total / p.rate)} (every byte read, written and read back "
+                             f"at {human_bytes(int(p.rate))}/s, measured by a short read just now)\n")
+        parts.append(("\nEach move: ", "bold"))
+        parts.append("the filesystem is checked, the table backed up, a journal written, the data copied in "
+                     "chunks and read back, and only then the table entry rewritten (its PARTUUID kept). A "
+                     "partition being moved must not be mounted; an interrupted move is finished by resume.\n")
+        for note in p.notes:
+            parts.append(("note: ", "$accent"))
+            parts.append(f"{safe(note)}\n")
+        for refusal in p.refusals:
+            parts.append(("refused: ", "bold $warning"))
+            parts.append(f"{safe(refusal)}\n")
+        self.query_one("#move-plan", Static).update(Content.assemble(*parts))
+        keys = self.query_one("#move-keys", Static)
+        if p.refusals:
+            keys.update("Nothing can be moved (see refused:). Esc: back to the planner")
+            return
+        prompt = p.prompt if len(self.moves) < 2 else (f"Type {p.confirm_word} to move {len(self.moves)} partitions "
+                                                       f"on {p.target}")
+        self.query_one("#move-prompt", Static).update(safe(prompt) + ":")
+        self.query_one("#move-answer-row").add_class("-asking")
+        keys.update("Enter: move (the table is backed up and the move journalled first)   Esc: back, nothing written")
+        self.query_one("#move-answer", Input).focus()
+
+    @on(Input.Submitted, "#move-answer")
+    def _answered(self, event: Input.Submitted) -> None:
+        p = self.first
+        if p is None or self.running or self.outcome is not None:
+            return
+        if not p.accepts(event.value):
+            self.query_one("#move-progress", Static).update(
+                Content.assemble(("not confirmed: ", "bold $warning"), f"type {p.confirm_word} exactly"))
+            return
+        self.running = True
+        self.query_one("#move-answer-row").remove_class("-asking")
+        self.query_one("#move-keys", Static).update("Moving. Esc or Ctrl+C: stop at the next chunk boundary (resume "
+                                                    "finishes it)")
+        self.focus()
+        self._run(p, event.value)
+
+    # --- moving ---------------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="move")
+    def _run(self, first: MoveProposal, answer: str) -> None:
+        outcome: MoveOutcome | None = None
+        count = max(1, len(self.moves))
+        for i in range(count):
+            def progress(done: int, total: int, phase: str, i: int = i) -> None:
+                self.app.call_from_thread(self._progress, i, count, done, total, phase)
+
+            try:
+                p = first if i == 0 else self._proposal(i)  # the disk as the moves before left it
+                run = execute_resume if self.resuming else execute_move
+                outcome = run(p, answer, self.host, progress=progress, stop=self.stop.is_set)
+            except Exception as exc:  # the engine reports its failures itself; this is for the unforeseen
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                outcome = MoveOutcome(Verdict.FAILED, f"the move failed: {reason}", self.path, resumable=True)
+            if outcome.verdict is not Verdict.WRITTEN:
+                break
+            if i + 1 < count:
+                self.finished.append(outcome.message)
+            if self.stop.is_set() and i + 1 < count:
+                outcome = MoveOutcome(Verdict.WRITTEN, f"{outcome.message}; stopped before the next move (nothing "
+                                      "of it was written)", outcome.target, outcome.details, outcome.backup_path)
+                break
+        self.app.call_from_thread(self._done, outcome)
+
+    def _progress(self, i: int, count: int, done: int, total: int, phase: str) -> None:
+        which = f"move {i + 1} of {count}: " if count > 1 else ""
+        stopping = " (stopping at the next chunk boundary)" if self.stop.is_set() else ""
+        self.query_one("#move-progress", Static).update(which + self.meter.line(done, total, phase) + stopping)
+
+    def _done(self, o: MoveOutcome | None) -> None:
+        self.running = False
+        self.outcome = o
+        if o is None:
+            return
+        parts: list[str | tuple[str, str]] = []
+        for message in self.finished:  # the moves done before the last one tried
+            parts += [("WRITTEN: ", VERDICT_STYLE[Verdict.WRITTEN]), (safe(message) + "\n", "")]
+        parts += [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
+                  (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
+        for line in o.details:
+            parts.append(f"  {safe(line)}\n")
+        if o.backup_path:
+            parts.append(f"backup of the table: {safe(o.backup_path)}\n")
+        if o.resumable:
+            parts.append(("disk state: ", "bold $warning"))
+            parts.append(f"the move is unfinished (journal {safe(o.journal_path)}); the partition must not be "
+                         "mounted until it is finished: M in the planner, or ")
+            parts.append((safe(o.resume_command) + "\n", "bold"))
+        self.query_one("#move-outcome", Static).update(Content.assemble(*parts))
+        self.query_one("#move-body", VerticalScroll).scroll_home(animate=False)
+        self.query_one("#move-progress", Static).update("")
+        self.query_one("#move-keys", Static).update("Esc or Enter: back to the planner (the disk is read again)")
+        self.refresh_bindings()
+
+    def key_enter(self) -> None:
+        if self.outcome is not None and not self.running:
+            self.dismiss(self.outcome)
+
+    def action_back(self) -> None:
+        if self.running:
+            self.stop.set()
+            self.query_one("#move-keys", Static).update("Stopping at the next chunk boundary...")
+            return
+        self.dismiss(self.outcome)
