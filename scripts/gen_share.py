@@ -102,7 +102,7 @@ def completion(shell: str) -> str:
     for p in _parsers(top):  # every argument that names a disk, an image, a plan or a file: complete paths
         for action in p._actions:
             if (not action.option_strings and p is not top) or action.metavar in ("PATH", "FILE"):
-                action.complete = shtab.FILE  # type: ignore[attr-defined]
+                action.complete = shtab.FILE  # type: ignore[attr-defined]  # shtab's own attribute on an Action
     return str(shtab.complete(top, shell=shell))
 
 

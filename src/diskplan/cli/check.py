@@ -127,9 +127,10 @@ def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
     """``check --json``: each partition gets a ``tools`` object (README.md)."""
     out = report_json(report)
     says = tools_say(reported, report.disk.table)
-    partitions: list[dict[str, object]] = out["partitions"]  # type: ignore[assignment]
+    partitions = out["partitions"]
+    assert isinstance(partitions, list)  # report_json's dicts, one per partition
     for p in partitions:
-        p["tools"] = says[int(p["number"])].as_json()  # type: ignore[call-overload]
+        p["tools"] = says[int(p["number"])].as_json()
     return out
 
 
@@ -151,7 +152,9 @@ def _raw_entries(report: Report, doc: dict[str, object]) -> None:
     state = check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors)
     good = state.good if state is not None else None
     entries = {e.number: e for e in good.entries} if good is not None else {}
-    for part in doc["partitions"]:  # type: ignore[attr-defined]
+    partitions = doc["partitions"]
+    assert isinstance(partitions, list)
+    for part in partitions:
         e = entries.get(part["number"])
         if e is not None and (e.first, e.last) == (part["start"], part["end"]):
             part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"

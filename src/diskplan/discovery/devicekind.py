@@ -43,18 +43,18 @@ def _block(path: str, sys_root: str) -> DeviceKind:
     if os.path.exists(os.path.join(d, "partition")):
         d = os.path.dirname(d)
         name = os.path.basename(d)
-    facts = {"rotational": topo.rotational, "physical": topo.physical, "scheduler": topo.scheduler} if topo else {}
+    facts = (topo.rotational, topo.physical, topo.scheduler) if topo else (None, 0, None)  # DeviceKind's defaults
     model = topo.model if topo else ""
     if name.startswith("loop"):
         backing = _read(os.path.join(d, "loop", "backing_file")) or "a file"
         return DeviceKind(f"{path} is a loop device over {backing}: the ratio measures the page cache and the "
-                          f"filesystem holding that file, not a disk's hardware", False, **facts)  # type: ignore[arg-type]
+                          f"filesystem holding that file, not a disk's hardware", False, *facts)
     if name.startswith(VIRTUAL_NAMES) or any(model.startswith(m) for m in VIRTUAL_MODELS):
         label = f"model {model!r}" if model else f"kernel name {name}"
         return DeviceKind(f"{path} is a virtual disk ({label}): the ratio measures the hypervisor's storage, "
-                          "which may say nothing about any disk's hardware", False, **facts)  # type: ignore[arg-type]
+                          "which may say nothing about any disk's hardware", False, *facts)
     label = f" ({model})" if model else ""
-    return DeviceKind(f"{path} is the block device {name}{label}", True, **facts)  # type: ignore[arg-type]
+    return DeviceKind(f"{path} is the block device {name}{label}", True, *facts)
 
 
 def device_kind(path: str, sys_root: str = "/sys") -> DeviceKind:

@@ -268,6 +268,7 @@ def _named(label: str, text: str, lineno: int) -> Line:
         text = text[colon + 1 :]
     cur = _Cursor(text, where)
     values: dict[str, object] = {}
+    amounts: dict[str, Amount | None] = {}  # start= and size=
     while True:
         cur.skip_blank()
         if cur.at_end():
@@ -288,12 +289,12 @@ def _named(label: str, text: str, lineno: int) -> Line:
         cur.pos += len(key)
         name = "type" if key == "id=" else key[:-1]
         if name in ("start", "size"):
-            values[name] = _start_or_size(cur, f"{name}=")
+            amounts[name] = _start_or_size(cur, f"{name}=")
         else:
             values[name] = cur.token(f"{name}=")
     ptype = values.get("type")
     return Line(
-        lineno, number, values.get("start"), values.get("size"),  # type: ignore[arg-type]
+        lineno, number, amounts.get("start"), amounts.get("size"),
         parse_type(label, str(ptype), where) if ptype is not None else None,
         bool(values.get("bootable")), _unhex(str(values.get("name", ""))), str(values.get("attrs", "")),
         str(values.get("uuid", "")))

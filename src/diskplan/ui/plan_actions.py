@@ -475,9 +475,10 @@ class PlanActions(_Base):
         number = s.drag.number
         data = s.drag.data
         outcome = s.finish()
-        if data and outcome is not None and outcome.changed:
-            self.notify(self._data_warning(number, outcome.plan.partition(number).size  # type: ignore[union-attr]
-                                           ).replace(" Enter plans it, Esc cancels.", " u undoes it."),
+        moved = outcome.plan.partition(number) if data and outcome is not None and outcome.changed else None
+        if moved is not None:
+            warning = self._data_warning(number, moved.size)
+            self.notify(warning.replace(" Enter plans it, Esc cancels.", " u undoes it."),
                         title="A data move is planned", severity="warning", timeout=10)
         p = s.plan.partition(number)
         if p is not None:  # the cursor goes with the partition (it was where the drag began)
