@@ -42,7 +42,6 @@ from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
-from diskplan.backend import lock as wlock
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
@@ -55,9 +54,10 @@ from diskplan.backend.write import (
     Verdict,
     accepts,
     confirm_word,
+    half_moved,
     identity,
     read_target,
-    usage,
+    take_lock,
 )
 from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
@@ -135,19 +135,6 @@ class MoveOutcome:
 # --- the lock ---------------------------------------------------------------------------------------
 
 
-def take_lock(target: str, host: Host, base: MoveOutcome) -> wlock.WriteLock | MoveOutcome:
-    """The write lock every write holds (backend.lock), for the whole move or resume; or the refusal
-    naming who holds it (as commit.take_lock, with a move's outcome)."""
-    try:
-        return wlock.take(target)
-    except wlock.LockBusy as exc:
-        return replace(base, message=f"refused: {exc}", details=tuple(usage(target, host)[0]))
-    except FileNotFoundError as exc:
-        return replace(base, message=f"refused: {target} is gone: {exc.strerror}")
-    except OSError as exc:
-        return replace(base, message=f"refused: {target} cannot be locked: {exc.strerror or exc}")
-
-
 # --- preparing --------------------------------------------------------------------------------------
 
 
@@ -203,6 +190,26 @@ def entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> l
     return []
 
 
+
+def checked_entry(target: str, label: str, number: int, ss: int, sectors: int, p: Partition | None,
+                  refusals: list[str]) -> Entry | None:
+    """The partition's raw table entry (what a move or resize rewrites), its problems added to ``refusals``."""
+    try:
+        entry = read_entry(target, label, number, ss, sectors)
+    except (EntryError, OSError, bk.BackupError) as exc:
+        refusals.append(str(exc))
+        return None
+    refusals += entry_problems(target, entry, p, ss)
+    return entry
+
+
+def in_use_or_half_moved(target: str, host: Host, size: int, notes: list[str]) -> list[str]:
+    """Refusals when the disk is in use (its idle users go to ``notes``) or a move on it is unfinished."""
+    blocking, idle = unsafe_now(target, host)
+    notes += idle
+    return [*blocking, *half_moved(target, size)]
+
+
 def prepare_move(
     target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
 ) -> MoveProposal:
@@ -223,17 +230,8 @@ def prepare_move(
     else:
         refusals += placement(disk, number, to, length)
     if not refusals:
-        try:
-            entry = read_entry(target, label, number, ss, geom.sectors)
-            refusals += entry_problems(target, entry, p, ss)
-        except (EntryError, OSError, bk.BackupError) as exc:
-            refusals.append(str(exc))
-    blocking, idle = unsafe_now(target, host)
-    refusals += blocking
-    notes += idle
-    waiting = unfinished(journal_dir(target), target, ident.size)
-    if waiting:
-        refusals.append(f"an unfinished move is recorded in {waiting[0]}: run `diskplan resume {target}` first")
+        entry = checked_entry(target, label, number, ss, geom.sectors, p, refusals)
+    refusals += in_use_or_half_moved(target, host, ident.size, notes)
     start = p.start if p is not None else 0
     plan = schedule(start, to, length, ss)
     fs = fscheck.Identity()

@@ -28,15 +28,13 @@ from diskplan.backend.datamove import Progress
 from diskplan.backend.move import (
     LABELS,
     MoveOutcome,
-    entry_problems,
-    journal_dir,
+    checked_entry,
+    in_use_or_half_moved,
     placement,
-    take_lock,
     tell_kernel,
 )
-from diskplan.backend.moveentry import Entry, EntryError, read_entry, rewrite_entry
-from diskplan.backend.movejournal import unfinished
-from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target
+from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
+from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target, take_lock
 from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
@@ -99,17 +97,8 @@ def prepare_resize(
     else:
         refusals.append(f"{target} has no partition {number}")
     if not refusals:
-        try:
-            entry = read_entry(target, label, number, ss, disk.geometry.sectors)
-            refusals += entry_problems(target, entry, p, ss)
-        except (EntryError, OSError, bk.BackupError) as exc:
-            refusals.append(str(exc))
-    blocking, idle = unsafe_now(target, host)
-    refusals += blocking
-    notes += idle
-    waiting = unfinished(journal_dir(target), target, ident.size)
-    if waiting:
-        refusals.append(f"an unfinished move is recorded in {waiting[0]}: run `diskplan resume {target}` first")
+        entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
+    refusals += in_use_or_half_moved(target, host, ident.size, notes)
     fs, least = fscheck.Identity(), None
     if not refusals and p is not None and length != old:
         try:

@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from diskplan.backend import backup as bk
 from diskplan.backend import lock as wlock
@@ -39,6 +39,9 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 BLKROGET = 0x125E
 BLKGETDISKSEQ = 0x80081280
@@ -386,8 +389,12 @@ def recheck(p: Proposal, host: Host) -> list[str]:
     return unsafe(p.target, host)[0]
 
 
-def take_lock(target: str, host: Host, base: WriteOutcome) -> wlock.WriteLock | WriteOutcome:
-    """The write lock on ``target`` (backend.lock), or the refusal naming who holds it."""
+Refused = TypeVar("Refused", bound="DataclassInstance")  # an outcome with ``message`` and ``details``
+
+
+def take_lock(target: str, host: Host, base: Refused) -> wlock.WriteLock | Refused:
+    """The write lock on ``target`` (backend.lock), or ``base`` as the refusal naming who holds it (a table
+    write's outcome, or a data move's)."""
     try:
         return wlock.take(target)
     except wlock.LockBusy as exc:
