@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from diskplan.model.codes import FS_HINT_MISMATCH, LAYER_NOT_GRAIN, LAYER_NOT_PAGE, LAYER_NOT_STRIPE
+from diskplan.model.codes import FS_HINT_MISMATCH, LAYER_NOT_GRAIN, LAYER_NOT_PAGE, LAYER_NOT_STRIPE, NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
@@ -68,13 +68,22 @@ def stack_findings(
     geom: Geometry, start_lba: int, layers: tuple[Layer, ...], grain: Grain, number: int | None
 ) -> list[Finding]:
     """The findings for the layers of the partition ``number`` (None: the whole disk) starting at ``start_lba``."""
+    return [f for _, found in judged(geom, start_lba, layers, grain, number) for f in found]
+
+
+def judged(
+    geom: Geometry, start_lba: int, layers: tuple[Layer, ...], grain: Grain, number: int | None
+) -> list[tuple[Placed, list[Finding]]]:
+    """Each layer where it lies, with the findings about its own data start (or its stripe hints)."""
     where = f"Partition {number}" if number is not None else "The whole disk"
     walk = walk_lines(geom, start_lba, layers, where)
     gbytes = grain.sectors * geom.logical
-    out: list[Finding] = []
+    judgements: list[tuple[Placed, list[Finding]]] = []
     placed = place(start_lba * geom.logical, layers)
     striped_below: Placed | None = None  # the nearest layer below that spreads data in stripes (md)
     for p in placed:
+        out: list[Finding] = []
+        judgements.append((p, out))
         layer, name = p.layer, NAMES.get(p.layer.kind, p.layer.kind)
         if layer.kind in DATA:
             arith, rem = _mod(geom, p.data, geom.page)
@@ -120,7 +129,7 @@ def stack_findings(
                     number))
         if layer.kind == "md" and layer.full_stripe:
             striped_below = p
-    return out
+    return judgements
 
 
 def _unit(geom: Geometry) -> str:
@@ -154,6 +163,51 @@ def with_stack_findings(disk: Disk, grain: Grain | None = None) -> Disk:
         elif number in starts:
             new += stack_findings(geom, starts[number], layers, grain, number)
     return replace(disk, findings=kept + tuple(new))
+
+
+# What a misplaced data start misses, in the status line's words, worst first.
+MISSES = {LAYER_NOT_PAGE: "off the page", LAYER_NOT_STRIPE: "off the stripe", LAYER_NOT_GRAIN: "off the grain"}
+
+
+@dataclass(frozen=True)
+class DataStart:
+    """Where a layer's data begins on the disk, as read: the sector map marks the LBA holding that byte while
+    the partition (``number``, 0: the whole disk without a table) still starts at ``part_start``."""
+
+    number: int
+    part_start: int
+    kind: str
+    byte: int
+    lba: int
+    misses: tuple[str, ...]  # MISSES' words for its findings: () when on the page, the grain and the stripe
+    level: int  # 0 aligned, 1 a notice (off the grain), 2 a warning (off the page or the stripe)
+
+    @property
+    def name(self) -> str:
+        return NAMES.get(self.kind, self.kind)
+
+
+def data_starts(disk: Disk, grain: Grain | None = None) -> tuple[DataStart, ...]:
+    """The data start of every layer that has one (LVM, md, LUKS: not a filesystem) inside the partitions
+    of ``disk`` as it was read, judged as ``stack_findings`` judges them."""
+    geom = disk.geometry
+    grain = grain or optimal_grain(geom)
+    starts = {p.number: p.start for p in disk.table.live}
+    if disk.table.label is None:
+        starts[0] = 0
+    out: list[DataStart] = []
+    for number, layers in disk.stacks:
+        if number not in starts:
+            continue
+        for placed, found in judged(geom, starts[number], layers, grain, number or None):
+            if placed.layer.kind not in DATA:
+                continue
+            codes = {f.code for f in found}
+            level = max((2 if f.severity != NOTICE else 1 for f in found), default=0)
+            out.append(DataStart(number, starts[number], placed.layer.kind, placed.data,
+                                 placed.data // geom.logical, tuple(w for c, w in MISSES.items() if c in codes),
+                                 level))
+    return tuple(out)
 
 
 def layers_json(geom: Geometry, start_lba: int, layers: tuple[Layer, ...]) -> list[dict[str, object]]:

@@ -25,10 +25,11 @@ from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.plan import Outcome
 from diskplan.model.report import table_findings as findings_of_table
 from diskplan.model.safetext import safe
+from diskplan.model.stackfindings import data_starts
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
-from diskplan.ui.explain import blocks_touched, explain, plan_hints, status, zoom_text
+from diskplan.ui.explain import blocks_touched, explain, layers_here, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
     KeysFooter,
@@ -355,7 +356,8 @@ class PlannerApp(PlanActions, App[int]):
         found = findings_of_table(disk)
         smap = self.sector_map
         smap.select(None)
-        smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan))
+        smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan),
+                  data_starts=data_starts(disk, self.grain) if disk.stacks else ())
         self._facts(found)
         self.show_plan_panels()
         self._opened_at = smap.cursor_lba
@@ -507,7 +509,12 @@ class PlannerApp(PlanActions, App[int]):
         smap = self.sector_map
         line = self.query_one(StatusLine)
         width = line.size.width or self.size.width
-        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator, width)
+        layers = ""
+        if smap.content is not None:
+            lo = smap.cursor_lba // smap.spc * smap.spc
+            layers = layers_here(smap.content.data_starts_in(lo, lo + smap.spc - 1))
+        text = status(self.target.disk.geometry, smap.cursor_lba, smap.cursor_item, self.glyphs.separator, width,
+                      layers)
         line.update(text)
 
     def _update_title(self) -> None:

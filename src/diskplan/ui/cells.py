@@ -23,6 +23,7 @@ from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, mib_grain, page_grain
 from diskplan.model.safetext import safe
+from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Region, Table
 
 
@@ -77,6 +78,7 @@ class Cell(NamedTuple):
     item: int  # index into MapContent.items, -1 past the end of the disk
     problem: int  # 0, 1 (notice) or 2 (warning/error): a finding's boundary lies in this cell
     grid: Grid  # the strongest boundary that falls in this cell
+    layer: int = 0  # a layer's data starts here: 0 none, 1 aligned, 2 off the grain, 3 off the page or stripe
 
 
 def _rank(item: Item) -> int:
@@ -100,7 +102,10 @@ class MapContent:
 
     SLOTS = 8
 
-    def __init__(self, geometry: Geometry, table: Table, findings: list[Finding] | tuple[Finding, ...], grain: Grain):
+    def __init__(self, geometry: Geometry, table: Table, findings: list[Finding] | tuple[Finding, ...], grain: Grain,
+                 data_starts: tuple[DataStart, ...] = ()):
+        """``data_starts``: where the layers inside the partitions read from the disk put their data
+        (``stackfindings.data_starts``); marked while their partition lies where it was read."""
         self.geometry = geometry
         self.table = table
         self.grain = grain
@@ -116,6 +121,9 @@ class MapContent:
         self._build_segments()
         self._build_markers()
         self.grids = self._grids()
+        self.data_starts = data_starts
+        self._stack_numbers = frozenset(d.number for d in data_starts)
+        self._place_data_starts()
 
     def _index_by_start(self) -> None:
         """The fixed items by start, with the largest end so far: which items meet a window, by bisection.
@@ -275,6 +283,24 @@ class MapContent:
                 del m_lbas[k], m_levels[k]
         self._marker_lbas, self._marker_levels = m_lbas, m_levels
 
+    def _place_data_starts(self) -> None:
+        """The data starts shown: those of partitions on the disk where they were read (not proposed, not
+        moved; a partition marked for deletion still holds its data). A moved one's layers are not read yet."""
+        as_read: set[tuple[int, int]] = set()
+        if self.data_starts:
+            as_read = {(it.partition.number, it.partition.start) for it in self.items[: self._nonfree]
+                       if it.partition is not None and it.partition.state is not State.PROPOSED
+                       and it.partition.moved_from is None}
+            if self.table.label is None:
+                as_read.add((0, 0))
+        at: dict[int, list[DataStart]] = {}
+        for d in self.data_starts:
+            if (d.number, d.part_start) in as_read and 0 <= d.lba < self.sectors:
+                at.setdefault(d.lba, []).append(d)
+        self._layer_lbas = sorted(at)
+        self._layer_levels = [1 + max(d.level for d in at[lba]) for lba in self._layer_lbas]
+        self._layers_at = {lba: tuple(ds) for lba, ds in at.items()}
+
     def _grids(self) -> tuple[tuple[Grid, int, int], ...]:
         geom = self.geometry
         out: list[tuple[Grid, int, int]] = []
@@ -307,6 +333,16 @@ class MapContent:
     def live_index(self, number: int | None) -> int | None:
         """The item index of live partition ``number``."""
         return None if number is None else self._live.get(number)
+
+    def data_starts_in(self, lo: int, hi: int) -> tuple[DataStart, ...]:
+        """The layer data starts shown in LBAs [lo, hi] (the status line names them)."""
+        lbas = self._layer_lbas
+        k0, k1 = bisect_left(lbas, lo), bisect_right(lbas, hi)
+        return tuple(d for lba in lbas[k0:k1] for d in self._layers_at[lba])
+
+    @property
+    def layer_lbas(self) -> tuple[int, ...]:
+        return tuple(self._layer_lbas)
 
     def item_of(self, number: int) -> Item | None:
         """The live partition ``number`` (else a partition marked for deletion with that number)."""
@@ -349,6 +385,8 @@ class MapContent:
             touched.update(mine)
         if touched:
             new._update_markers(touched)
+        if self._stack_numbers.intersection(changed):  # a partition holding layers moved (or came back)
+            new._place_data_starts()
         lo, hi = max(0, lo), min(self.sectors - 1, hi)
         if lo > hi or not self._starts:
             return new
@@ -441,6 +479,13 @@ class MapContent:
                 if first <= hi and g > grid:
                     grid = g
             cells.append(Cell(best, problem, grid))
+        # Layer data starts are few: found by bisection per row, so a cell costs nothing more.
+        lbas = self._layer_lbas
+        k = bisect_left(lbas, first_lba) if lbas else 0
+        while k < len(lbas) and lbas[k] < first_lba + cols * spc:
+            c = (lbas[k] - first_lba) // spc
+            cells[c] = cells[c]._replace(layer=max(cells[c].layer, self._layer_levels[k]))
+            k += 1
         return cells
 
 

@@ -14,7 +14,7 @@ from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_g
 from diskplan.model.ptypes import describe
 from diskplan.model.safetext import safe
 from diskplan.model.stack import Layer
-from diskplan.model.stackfindings import NAMES, place, walk_lines
+from diskplan.model.stackfindings import NAMES, DataStart, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.toolsay import tool_say
 from diskplan.model.units import MiB, human_bytes, human_si
@@ -53,15 +53,18 @@ def page_extent(geom: Geometry, page: int) -> Extent:
     return Extent(lo, lo + geom.sectors_per_page - 1)
 
 
-def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0) -> str:
+def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width: int = 0, layers: str = "") -> str:
     """LBA, byte offset, MiB, physical block (or flash page) and what lies there, for the status line. Fits ``width``
     (0: any) by leaving out the MiB, then the bytes, then the offset into the block, then the block: what
-    lies under the cursor is the last thing to be shortened."""
+    lies under the cursor is the last thing to be shortened. ``layers``: whose data begins in the cell
+    (``layers_here``), after what lies there."""
     nbytes = lba * geom.logical
     block = geom.page_of(lba)  # on flash that reports small sectors, the assumed page
     into = nbytes - page_extent(geom, block).start * geom.logical
     pb = f"{'phys block' if geom.page == geom.physical else 'page'} {num(block)}"
     what = describe_item(item, short=True) if item else "past the end of the disk"
+    if layers:
+        what += f" {sep} {layers}"
     at, nb, mib = f"LBA {num(lba)}", f"{num(nbytes)} B", f"{nbytes / MiB:,.3f} MiB"
     into_text = f" +{into} B" if into else ""
     forms = ((at, nb, mib, pb + into_text, what), (at, nb, pb + into_text, what), (at, pb + into_text, what),
@@ -72,6 +75,15 @@ def status(geom: Geometry, lba: int, item: Item | None, sep: str = "│", width:
         if not width or len(text) <= width:
             return text
     return shorten(text, width)
+
+
+def layers_here(starts: tuple[DataStart, ...]) -> str:
+    """"LVM2 physical volume data begins here (byte 2,097,152)", and what it misses: for the status line."""
+    said = []
+    for d in starts:
+        misses = f", {' and '.join(d.misses)}" if d.misses else ""
+        said.append(f"{d.name} data begins here (byte {num(d.byte)}{misses})")
+    return "; ".join(said)
 
 
 def shorten(text: str, width: int) -> str:

@@ -28,6 +28,7 @@ class Glyphs:
     ok: str  # a partition with no findings, in the list
     sel_start: str = "["  # the cell of the selected partition's first sector (drag it to move that edge)
     sel_end: str = "]"  # the cell of its last sector
+    layer: str = "»"  # the cell where the data of a layer inside a partition (LVM, LUKS, md) begins
     notice: str = "!"  # the problem glyph of a notice (colour tells it from a warning; without colour, this)
     mono: bool = False  # no colour: each partition's cells carry its character (part_char) instead of a fill
 
@@ -49,6 +50,7 @@ class Glyphs:
                 self.sel_start,
                 self.sel_end,
                 self.notice,
+                self.layer,
                 PART_CHARS if self.mono else "",
             )
         )
@@ -69,6 +71,7 @@ UNICODE = Glyphs(
     grid_grain="▍",
     separator="│",
     ok="✓",
+    layer="▸",
 )
 
 CONSOLE = Glyphs(

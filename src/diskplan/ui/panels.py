@@ -229,6 +229,9 @@ class StatusLine(Widget):
         keys.append((g.problem, style("sectormap--problem-warning"), "problem", 8))
         if g.notice != g.problem:
             keys.append((g.notice, style("sectormap--problem-notice"), "notice", 8))
+        if sector_map.content is not None and sector_map.content.layer_lbas:  # LVM, LUKS, md inside a partition
+            keys.append((g.layer, style("sectormap--part-0") + style("sectormap--layer", partial=True), "layer data",
+                         7))
         keys += [
             (g.metadata, style("sectormap--metadata"), "table", 6),
             (g.free, style("sectormap--free"), "free", 6),

@@ -82,6 +82,8 @@ def help_text(g: Glyphs) -> Content:
         (f"'{g.proposed}' on colour", "a proposed partition (planned, not written yet)"),
         (f"'{g.deleting}' on colour", "a partition the plan deletes (its space is free for planning)"),
         (f"'{g.sel_start}' '{g.sel_end}'", "the first and last cell of the selected partition"),
+        (f"'{g.layer}'", "data of a layer inside (LVM, LUKS, md) begins here (red or bold: off the page or the "
+                         "stripe, yellow: off the grain)"),
         (f"'{g.grid_physical}'", "a physical-block boundary lies in this cell"),
         (f"'{g.grid_mib}'", "a 1 MiB boundary"),
         (f"'{g.grid_grain}'", "a boundary of the alignment grain (when it is not 1 MiB)"),

@@ -32,6 +32,7 @@ from diskplan.model.extent import Extent, Partition, State
 from diskplan.model.findings import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Table
 from diskplan.ui.cells import EBR_GAP, Cell, Grid, Item, Kind, MapContent
 from diskplan.ui.glyphs import UNICODE, Glyphs, part_char
@@ -59,6 +60,7 @@ PALETTE: Mapping[str, Style] = {
     "sectormap--grid-physical": Style(color="#b8b8b8"),
     "sectormap--grid-mib": Style(color="#ffffff"),
     "sectormap--grid-grain": Style(color="#ffd75f"),
+    "sectormap--layer": Style(color="#ffffff", bold=True),
 }
 _CONSOLE_PARTS = (("blue", "bright_white"), ("green", "black"), ("magenta", "bright_white"), ("cyan", "black"))
 CONSOLE_PALETTE: Mapping[str, Style] = {
@@ -72,6 +74,7 @@ CONSOLE_PALETTE: Mapping[str, Style] = {
     "sectormap--grid-physical": Style(color="white"),
     "sectormap--grid-mib": Style(color="bright_white"),
     "sectormap--grid-grain": Style(color="bright_yellow"),
+    "sectormap--layer": Style(color="bright_white", bold=True),
 }
 
 # Without colour (NO_COLOR, a monochrome terminal, --no-color): partitions on the disk are reversed, proposed and
@@ -88,6 +91,7 @@ MONO_PALETTE: Mapping[str, Style] = {
     "sectormap--grid-mib": Style(),
     "sectormap--grid-grain": Style(),
     "sectormap--mark": Style(underline=True),
+    "sectormap--layer": Style(),  # its glyph tells it; a misplaced one is bold (the problem styles)
 }
 CURSOR = "sectormap--cursor"
 
@@ -254,12 +258,13 @@ class SectorMap(ScrollView, can_focus=True):
         return self.content.table if self.content else None
 
     def show(self, geometry: Geometry, table: Table, grain: Grain | None = None,
-             findings: list[Finding] | tuple[Finding, ...] | None = None, *, cursor: int | None = None) -> None:
+             findings: list[Finding] | tuple[Finding, ...] | None = None, *, cursor: int | None = None,
+             data_starts: tuple[DataStart, ...] = ()) -> None:
         """Show a (new) disk: whole disk zoom, cursor at ``cursor`` (default: the first finding, else the first
-        partition, else LBA 0)."""
+        partition, else LBA 0). ``data_starts``: the disk's layer data starts as read, kept for its later tables."""
         grain = grain or optimal_grain(geometry)
         found = analyze(geometry, table, grain) if findings is None else findings
-        self._set_content(MapContent(geometry, table, found, grain))
+        self._set_content(MapContent(geometry, table, found, grain, data_starts))
         self._want_fit = True
         self._relayout()
         assert self.content is not None
@@ -276,7 +281,7 @@ class SectorMap(ScrollView, can_focus=True):
         geometry = self.content.geometry
         grain = grain or self.content.grain
         found = analyze(geometry, table, grain) if findings is None else findings
-        self._set_content(MapContent(geometry, table, found, grain))
+        self._set_content(MapContent(geometry, table, found, grain, self.content.data_starts))
         self.refresh()
         self._announce()
 
@@ -299,6 +304,9 @@ class SectorMap(ScrollView, can_focus=True):
                 continue
             for a, b in ((o.start, e.start), (o.end, e.end)):
                 self._refresh_extent(Extent(min(a, b), max(a, b)))
+        if old.layer_lbas != new.layer_lbas:
+            for lba in set(old.layer_lbas).symmetric_difference(new.layer_lbas):
+                self._refresh_extent(Extent(lba, lba))
 
     def select(self, number: int | None) -> None:
         """Highlight partition ``number`` (None: nothing): bold, and its first and last cells bracketed."""
@@ -728,6 +736,10 @@ class SectorMap(ScrollView, can_focus=True):
         elif cell.grid is Grid.PHYSICAL:
             glyph, grid = g.grid_physical, "sectormap--grid-physical"
         selected = ""
+        layer = ""
+        if cell.layer:  # a layer's data start: over a gridline, under a selection's bracket and a finding
+            glyph = g.layer
+            layer = ("sectormap--layer", "sectormap--problem-notice", "sectormap--problem-warning")[cell.layer - 1]
         if sel is not None:
             # The brackets mark the selected partition's edges even in a cell another item owns.
             ext = self.content.items[sel].extent
@@ -742,4 +754,4 @@ class SectorMap(ScrollView, can_focus=True):
             glyph = g.problem if cell.problem > 1 else g.notice
             problem = "sectormap--problem-warning" if cell.problem > 1 else "sectormap--problem-notice"
         mark = "sectormap--mark" if any(m.start <= hi and m.end >= lo for m in marks) else ""
-        return glyph, self._style(base, fill_style, grid, mark, problem, selected, cursor)
+        return glyph, self._style(base, fill_style, grid, mark, layer, problem, selected, cursor)
