@@ -84,7 +84,8 @@ SHOTS = (
     Shot("advanced-format", "advanced-format", ("1",), about="a 512e HDD: partitions at 17.4 kB and 1 MiB"),
     Shot("stripe", "stripe", ("1", *["minus"] * 8), about="192 KiB stripe: the 3 MiB grain's lines"),
     Shot("disk-facts", "stripe", ("i",), about="the device facts and the demo's lesson"),
-    Shot("lvm-stripe", "lvm-partition", (), about="the LVM-striping experiment: a PV on a 1 MiB partition"),
+    Shot("lvm-stripe", "lvm-partition", ("1", "minus", "minus", "minus"),
+         about="the LVM-striping experiment: a PV on a 1 MiB partition, its extent 0 marked at 2 MiB"),
     Shot("explain-stack", "", ("e",), (110, 40), about="the explain panel walking down a partition's stack to a "
          "misaligned pe_start", image=misaligned_pv, args=("--ssd",)),
     Shot("console", "dos-63", ("1",), (80, 25), True, "TERM=linux at 80x25: CP437 glyphs, 16 colours"),

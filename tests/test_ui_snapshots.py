@@ -36,6 +36,12 @@ def test_stripe_grain_lines(snap_compare) -> None:
     assert snap_compare(app, press=["1", *["minus"] * 8, "i"], terminal_size=NORMAL, run_before=settle)
 
 
+def test_layer_data_start_mark(snap_compare) -> None:
+    """lvm-partition at one sector per cell: the PV's extent 0 (LBA 4,096) marked, named in the status line."""
+    app = PlannerApp(start=target("lvm-partition"))
+    assert snap_compare(app, press=["1", "g", *"4096", "enter"], terminal_size=NORMAL, run_before=settle)
+
+
 def test_console_main_screen(snap_compare) -> None:
     app = PlannerApp(start=target("dos-63"), console=True)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=settle)

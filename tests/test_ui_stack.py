@@ -1,5 +1,6 @@
 """The planner shows the stack inside a partition: a PV whose data misses the flash page is flagged on the
-partition, and the explain panel walks from the partition start down to pe_start with the sums."""
+partition, the explain panel walks from the partition start down to pe_start with the sums, and the sector map
+marks the cell where each layer's data begins (in the problem style when it misses the page)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from rich.style import Style
+
 from diskplan.cli.options import open_target
 from diskplan.cli.planner import parser
 from diskplan.model.codes import LAYER_NOT_PAGE
 from diskplan.model.lvmformat import StripedVg, pv_header_pieces
 from diskplan.ui.app import PlannerApp
-from diskplan.ui.glyphs import UNICODE
+from diskplan.ui.glyphs import UNICODE, Glyphs
 from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.screens import help_text
+from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
 
 MiB = 1 << 20
@@ -56,7 +60,7 @@ def test_the_explain_panel_walks_down_to_a_misaligned_pe_start(tmp_path: Path) -
     assert "2,098,176 mod 4,096 = 1,024" in text and "pvcreate --dataalignment" in text
 
 
-def _cells_around(smap, lba: int, n: int = 2) -> list[tuple[str, object]]:
+def _cells_around(smap: SectorMap, lba: int, n: int = 2) -> list[tuple[str, Style | None]]:
     """(glyph, style) of the cells holding ``lba - n`` .. ``lba + n``, as the map renders them."""
     from helpers.pilot import cell_at
 
@@ -78,11 +82,16 @@ def test_the_map_marks_where_the_pvs_data_begins_and_the_status_line_names_it() 
     2,097,152 = LBA 4,096. At one sector per cell that cell, and no neighbour, carries the layer glyph."""
     from helpers.pilot import demo, started, status_text
 
-    async def drive() -> tuple[list[tuple[str, object]], str, str, str, str]:
+    async def drive() -> tuple[list[tuple[str, Style | None]], str, str, str, str]:
         app = PlannerApp(start=demo("lvm-partition"))
         async with app.run_test(size=(100, 30)) as pilot:
             smap = await started(app, pilot)
-            await pilot.press("1", "g", *"4096", "enter")
+            assert smap.cursor_lba == 2048 and smap.spc > 2048  # the whole disk: LBA 4,096 is in the cursor's cell
+            assert "LVM2 physical volume data begins here" in status_text(app)
+            await pilot.press("1")
+            await pilot.pause()
+            assert smap.cursor_lba == 2048 and "begins here" not in status_text(app)  # the cell shrank to 2,048
+            await pilot.press("g", *"4096", "enter")
             await pilot.pause()
             assert (smap.spc, smap.cursor_lba) == (1, 4096)
             on = status_text(app)
@@ -111,7 +120,7 @@ def test_a_misplaced_pe_start_is_marked_with_the_problem_style(tmp_path: Path) -
     img = _image(tmp_path)
     disk = open_target(str(img), parser().parse_args([str(img), "--ssd"]))
 
-    async def drive() -> tuple[list[tuple[str, object]], str, str]:
+    async def drive() -> tuple[list[tuple[str, Style | None]], str, Glyphs]:
         app = PlannerApp(start=Target(disk, str(img), path=str(img)))
         async with app.run_test(size=(100, 30)) as pilot:
             smap = await started(app, pilot)
@@ -125,7 +134,8 @@ def test_a_misplaced_pe_start_is_marked_with_the_problem_style(tmp_path: Path) -
     cells, text, g = asyncio.run(drive())
     assert [ch for ch, _ in cells] == [g.flagged, g.layer, g.flagged], cells  # a partition with findings
     warning = PALETTE["sectormap--problem-warning"].bgcolor
-    assert cells[1][1].bgcolor == warning and cells[0][1].bgcolor != warning, cells  # type: ignore[attr-defined]
+    assert cells[1][1] is not None and cells[0][1] is not None
+    assert cells[1][1].bgcolor == warning and cells[0][1].bgcolor != warning, cells
     assert "LVM2 physical volume data begins here (byte 2,098,176, off the page)" in text
 
 
@@ -166,7 +176,7 @@ def test_the_console_and_a_colourless_screen_show_the_mark_in_cp437() -> None:
     from diskplan.ui.glyphs import CONSOLE
     from helpers.pilot import demo, screen_text, started
 
-    async def drive(mono: bool) -> tuple[list[tuple[str, object]], str]:
+    async def drive(mono: bool) -> tuple[list[tuple[str, Style | None]], str]:
         app = PlannerApp(start=demo("lvm-partition"), console=True, mono=mono)
         async with app.run_test(size=(80, 25)) as pilot:
             smap = await started(app, pilot)

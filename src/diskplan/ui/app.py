@@ -457,6 +457,7 @@ class PlannerApp(PlanActions, App[int]):
     @on(SectorMap.ZoomChanged)
     def _zoom_changed(self, event: SectorMap.ZoomChanged) -> None:
         self._update_title()
+        self._update_status()  # whose layer data begins in the cursor's cell depends on the cell's size
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._update_title)
