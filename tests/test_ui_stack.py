@@ -191,3 +191,30 @@ def test_the_console_and_a_colourless_screen_show_the_mark_in_cp437() -> None:
         assert [ch for ch, _ in cells][1] == "»" and "»" not in (cells[0][0], cells[2][0]), (mono, cells)
         assert "» layer data" in text, mono
         assert all(ch.encode("cp437") for ch in text if ch != "\n"), mono
+
+
+def test_a_row_with_a_layer_mark_drawn_from_equal_cells_matches_drawing_every_cell() -> None:
+    """Rows are drawn once per distinct cell (memoised): the marked cell is a cell of its own, at every zoom."""
+    from helpers.pilot import demo, started
+
+    async def drive() -> None:
+        app = PlannerApp(start=demo("lvm-partition"))
+        async with app.run_test(size=(100, 30)) as pilot:
+            smap = await started(app, pilot)
+            assert smap.content is not None
+            for spc in (1, 8, 4096):
+                smap.zoom_to(spc)
+                smap.move_to(0)
+                await pilot.pause()
+                row = smap._row_of(4096)
+                cursor, marks, sel = smap._row_extras(row)
+                drawn = smap._render_row(row, 200, cursor, marks, sel)
+                first = row * smap.cols * smap.spc
+                cells = smap.content.row(first, smap.spc, smap.cols)
+                assert sum(1 for c in cells if c.layer) == 1, spc
+                expected = [smap._cell(cell, first + c * spc, first + (c + 1) * spc - 1, c == cursor, marks, sel,
+                                       smap.glyphs) for c, cell in enumerate(cells)]
+                got = [(ch, seg.style) for seg in list(drawn)[1:] for ch in seg.text][: len(expected)]
+                assert got == expected, spc
+
+    asyncio.run(drive())
