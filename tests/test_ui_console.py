@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 
+import pytest
 from rich.color import ColorType
 from rich.console import Console
 from textual import _border
@@ -274,3 +275,30 @@ def test_no_color_option_draws_without_colour(monkeypatch) -> None:
                     and seg.style.color.type is not ColorType.DEFAULT]
 
     assert asyncio.run(go()) == []
+
+
+@pytest.mark.parametrize("name", ["ssd-gpt-34", "dos-63", "advanced-format", "stripe", "lvm-partition", "4kn"])
+def test_every_explanation_and_fact_of_the_console_profile_is_cp437(name: str) -> None:
+    """Not only what fits on the screen: every line the views hold, for every partition of the demo (the
+    arithmetic says ×, − and … where the console font has none)."""
+    from diskplan.ui.panels import ViewsPanel
+
+    async def visit() -> list[str]:
+        texts: list[str] = []
+        app = PlannerApp(start=target(name), console=True, lister=fake_disks, watch_devices=False)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            panel = app.query_one(ViewsPanel)
+            for _ in range(len(app.target.disk.table.partitions) + 1 if app.target else 1):
+                await pilot.press("bracketright", "e")
+                await pilot.pause()
+                texts.append(panel.text("explain"))
+            await pilot.press("i")
+            await pilot.pause()
+            texts.append(panel.text("facts"))
+        return texts
+
+    texts = asyncio.run(visit())
+    assert any("×" in t or " x " in t for t in texts)  # the arithmetic is there, in the console's letters
+    for text in texts:
+        assert not not_cp437(text), f"{name}: {sorted(not_cp437(text))}"

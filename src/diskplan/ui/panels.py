@@ -261,6 +261,10 @@ CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+", "rewri
                "keep": "=", "move": ">"}
 
 
+# The model's texts use a few characters the Linux console's CP437 font lacks: one for one (spans keep their places).
+CP437_TEXT = str.maketrans({"×": "x", "−": "-", "—": "-", "…": "~", "→": ">", "←": "<", "✓": "√"})
+
+
 class ViewsPanel(VerticalScroll, can_focus=True):
     """The text under the map, one view at a time: the explanation of what is under the cursor, the disk's
     facts (and a demo's lesson), the pending changes; the views' names are its border's title. One scrolling
@@ -304,6 +308,8 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         self.call_after_refresh(self.scroll_to, y=self._scrolled[view], animate=False)
 
     def _set(self, view: str, content: Content, *, home: bool = False) -> None:
+        if getattr(self.app, "console_profile", False):  # the console font has no ×, −, —, …
+            content = Content(content.plain.translate(CP437_TEXT), list(content.spans))
         self._texts[view] = content
         if home:
             self._scrolled[view] = 0.0
