@@ -57,6 +57,7 @@ from diskplan.backend.write import (
     half_moved,
     identity,
     read_target,
+    recheck,
     take_lock,
 )
 from diskplan.backend.write import unsafe as unsafe_now
@@ -287,16 +288,6 @@ def _refused(p: MoveProposal, answer: str) -> MoveOutcome | None:
     return None
 
 
-def _recheck(p: MoveProposal, host: Host) -> list[str]:
-    try:
-        now = identity(p.target)
-    except OSError as exc:
-        return [f"{p.target} is gone: {exc.strerror}"]
-    if now != p.identity:
-        return [f"{p.target} is no longer the disk that was read (it vanished, was replaced or changed size)"]
-    return unsafe_now(p.target, host)[0]
-
-
 def execute_move(
     p: MoveProposal,
     answer: str,
@@ -317,7 +308,7 @@ def execute_move(
         return held
     try:
         with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
-            now = _recheck(p, host)
+            now = recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))
             ss, plan = p.sector_size, p.plan
@@ -534,7 +525,7 @@ def execute_resume(
         return held
     try:
         with held:
-            now = _recheck(p, host)
+            now = recheck(p, host)
             if now:
                 return replace(base, message="refused: " + now[0], details=tuple(now))
             journal = Journal.open(p.journal)

@@ -378,7 +378,17 @@ def state_after_failure(b: bk.TableBackup, target: str) -> tuple[DiskState, str]
     return DiskState.CHANGED, f"the disk is partly written: sectors {where} differ from the old table"
 
 
-def recheck(p: Proposal, host: Host) -> list[str]:
+class Identified(Protocol):
+    """A proposal of any kind of write: the target and what it was when read."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def identity(self) -> Identity | None: ...
+
+
+def recheck(p: Identified, host: Host) -> list[str]:
     """What makes writing unsafe now (run again right before the write: time has passed since prepare)."""
     try:
         now = identity(p.target)
