@@ -86,3 +86,13 @@ def test_go_to_parses_what_people_type() -> None:
                           ("100M", "ambiguous"), ("99999999999", "disk ends"), ("lots", "not a size")):
         with pytest.raises(ValueError, match=message):
             parse_position(text, AF, table)
+
+
+def test_a_flash_page_is_named_as_an_assumption_in_plain_words() -> None:
+    """An SSD that reports 512/512: its 4 KiB pages are assumed, and the sentence still reads as English."""
+    ssd = Geometry(sectors=10_000_000, rotational=False)
+    c = _content(ssd, (Partition(1, 34, 2047), Partition(2, 2048, 10_000_000 - 1)))
+    bad = " ".join(line.text for line in explain(c.item_at(100), ssd, c.grain))
+    assert "touches 2 flash pages of 4096 B (assumed), 4 (LBA 32-39) and 5 (LBA 40-47)" in bad
+    good = " ".join(line.text for line in explain(c.item_at(5000), ssd, c.grain))
+    assert "inside flash page 256 (LBA 2,048-2,055) (assumed). One write" in good

@@ -243,14 +243,17 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
                  "disk with true 512 B sectors."),
             Line("dim", "An SSD writes pages of 4 KiB or more whatever it reports: say so with --ssd."),
         ]
-    unit = "physical block" if geom.page == geom.physical else "flash page (assumed)"
+    assumed = geom.page != geom.physical
+    unit = "flash page" if assumed else "physical block"
     blocks = " and ".join(f"{num(b)} ({lbas(page_extent(geom, b))})" for b in range(first, last + 1))
     if touched == 1:
-        return [Line("good", f"{head}: inside {unit} {blocks}. One write, no read-modify-write.")]
+        return [Line("good", f"{head}: inside {unit} {blocks}{' (assumed)' if assumed else ''}. One write, no "
+                     "read-modify-write.")]
     return [
         Line(
             "warning",
-            f"{head}: it touches {touched} {unit}s of {geom.page} B, {blocks}. Writing those 4 KiB alone "
+            f"{head}: it touches {touched} {unit}s of {geom.page} B{' (assumed)' if assumed else ''}, {blocks}. "
+            "Writing those 4 KiB alone "
             f"makes the drive read {touched} of them, merge, and write {touched} back: {touched} media writes "
             "instead of 1.",
         )
