@@ -19,12 +19,13 @@ from dataclasses import dataclass
 
 from diskplan.backend.iotime import DirectIOUnsupported, measure
 from diskplan.backend.lock import LockBusy, take, whole_disk
-from diskplan.backend.write import accepts, confirm_word
-from diskplan.cli.apply import consoles, host
+from diskplan.backend.write import ConfirmedByName
+from diskplan.cli.apply import consoles
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.discovery.devicekind import device_kind
+from diskplan.discovery.inuse import culprits
 from diskplan.model.disk import Disk
 from diskplan.model.measure import (
     READ_TESTS,
@@ -41,7 +42,7 @@ from diskplan.model.units import MiB
 
 
 @dataclass(frozen=True)
-class Ask:
+class Ask(ConfirmedByName):
     """The confirmation of a measurement's writes (backend.write.Asked)."""
 
     kind: str
@@ -51,15 +52,8 @@ class Ask:
     refusals: tuple[str, ...] = ()
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to write test data to bytes {self.first}-{self.end - 1} of {self.target}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -100,10 +94,6 @@ def _write_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, nee
         out.append(f"{target} has no free space of {need // MiB} MiB from a 1 MiB boundary outside its "
                    "partitions and the table's metadata (use --scratch FILE or --read-only)")
     return out
-
-
-def _users(path: str) -> list[str]:
-    return [str(u) for u in host().users(path) if getattr(u, "blocking", True)]
 
 
 def _report(console: Out, results: list[Result], filename: str, base: int, count: int) -> None:
@@ -182,7 +172,7 @@ def main(argv: list[str]) -> int:
     if args.read_only:
         return _run(console, err, path, base, args, READ_TESTS, logical)
     if os.path.exists(path):
-        refusals += _users(path)
+        refusals += culprits(path)
     code = before_writing(refusals, "", args.yes, "write test data into that range and measure", console, err)
     if code is not None:
         return code
@@ -198,7 +188,7 @@ def main(argv: list[str]) -> int:
         created = True
     try:
         with take(path):
-            again = _users(path)
+            again = culprits(path)
             if again:
                 for r in again:
                     err.print(f"refused: {r}", style="yellow")
