@@ -87,6 +87,7 @@ def judged(
         layer, name = p.layer, NAMES.get(p.layer.kind, p.layer.kind)
         if layer.kind in DATA:
             arith, rem = _mod(geom, p.data, geom.page)
+            on_page = not rem
             if rem:
                 out.append(Finding(
                     LAYER_NOT_PAGE,
@@ -103,7 +104,6 @@ def judged(
                         (*walk, f"{arith}: on the {geom.page} B {_unit(geom)}, so no write is split, but not on "
                          "the grain a stripe or an erase block would want.", f"Fix: {layer.fix}."),
                         number))
-            on_page = not _mod(geom, p.data, geom.page)[1]
             if layer.kind == "lvm2-pv" and layer.stripe and on_page:  # off the page says it already
                 arith, rem = _mod(geom, p.data, layer.stripe)
                 if rem:
@@ -155,14 +155,19 @@ def with_stack_findings(disk: Disk, grain: Grain | None = None) -> Disk:
     geom = disk.geometry
     grain = grain or optimal_grain(geom)
     kept = tuple(f for f in disk.findings if f.code not in STACK_CODES)
-    starts = {p.number: p.start for p in disk.table.live}
-    new: list[Finding] = []
-    for number, layers in disk.stacks:
-        if number == 0 and disk.table.label is None:
-            new += stack_findings(geom, 0, layers, grain, None)
-        elif number in starts:
-            new += stack_findings(geom, starts[number], layers, grain, number)
+    starts = _stack_starts(disk)
+    new = [f for number, layers in disk.stacks if number in starts
+           for f in stack_findings(geom, starts[number], layers, grain, number or None)]
     return replace(disk, findings=kept + tuple(new))
+
+
+def _stack_starts(disk: Disk) -> dict[int, int]:
+    """The first LBA of each place a stack can be read from: a live partition by its number, or 0 for the
+    whole disk when it has no table."""
+    starts = {p.number: p.start for p in disk.table.live}
+    if disk.table.label is None:
+        starts[0] = 0
+    return starts
 
 
 # What a misplaced data start misses, in the status line's words, worst first.
@@ -192,9 +197,7 @@ def data_starts(disk: Disk, grain: Grain | None = None) -> tuple[DataStart, ...]
     of ``disk`` as it was read, judged as ``stack_findings`` judges them."""
     geom = disk.geometry
     grain = grain or optimal_grain(geom)
-    starts = {p.number: p.start for p in disk.table.live}
-    if disk.table.label is None:
-        starts[0] = 0
+    starts = _stack_starts(disk)
     out: list[DataStart] = []
     for number, layers in disk.stacks:
         if number not in starts:
