@@ -7,23 +7,32 @@ from __future__ import annotations
 from dataclasses import replace
 
 from diskplan.backend.gptcheck import GptState
+from diskplan.backend.rawtable import GptEntry
 from diskplan.model.labels import gpt_attribute_flags
 from diskplan.model.table import Table
 
 HIGH_BITS = 48
 
 
-def with_raw_attributes(table: Table, gpt: GptState | None) -> Table:
-    """``table`` (libparted's reading of a GPT) with each partition's bits 48-63 from its raw entry; a partition
-    whose entry does not match (another number, other ends) is left as libparted read it."""
+def raw_entries(table: Table, gpt: GptState | None) -> dict[int, GptEntry]:
+    """Partition number -> its raw entry in the good GPT copy, for each partition of ``table`` (libparted's
+    reading of a GPT) whose entry matches it (the same number and ends)."""
     good = gpt.good if gpt is not None else None
     if table.label != "gpt" or good is None:
+        return {}
+    ends = {p.number: (p.start, p.end) for p in table.partitions}
+    return {e.number: e for e in good.entries if ends.get(e.number) == (e.first, e.last)}
+
+
+def with_raw_attributes(table: Table, gpt: GptState | None) -> Table:
+    """``table`` with each partition's bits 48-63 from its raw entry; a partition whose entry does not match
+    (another number, other ends) is left as libparted read it."""
+    entries = raw_entries(table, gpt)
+    if not entries:
         return table
-    entries = {e.number: e for e in good.entries}
     parts = []
     for p in table.partitions:
         e = entries.get(p.number)
-        high = gpt_attribute_flags(e.attributes, HIGH_BITS) if e is not None and (e.first, e.last) == (p.start, p.end) \
-            else ()
+        high = gpt_attribute_flags(e.attributes, HIGH_BITS) if e is not None else ()
         parts.append(replace(p, flags=tuple(sorted({*p.flags, *high}))) if high else p)
     return replace(table, partitions=tuple(parts))

@@ -144,19 +144,18 @@ def console() -> Console:
 
 def _raw_entries(report: Report, doc: dict[str, object]) -> None:
     """Each GPT partition's unique GUID and its 64 attribute bits, from the raw entries (libparted gives neither)."""
+    from diskplan.backend.gptattrs import raw_entries
     from diskplan.backend.gptcheck import check_gpt
 
     disk = report.disk
     if disk.table.label != "gpt":
         return
-    state = check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors)
-    good = state.good if state is not None else None
-    entries = {e.number: e for e in good.entries} if good is not None else {}
+    entries = raw_entries(disk.table, check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors))
     partitions = doc["partitions"]
     assert isinstance(partitions, list)
     for part in partitions:
         e = entries.get(part["number"])
-        if e is not None and (e.first, e.last) == (part["start"], part["end"]):
+        if e is not None:
             part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
 
 
