@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role, State
+from diskplan.model.labels import EXTENDED_IDS
 
 HEADERS = ("label", "unit", "label-id", "device", "grain", "first-lba", "last-lba", "table-length", "sector-size")
 MAX_NUMBER = (1 << 64) - 1
@@ -533,9 +534,6 @@ def _place_gpt(script: Script, disk: Disk) -> list[tuple[Line, Partition]]:
     return out
 
 
-_EXTENDED = (0x05, 0x0F, 0x85)
-
-
 class _Dos:
     """libfdisk's dos.c, as far as a script on a blank disk reaches it: primaries 1-4, one extended partition,
     logical partitions each behind its EBR (``first_lba`` sectors before it)."""
@@ -658,11 +656,11 @@ class _Dos:
                 raise ScriptError(f"{where}: all primary partitions have been defined already")
         elif n in self.prim:
             raise ScriptError(f"{where}: partition {n} is already defined")
-        if int(code, 16) in _EXTENDED and self.ext is not None:
+        if int(code, 16) in EXTENDED_IDS and self.ext is not None:
             raise ScriptError(f"{where}: an extended partition already exists")
         part = self._add_partition(line, where, n, code, logical=False)
         self.prim[n] = part
-        if int(code, 16) in _EXTENDED:
+        if int(code, 16) in EXTENDED_IDS:
             self.ext = part
         return part
 
@@ -763,7 +761,7 @@ class _Dos:
         if stop < start:  # sfdisk writes it anyway, with a size that wraps around 2^32: refused here
             raise ScriptError(f"{where}: no room for partition {n} ({start}..{stop}): sfdisk would write a "
                               "partition no tool can read back")
-        role = Role.LOGICAL if logical else (Role.EXTENDED if int(code, 16) in _EXTENDED else Role.PRIMARY)
+        role = Role.LOGICAL if logical else (Role.EXTENDED if int(code, 16) in EXTENDED_IDS else Role.PRIMARY)
         part = Partition(n, start, stop, code, role=role, state=State.PROPOSED)
         if logical:
             self.logi.append((offset, part))
