@@ -90,13 +90,19 @@ def gdisk_alignment(geom: Geometry, table: Table) -> int:
     return align
 
 
-def sgdisk_cautions(geom: Geometry, table: Table, p: Partition) -> tuple[str, ...]:
-    """What ``sgdisk -v`` (gdisk's ``v``) says about ``p``'s boundaries: it tests against
-    max(physical / logical, the alignment gdisk computed). Each caution is one line here; gdisk wraps
-    it after "This may"."""
+def sgdisk_boundary(geom: Geometry, table: Table) -> int | None:
+    """The boundary ``sgdisk -v`` tests every partition against: max(physical / logical, the alignment gdisk
+    computed); None: not GPT (gdisk would convert it in memory first)."""
     if table.label != "gpt":
+        return None
+    return max(geom.physical // geom.logical, gdisk_alignment(geom, table))
+
+
+def sgdisk_cautions(p: Partition, test: int | None) -> tuple[str, ...]:
+    """What ``sgdisk -v`` (gdisk's ``v``) says about ``p``'s boundaries, tested against ``test``
+    (``sgdisk_boundary``). Each caution is one line here; gdisk wraps it after "This may"."""
+    if test is None:
         return ()
-    test = max(geom.physical // geom.logical, gdisk_alignment(geom, table))
     out = []
     if p.start % test:
         out.append(f"Caution: Partition {p.number} doesn't begin on a {test}-sector boundary. This may "
@@ -152,8 +158,10 @@ class ToolSay:
 
 def tool_say(geom: Geometry, table: Table, p: Partition) -> ToolSay:
     """``geom``: the geometry the device reports (no user overrides)."""
-    gpt = table.label == "gpt"
-    align = gdisk_alignment(geom, table) if gpt else None
+    return _tool_say(geom, p, sgdisk_boundary(geom, table))
+
+
+def _tool_say(geom: Geometry, p: Partition, boundary: int | None) -> ToolSay:
     return ToolSay(
         number=p.number,
         opt=AlignCheck("opt", p.number, p.start, libparted_optimum(geom)),
@@ -161,10 +169,12 @@ def tool_say(geom: Geometry, table: Table, p: Partition) -> ToolSay:
         parted_start=parted_compact(p.start * geom.logical),
         parted_end=parted_compact((p.end + 1) * geom.logical - 1),
         fdisk=fdisk_warning(geom, p),
-        sgdisk=sgdisk_cautions(geom, table, p),
-        sgdisk_boundary=None if align is None else max(geom.physical // geom.logical, align),
+        sgdisk=sgdisk_cautions(p, boundary),
+        sgdisk_boundary=boundary,
     )
 
 
 def tools_say(geom: Geometry, table: Table) -> dict[int, ToolSay]:
-    return {p.number: tool_say(geom, table, p) for p in table.partitions}
+    """Every partition's: gdisk's alignment, which looks at every start, is computed once for them all."""
+    boundary = sgdisk_boundary(geom, table)
+    return {p.number: _tool_say(geom, p, boundary) for p in table.partitions}
