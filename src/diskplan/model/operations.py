@@ -290,11 +290,6 @@ class Changes:
             out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else "", p))
         return tuple(out)
 
-    @property
-    def pending(self) -> tuple[Operation, ...]:
-        """The operations to review (what a user would call the changes): all but the untouched keeps."""
-        return tuple(op for op in self.operations if op.pending)
-
     def result(self, base: Table) -> Table:
         """The table the disk will hold, as the reader will report it: ``base`` with these partitions
         (kept ones EXISTING as they are, new ones PROPOSED with the type libparted gives by default)."""

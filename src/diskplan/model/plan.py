@@ -502,12 +502,14 @@ class Plan:
 
     def _moved(self, p: Partition, new: Partition, requested: Span, notes: list[str], verb: str,
                wanted_change: bool) -> Outcome:
-        base = self.base.by_number(p.number)
-        if p.state is State.EXISTING and base is not None:  # the map and the list say where it comes from
-            away = (new.start, new.end) != (base.start, base.end)
-            new = replace(new, extra=(("moved_from", str(base.start)),) if away else ())
+        # A proposal (every step of most drags) needs no look-up: by_number scans the disk's whole table.
+        base = self.base.by_number(p.number) if p.state is State.EXISTING else None
+        if base is None:
+            return self._outcome(p, new, requested, notes, verb, wanted_change)
+        away = (new.start, new.end) != (base.start, base.end)  # the map and the list say where it comes from
+        new = replace(new, extra=(("moved_from", str(base.start)),) if away else ())
         out = self._outcome(p, new, requested, notes, verb, wanted_change)
-        if not out.changed or p.state is not State.EXISTING or base is None:
+        if not out.changed:
             return out
         if (new.start, new.end) == (base.start, base.end):
             return replace(out, message=f"partition {p.number} back at {new.start}s..{new.end}s: no data moves")

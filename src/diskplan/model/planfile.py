@@ -184,7 +184,7 @@ def to_json(spec: PlanSpec) -> str:
                    for ch in text) + "\n"
 
 
-MAX_NUMBER = (1 << 64) - 1  # GPT and libparted count sectors in 64 bits
+MAX_NUMBER = sfdisk_script.MAX_NUMBER  # GPT and libparted count sectors in 64 bits: one limit for both formats
 
 
 def _shown(value: object) -> str:

@@ -297,7 +297,7 @@ class MapContent:
         for d in self.data_starts:
             if (d.number, d.part_start) in as_read and 0 <= d.lba < self.sectors:
                 at.setdefault(d.lba, []).append(d)
-        self._layer_lbas = sorted(at)
+        self._layer_lbas = tuple(sorted(at))  # a tuple: layer_lbas hands it out without a copy
         self._layer_levels = [1 + max(d.level for d in at[lba]) for lba in self._layer_lbas]
         self._layers_at = {lba: tuple(ds) for lba, ds in at.items()}
 
@@ -342,7 +342,7 @@ class MapContent:
 
     @property
     def layer_lbas(self) -> tuple[int, ...]:
-        return tuple(self._layer_lbas)
+        return self._layer_lbas
 
     def item_of(self, number: int) -> Item | None:
         """The live partition ``number`` (else a partition marked for deletion with that number)."""
