@@ -28,7 +28,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from diskplan.backend.gptcheck import check_gpt
-from diskplan.backend.rawtable import PROTECTIVE_ID, mbr_entries, mbr_layout, parse_gpt_entries, parse_gpt_header
+from diskplan.backend.rawtable import (
+    PROTECTIVE_ID,
+    GptHeader,
+    mbr_entries,
+    mbr_layout,
+    parse_gpt_entries,
+    parse_gpt_header,
+)
 from diskplan.model.extent import Extent
 from diskplan.model.labels import EXTENDED_IDS, partition_node
 
@@ -200,12 +207,15 @@ def _ebr_chain(read: Reader, ext_start: int, sectors: int) -> list[tuple[int, by
     return out
 
 
-def _gpt_header_extents(read: Reader, lba: int, sector_size: int, sectors: int, found: bool) -> list[Extent]:
-    """The header at ``lba`` and the entry array it points to (when its fields are sane). ``found``:
-    only where a GPT signature is (else the sector is included anyway: one may be written there)."""
+def _gpt_header_extents(
+    read: Reader, lba: int, sector_size: int, sectors: int, found: bool, h: GptHeader | None = None
+) -> list[Extent]:
+    """The header at ``lba`` (``h``: already parsed) and the entry array it points to (when its fields are
+    sane). ``found``: only where a GPT signature is (else the sector is included anyway: one may be written
+    there)."""
     if not 0 < lba < sectors:
         return []
-    h = parse_gpt_header(read(lba, 1), lba)
+    h = h if h is not None else parse_gpt_header(read(lba, 1), lba)
     if h.problem == "no GPT signature":
         return [] if found else [Extent(lba, lba)]
     out = [Extent(lba, lba)]
@@ -224,8 +234,8 @@ def table_extents(read: Reader, sector_size: int, sectors: int, *, found: bool =
         if e.type_id in EXTENDED_IDS and e.size:
             out += [Extent(lba, lba) for lba, _ in _ebr_chain(read, e.start, sectors)]
     if sectors > 2:
-        out += _gpt_header_extents(read, 1, sector_size, sectors, found)
-        h = parse_gpt_header(read(1, 1), 1)
+        h = parse_gpt_header(read(1, 1), 1)  # parsed once: its extents, and where it says the backup is
+        out += _gpt_header_extents(read, 1, sector_size, sectors, found, h)
         if h.problem != "no GPT signature" and 0 < h.backup < sectors:
             out += _gpt_header_extents(read, h.backup, sector_size, sectors, found)
         out += _gpt_header_extents(read, sectors - 1, sector_size, sectors, found)

@@ -17,6 +17,13 @@ def file_kind(mode: int) -> str:
     return next((what for test, what in KINDS if test(mode)), "not a regular file")
 
 
+def not_a_disk(path: str, mode: int) -> str:
+    """Why ``path``, a file of ``mode``, cannot be a disk or an image file (one line), "" when it can."""
+    if stat.S_ISREG(mode) or stat.S_ISBLK(mode):
+        return ""
+    return f"{path} is {file_kind(mode)}, not a disk or an image file"
+
+
 def target_problem(path: str) -> str | None:
     """Why ``path`` cannot be a disk or an image file (one line), or None: checked with stat, not opened."""
     try:
@@ -25,8 +32,8 @@ def target_problem(path: str) -> str | None:
         return f"{path}: no such file or device"
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}"
-    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
-        return f"{path} is {file_kind(mode)}, not a disk or an image file"
+    if problem := not_a_disk(path, mode):
+        return problem
     if not os.access(path, os.R_OK):
         return f"{path}: permission denied (reading a disk usually needs root)"
     return None

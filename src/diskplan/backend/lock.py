@@ -22,6 +22,8 @@ import stat
 import time
 from types import TracebackType
 
+from diskplan.backend.filekind import not_a_disk
+
 WAIT = 5.0  # seconds: longer than a udev probe, shorter than a user's patience
 POLL = 0.05
 
@@ -86,9 +88,9 @@ def take(target: str, wait: float | None = None) -> WriteLock:
     path = whole_disk(target)
     fd = _open(path)
     try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
-            raise OSError(errno.EINVAL, f"{path} is neither a block device nor a regular file")
+        problem = not_a_disk(path, os.fstat(fd).st_mode)
+        if problem:
+            raise OSError(errno.EINVAL, problem)
         deadline = time.monotonic() + wait
         while True:
             try:

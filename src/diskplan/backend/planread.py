@@ -12,6 +12,8 @@ from diskplan.backend.filekind import file_kind
 from diskplan.model.planfile import PlanFileError
 
 MAX_PLAN_BYTES = 4 << 20  # a plan of 128 partitions takes about 40 KiB
+
+
 def not_a_file(mode: int) -> str:
     """Why a file of ``mode`` cannot be a plan ("" when it can)."""
     kind = file_kind(mode)
