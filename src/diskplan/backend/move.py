@@ -56,6 +56,7 @@ from diskplan.backend.write import (
     confirm_word,
     half_moved,
     identity,
+    inform_kernel_child,
     read_target,
     recheck,
     take_lock,
@@ -341,18 +342,12 @@ def execute_move(
         return replace(base, message=f"refused: {exc}")
 
 
-def _inform_child(target: str) -> tuple[bool, str]:
-    from diskplan.backend.libparted import inform_kernel
-
-    return inform_kernel(target)
-
-
 def tell_kernel(target: str, kind: str) -> str:
     """Have the kernel read the table again (a block device); what went wrong, or ""."""
     if kind != "block":
         return ""
     try:
-        told, why = run_isolated(_inform_child, target, timeout=120.0)
+        told, why = run_isolated(inform_kernel_child, target, timeout=120.0)
     except IsolatedFailure as exc:
         told, why = False, exc.reason
     return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
