@@ -64,10 +64,17 @@ from diskplan.backend.write import (
 from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.labels import LabelError, check_label
 from diskplan.model.move import JournalError, Schedule, resume_point, schedule
 from diskplan.model.units import human_bytes
 
-LABELS = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos"}
+
+def movable_label(disk: Disk) -> str:
+    """The disk's table label as diskplan writes it ("gpt", "msdos"), or "" when it writes no such table."""
+    try:
+        return check_label(disk.table.label)
+    except LabelError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -221,7 +228,7 @@ def prepare_move(
     ident, disk = read_target(target, current)
     geom = disk.geometry
     ss = geom.logical
-    label = LABELS.get(disk.table.label or "", "")
+    label = movable_label(disk)
     p = disk.table.by_number(number)
     length = length or (p.size if p is not None else 0)
     refusals: list[str] = []

@@ -26,10 +26,10 @@ from diskplan.backend import fscheck
 from diskplan.backend import fsresize as tools
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import (
-    LABELS,
     MoveOutcome,
     checked_entry,
     in_use_or_half_moved,
+    movable_label,
     placement,
     tell_kernel,
 )
@@ -84,7 +84,7 @@ def prepare_resize(
     Raises CommitError when the target cannot be read."""
     ident, disk = read_target(target, current)
     ss = disk.geometry.logical
-    label = LABELS.get(disk.table.label or "", "")
+    label = movable_label(disk)
     p = disk.table.by_number(number)
     old = p.size if p is not None else 0
     refusals: list[str] = []
