@@ -34,8 +34,7 @@ from diskplan.backend.move import (
     tell_kernel,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
-from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target, take_lock
-from diskplan.backend.write import unsafe as unsafe_now
+from diskplan.backend.write import Host, Identity, Verdict, accepts, confirm_word, read_target, recheck, take_lock
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
 from diskplan.model.fsresize import refusals as fs_refusals
@@ -141,15 +140,9 @@ def execute_resize(
         return held
     ss, start = p.sector_size, p.entry.start
     with held:
-        try:
-            now = read_target(p.target, None)
-        except CommitError as exc:
-            return replace(base, message=f"refused: {exc}")
-        if now[0] != p.identity:
-            return replace(base, message=f"refused: {p.target} is no longer the disk that was read")
-        blocking = unsafe_now(p.target, host)[0]
-        if blocking:
-            return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
+        now = recheck(p, host)
+        if now:
+            return replace(base, message="refused: " + now[0], details=tuple(now))
         step("checking the filesystem")
         try:
             fs, clean, said = fscheck.referee(p.target, start * ss, p.old * ss)
