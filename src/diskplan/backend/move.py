@@ -48,6 +48,7 @@ from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reve
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
+    Asked,
     CommitError,
     Host,
     Identity,
@@ -117,6 +118,11 @@ class MoveProposal:
     def prompt(self) -> str:
         what = "finish the move on" if self.journal else f"move partition {self.number} on"
         return f"Type {self.confirm_word} to {what} {self.target}"
+
+    @property
+    def nothing(self) -> str:
+        """Why there is nothing to move ("" when there is)."""
+        return "" if self.plan.shift else f"nothing to do: partition {self.number} already starts at {self.to}"
 
     def accepts(self, answer: str) -> bool:
         return accepts(self.kind, self.target, answer)
@@ -284,12 +290,12 @@ def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list
 # --- executing --------------------------------------------------------------------------------------
 
 
-def _refused(p: MoveProposal, answer: str) -> MoveOutcome | None:
+def refused_before(p: Asked, answer: str, nothing: str) -> MoveOutcome | None:
+    """The outcome when a move or resize must not start: refused, ``nothing`` to do, or not confirmed."""
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     if p.refusals:
         return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if p.plan.shift == 0:
-        nothing = f"nothing to do: partition {p.number} already starts at {p.to}"
+    if nothing:
         return replace(base, verdict=Verdict.NOTHING, message=nothing)
     if not p.accepts(answer):
         return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
@@ -306,7 +312,7 @@ def execute_move(
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
     """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc)."""
-    gate = _refused(p, answer)
+    gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
@@ -518,7 +524,7 @@ def execute_resume(
     p: MoveProposal, answer: str, host: Host, *, progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
-    gate = _refused(p, answer)
+    gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)

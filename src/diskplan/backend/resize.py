@@ -31,6 +31,7 @@ from diskplan.backend.move import (
     in_use_or_half_moved,
     movable_label,
     placement,
+    refused_before,
     tell_kernel,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
@@ -71,6 +72,11 @@ class ResizeProposal:
     @property
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to resize partition {self.number} on {self.target}"
+
+    @property
+    def nothing(self) -> str:
+        """Why there is nothing to resize ("" when there is)."""
+        return "" if self.new != self.old else f"nothing to do: partition {self.number} already has {self.new} sectors"
 
     def accepts(self, answer: str) -> bool:
         return accepts(self.kind, self.target, answer)
@@ -121,14 +127,10 @@ def execute_resize(
     p: ResizeProposal, answer: str, host: Host, *, backup_path: str | None = None, progress: Progress | None = None
 ) -> MoveOutcome:
     """Check, back up, resize in the safe order, tell the kernel, check again (see the module's doc)."""
+    gate = refused_before(p, answer, p.nothing)
+    if gate is not None:
+        return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
-    if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if p.new == p.old:
-        return replace(base, verdict=Verdict.NOTHING, message=f"nothing to do: partition {p.number} already has "
-                       f"{p.new} sectors")
-    if not p.accepts(answer):
-        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
     assert p.entry is not None
 
     def step(what: str) -> None:
