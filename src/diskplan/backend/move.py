@@ -48,6 +48,7 @@ from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reve
 from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
+    Asked,
     CommitError,
     Host,
     Identity,
@@ -56,6 +57,7 @@ from diskplan.backend.write import (
     confirm_word,
     half_moved,
     identity,
+    inform_kernel_child,
     read_target,
     recheck,
     take_lock,
@@ -63,10 +65,17 @@ from diskplan.backend.write import (
 from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.labels import LabelError, check_label
 from diskplan.model.move import JournalError, Schedule, resume_point, schedule
 from diskplan.model.units import human_bytes
 
-LABELS = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos"}
+
+def movable_label(disk: Disk) -> str:
+    """The disk's table label as diskplan writes it ("gpt", "msdos"), or "" when it writes no such table."""
+    try:
+        return check_label(disk.table.label)
+    except LabelError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,11 @@ class MoveProposal:
     def prompt(self) -> str:
         what = "finish the move on" if self.journal else f"move partition {self.number} on"
         return f"Type {self.confirm_word} to {what} {self.target}"
+
+    @property
+    def nothing(self) -> str:
+        """Why there is nothing to move ("" when there is)."""
+        return "" if self.plan.shift else f"nothing to do: partition {self.number} already starts at {self.to}"
 
     def accepts(self, answer: str) -> bool:
         return accepts(self.kind, self.target, answer)
@@ -220,7 +234,7 @@ def prepare_move(
     ident, disk = read_target(target, current)
     geom = disk.geometry
     ss = geom.logical
-    label = LABELS.get(disk.table.label or "", "")
+    label = movable_label(disk)
     p = disk.table.by_number(number)
     length = length or (p.size if p is not None else 0)
     refusals: list[str] = []
@@ -276,12 +290,12 @@ def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list
 # --- executing --------------------------------------------------------------------------------------
 
 
-def _refused(p: MoveProposal, answer: str) -> MoveOutcome | None:
+def refused_before(p: Asked, answer: str, nothing: str) -> MoveOutcome | None:
+    """The outcome when a move or resize must not start: refused, ``nothing`` to do, or not confirmed."""
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     if p.refusals:
         return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if p.plan.shift == 0:
-        nothing = f"nothing to do: partition {p.number} already starts at {p.to}"
+    if nothing:
         return replace(base, verdict=Verdict.NOTHING, message=nothing)
     if not p.accepts(answer):
         return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
@@ -298,7 +312,7 @@ def execute_move(
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
     """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc)."""
-    gate = _refused(p, answer)
+    gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
@@ -341,18 +355,12 @@ def execute_move(
         return replace(base, message=f"refused: {exc}")
 
 
-def _inform_child(target: str) -> tuple[bool, str]:
-    from diskplan.backend.libparted import inform_kernel
-
-    return inform_kernel(target)
-
-
 def tell_kernel(target: str, kind: str) -> str:
     """Have the kernel read the table again (a block device); what went wrong, or ""."""
     if kind != "block":
         return ""
     try:
-        told, why = run_isolated(_inform_child, target, timeout=120.0)
+        told, why = run_isolated(inform_kernel_child, target, timeout=120.0)
     except IsolatedFailure as exc:
         told, why = False, exc.reason
     return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
@@ -516,7 +524,7 @@ def execute_resume(
     p: MoveProposal, answer: str, host: Host, *, progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
-    gate = _refused(p, answer)
+    gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)

@@ -26,16 +26,16 @@ from diskplan.backend import fscheck
 from diskplan.backend import fsresize as tools
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import (
-    LABELS,
     MoveOutcome,
     checked_entry,
     in_use_or_half_moved,
+    movable_label,
     placement,
+    refused_before,
     tell_kernel,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
-from diskplan.backend.write import CommitError, Host, Identity, Verdict, accepts, confirm_word, read_target, take_lock
-from diskplan.backend.write import unsafe as unsafe_now
+from diskplan.backend.write import Host, Identity, Verdict, accepts, confirm_word, read_target, recheck, take_lock
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
 from diskplan.model.fsresize import refusals as fs_refusals
@@ -73,6 +73,11 @@ class ResizeProposal:
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to resize partition {self.number} on {self.target}"
 
+    @property
+    def nothing(self) -> str:
+        """Why there is nothing to resize ("" when there is)."""
+        return "" if self.new != self.old else f"nothing to do: partition {self.number} already has {self.new} sectors"
+
     def accepts(self, answer: str) -> bool:
         return accepts(self.kind, self.target, answer)
 
@@ -84,7 +89,7 @@ def prepare_resize(
     Raises CommitError when the target cannot be read."""
     ident, disk = read_target(target, current)
     ss = disk.geometry.logical
-    label = LABELS.get(disk.table.label or "", "")
+    label = movable_label(disk)
     p = disk.table.by_number(number)
     old = p.size if p is not None else 0
     refusals: list[str] = []
@@ -122,14 +127,10 @@ def execute_resize(
     p: ResizeProposal, answer: str, host: Host, *, backup_path: str | None = None, progress: Progress | None = None
 ) -> MoveOutcome:
     """Check, back up, resize in the safe order, tell the kernel, check again (see the module's doc)."""
+    gate = refused_before(p, answer, p.nothing)
+    if gate is not None:
+        return gate
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
-    if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if p.new == p.old:
-        return replace(base, verdict=Verdict.NOTHING, message=f"nothing to do: partition {p.number} already has "
-                       f"{p.new} sectors")
-    if not p.accepts(answer):
-        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
     assert p.entry is not None
 
     def step(what: str) -> None:
@@ -141,15 +142,9 @@ def execute_resize(
         return held
     ss, start = p.sector_size, p.entry.start
     with held:
-        try:
-            now = read_target(p.target, None)
-        except CommitError as exc:
-            return replace(base, message=f"refused: {exc}")
-        if now[0] != p.identity:
-            return replace(base, message=f"refused: {p.target} is no longer the disk that was read")
-        blocking = unsafe_now(p.target, host)[0]
-        if blocking:
-            return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
+        now = recheck(p, host)
+        if now:
+            return replace(base, message="refused: " + now[0], details=tuple(now))
         step("checking the filesystem")
         try:
             fs, clean, said = fscheck.referee(p.target, start * ss, p.old * ss)

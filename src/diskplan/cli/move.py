@@ -67,8 +67,7 @@ def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
         execute: Callable[..., MoveOutcome]) -> int:
     """Show, gate on --yes and the typed confirmation, move, report: the exit status."""
     render_move(p, console)
-    nothing = "" if p.plan.shift else f"nothing to do: partition {p.number} already starts at {p.to}"
-    code = before_writing(p.refusals, nothing, yes, hint, console, err)
+    code = before_writing(p.refusals, p.nothing, yes, hint, console, err)
     if code is not None:
         return code
     answer = confirm(p, yes)

@@ -65,8 +65,7 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan resize: {exc}")
         return 2
     render(p, console)
-    nothing = "" if p.new != p.old else f"nothing to do: partition {p.number} already has {p.new} sectors"
-    code = before_writing(p.refusals, nothing, args.yes, "resize it (the table is backed up first)", console, err)
+    code = before_writing(p.refusals, p.nothing, args.yes, "resize it (the table is backed up first)", console, err)
     if code is not None:
         return code
     answer = confirm(p, args.yes)
