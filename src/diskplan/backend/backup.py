@@ -531,6 +531,9 @@ def private_dir(path: str) -> None:
                               f"`chmod 700 {d}` first")
 
 
+SAVED: list[str] = []  # this process's backups: every write saves one before its first sector, so none = none written
+
+
 def save(b: TableBackup, path: str) -> str:
     """Write the backup to ``path`` (created 0600, never overwritten, never through a symlink), synced to
     disk; returns its absolute path. Any failure removes what was written: no partial backup is left.
@@ -570,6 +573,7 @@ def save(b: TableBackup, path: str) -> str:
         if isinstance(exc, BackupError):
             raise
         raise BackupError(f"cannot write the backup {path}: {exc.strerror}; nothing was kept") from exc
+    SAVED.append(path)
     return path
 
 

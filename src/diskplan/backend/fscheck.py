@@ -54,7 +54,7 @@ def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iter
     try:
         out = subprocess.run(
             ["losetup", "--find", "--show", *ro, "--offset", str(offset), "--sizelimit", str(size), target],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True, text=True, timeout=60, check=False, start_new_session=True,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CheckError(f"cannot set up a loop device to check the filesystem: {exc}") from exc
@@ -64,13 +64,14 @@ def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iter
     try:
         yield loop
     finally:
-        subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False)
+        subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False,
+                       start_new_session=True)
 
 
 def identify(path: str) -> Identity:
     try:
         out = subprocess.run(["blkid", "--probe", "--output", "export", path], capture_output=True, text=True,
-                             timeout=60, check=False)
+                             timeout=60, check=False, start_new_session=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CheckError(f"blkid could not run: {exc}") from exc
     fields = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
@@ -96,7 +97,9 @@ def check(path: str, fs: str) -> tuple[bool, str]:
     if known is None:
         return True, ""
     try:
-        out = subprocess.run([*known[0], path], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        # its own session, as every tool a write runs: the terminal's Ctrl+C is diskplan's to handle
+        out = subprocess.run([*known[0], path], capture_output=True, text=True, timeout=TIMEOUT, check=False,
+                             start_new_session=True)
     except FileNotFoundError as exc:
         raise CheckError(missing_tool(fs) or str(exc)) from exc
     except subprocess.TimeoutExpired as exc:

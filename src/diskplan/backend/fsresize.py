@@ -44,7 +44,9 @@ def missing(fs: str) -> str:
 
 def _run(*cmd: str, ok: tuple[int, ...] = (0,), stdin: str | None = None) -> str:
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, input=stdin, check=False)
+        # a session of its own: the terminal's Ctrl+C must not kill a resize2fs half-way through a shrink
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, input=stdin, check=False,
+                             start_new_session=True)
     except FileNotFoundError as exc:
         raise ResizeError(f"{cmd[0]} is not installed") from exc
     except subprocess.TimeoutExpired as exc:

@@ -37,15 +37,20 @@ def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
         err.print(f"to finish the move: {o.resume_command}", style="bold")
 
 
+UNSTOPPABLE = "a resize cannot stop half-way: its tool finishes the step it is in…"
+
+
 @contextlib.contextmanager
-def stop_on_interrupt(err: Out) -> Iterator[Callable[[], bool]]:
+def stop_on_interrupt(err: Out, said: str = "stopping at the next chunk boundary…") -> Iterator[Callable[[], bool]]:
     """Ctrl+C asks the move to stop at the next chunk boundary (a second one is ignored: stopping
-    mid-chunk would gain nothing, the journal makes either resumable, but the boundary is cleaner)."""
+    mid-chunk would gain nothing, the journal makes either resumable, but the boundary is cleaner).
+    A resize has no boundary to stop at: its tool finishes (it runs in a session of its own, out of the
+    terminal's reach), and ``said`` tells the user so."""
     asked = [False]
 
     def handler(signum: int, frame: object) -> None:
         if not asked[0]:
-            err.print("stopping at the next chunk boundary…", style="yellow")
+            err.print(said, style="yellow")
         asked[0] = True
 
     try:

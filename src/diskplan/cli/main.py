@@ -79,6 +79,18 @@ def _reader_gone() -> int:
     return 128 + signal.SIGPIPE
 
 
+def interrupted() -> str:
+    """What a Ctrl+C that reached the top can truthfully say: "nothing was written" only while no write
+    has saved its backup (each does before its first sector; the module is not even imported by commands
+    that never write)."""
+    backup = sys.modules.get("diskplan.backend.backup")
+    saved: list[str] = getattr(backup, "SAVED", [])
+    if not saved:
+        return "diskplan: interrupted; nothing was written."
+    return (f"diskplan: interrupted after a write had begun (its backup: {safe(saved[-1])}); its outcome is as "
+            "reported above, and `diskplan check` shows the disk as it is now.")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -88,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:
-        print("diskplan: interrupted; nothing was written.", file=sys.stderr)
+        print(interrupted(), file=sys.stderr)
         return 2
     except SystemExit as exc:  # argparse's usage errors and --help
         return exc.code if isinstance(exc.code, int) else 2

@@ -30,7 +30,7 @@ from diskplan.model.codes import NEEDS_REPAIR
 from diskplan.model.safetext import columns
 from diskplan.model.units import human_bytes
 
-OP_STYLE = {"repair": "yellow", "keep": "dim"}
+OP_STYLE = {"repair": "yellow"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
 
 

@@ -14,7 +14,7 @@ from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resi
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
-from diskplan.cli.dataprogress import progress_display, render_outcome
+from diskplan.cli.dataprogress import UNSTOPPABLE, progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.model.sizes import SizeError, parse_size
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     if code is not None:
         return code
     answer = confirm(p, args.yes)
-    with progress_display(err) as show:
+    with stop_on_interrupt(err, UNSTOPPABLE), progress_display(err) as show:
         outcome = execute_resize(p, answer, host(), backup_path=args.backup, progress=show)
     render_outcome(outcome, console, err)
     return outcome.exit_code

@@ -1,0 +1,90 @@
+"""Ctrl+C while a filesystem tool rewrites a filesystem: the terminal sends SIGINT to the whole foreground
+process group, so a resize2fs started by diskplan would die half-way through a shrink (and Python would
+then claim "nothing was written"). The tools run in a session of their own and diskplan finishes the
+step it is in: the shrink completes, the checker finds the filesystem clean, every file is unchanged."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+from helpers.movedisk import PY, View, assert_intact, entry, make_disk, state_env
+from helpers.tools import run
+from helpers.units import MiB
+
+
+def children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command name) of the direct children of ``pid``."""
+    out = []
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            out.append((int(proc.name), name))
+    return out
+
+
+def spread(loop: str, tmp: pathlib.Path) -> None:
+    """Files in many directories (ext4 spreads them over block groups), so a shrink moves blocks for a while."""
+    mnt = tmp / "mnt"
+    mnt.mkdir()
+    run("mount", loop, str(mnt))
+    try:
+        for i in range(48):
+            (mnt / f"d{i}").mkdir()
+            (mnt / f"d{i}" / "data").write_bytes(os.urandom(2 * MiB))
+    finally:
+        run("umount", str(mnt))
+
+
+def test_ctrl_c_during_a_shrink_lets_the_tool_finish(loop_device, tmp_path) -> None:
+    d = make_disk(loop_device, tmp_path, start=2048, size=600 * 2048, disk_mib=604)
+    with View(d.dev, d.start, d.size, read_only=False) as v:
+        spread(v, tmp_path)
+    partuuid = entry(d)[2]
+    new = 260 * 2048
+    proc = subprocess.Popen([PY, "-m", "diskplan", "resize", d.dev, "--partition", "1", "--size", f"{new}s", "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=state_env(d.state),
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    seen = ""
+    deadline = time.monotonic() + 120
+    while not seen and proc.poll() is None and time.monotonic() < deadline:
+        seen = next((name for _, name in children(proc.pid) if name == "resize2fs"), "")
+        time.sleep(0.002)
+    pressed = 0
+    while seen and pressed < 2 and any(name == "resize2fs" for _, name in children(proc.pid)):
+        os.killpg(proc.pid, signal.SIGINT)  # a user pressing Ctrl+C, then again, while resize2fs works
+        pressed += 1
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=300)
+    assert seen and pressed, f"resize2fs was never seen running (the resize took {proc.returncode=}): {out}{err}"
+    assert proc.returncode == 0 and "shrunk" in out, out + err
+    assert "cannot stop half-way" in err and "nothing was written" not in err  # it heard Ctrl+C, and said so
+    d.size = new
+    assert_intact(d, d.start, partuuid)
+
+
+def test_a_late_ctrl_c_does_not_claim_nothing_was_written(tmp_path, monkeypatch, capsys) -> None:
+    """The top level's message after Ctrl+C: "nothing was written" only while no write saved its backup."""
+    from diskplan.backend import backup
+    from diskplan.cli import main
+
+    def interrupt(argv: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "_run", interrupt)
+    monkeypatch.setattr(backup, "SAVED", [])
+    assert main.main(["check", "x"]) == 2
+    assert capsys.readouterr().err == "diskplan: interrupted; nothing was written.\n"
+    monkeypatch.setattr(backup, "SAVED", [str(tmp_path / "disk-1.dpbackup")])
+    assert main.main(["check", "x"]) == 2
+    said = capsys.readouterr().err
+    assert "nothing was written" not in said and "disk-1.dpbackup" in said and "diskplan check" in said
