@@ -147,6 +147,7 @@ class PlannerApp(PlanActions, App[int]):
     ]
 
     DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
+    SERVED_ABSENT = frozenset({"devices", "save_plan", "load_plan"})  # they open the server's devices or files
     PLAN_ACTIONS = frozenset({"new_partition", "move", "resize", "delete", "undo", "redo", "write", "edit_partition",
                               "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan", "repair",
                               "realign", "resume_move"})
@@ -161,9 +162,12 @@ class PlannerApp(PlanActions, App[int]):
         watch_devices: bool = True,
         host: Host | None = None,
         mono: bool = False,
+        served: bool = False,
     ) -> None:
-        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too."""
+        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too.
+        ``served``: served to browsers (diskplan serve): the device picker and plan files are absent."""
         super().__init__()
+        self.served = served
         # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
         # means none at all (no-color.org; a monochrome terminal cannot show grey): every colour is removed,
         # and MONO_CSS marks by reverse video what colour alone marked.
@@ -340,7 +344,8 @@ class PlannerApp(PlanActions, App[int]):
             self.after_first_disk = None
         self.notify(reason, title="Could not open", severity="error", timeout=10)
         if self.target is None:
-            self.query_one(StatusLine).update(" Nothing open. d: a demo disk   o: choose a device   q: quit")
+            devices = "" if self.served else "o: choose a device   "
+            self.query_one(StatusLine).update(f" Nothing open. d: a demo disk   {devices}q: quit")
         else:
             self._update_status()
 
@@ -642,6 +647,8 @@ class PlannerApp(PlanActions, App[int]):
         """Planner actions only where the planner is, not on the device picker (before a disk is open
         they do nothing; hiding them then would make the footer recompose once the disk arrives). While
         the keys move a partition, only the keys of that mode (and the map's zoom) work."""
+        if self.served and action in self.SERVED_ABSENT:
+            return False
         on_main = self.screen is self.screen_stack[0] if self.screen_stack else True
         drag = self.session.drag if self.session is not None else None
         keys_drag = drag is not None and drag.keyboard
@@ -715,6 +722,8 @@ class PlannerApp(PlanActions, App[int]):
         self.push_screen(DemoPicker(self.target.demo if self.target else None), chosen)
 
     def action_devices(self) -> None:
+        if self.served:  # the server's own disks are never offered
+            return
         from diskplan.discovery.udev import list_disks
         from diskplan.ui.screens import DevicePicker
 
@@ -778,10 +787,12 @@ class PlannerApp(PlanActions, App[int]):
                                 self.action_repair)
         yield SystemCommand("Clear all changes", "Back to the table on the disk; undo takes it back (C)",
                             self.action_clear_plan)
-        yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)
-        yield SystemCommand("Load plan...", "A JSON plan or an sfdisk dump (ctrl+o)", self.action_load_plan)
+        if not self.served:
+            yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)
+            yield SystemCommand("Load plan...", "A JSON plan or an sfdisk dump (ctrl+o)", self.action_load_plan)
         yield SystemCommand("Write the plan...", "Confirm, back up, write, verify (w)", self.action_write)
-        yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
+        if not self.served:
+            yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:
             yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo(name))
