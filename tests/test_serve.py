@@ -187,3 +187,27 @@ def test_a_browser_sees_the_map_and_drives_it_with_keys(tmp_path: pathlib.Path) 
     assert "Traceback" not in server.output
     assert time.monotonic() - started_at < 60
 
+
+
+def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_directory(monkeypatch) -> None:
+    """A write in the browser backs the demo's table up, a move journals: both under the session's own
+    directory (backup.default_dir follows XDG_STATE_HOME), removed with its demo images."""
+    from diskplan.backend.backup import default_dir
+    from diskplan.backend.move import journal_dir
+
+    seen: dict[str, object] = {}
+
+    def fake_run(source, start, **kw):  # the planner itself is driven in the browser test
+        seen.update(workspace=source.workspace.directory, backups=default_dir(), journals=journal_dir("/x"),
+                    start=start, **kw)
+        source.close()
+        return 0
+
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setattr(serve, "run_planner", fake_run)
+    assert serve.served(["dos-63"]) == 0
+    ws = str(seen["workspace"])
+    assert str(seen["backups"]).startswith(ws + "/state/") and str(seen["journals"]).startswith(ws + "/state/")
+    assert seen["start"] == ("demo", "dos-63") and seen["served"] is True and seen["console"] is False
+    assert not os.path.exists(ws)
