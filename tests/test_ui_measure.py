@@ -12,7 +12,7 @@ import pathlib
 from collections.abc import Callable
 
 import pytest
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import PATTERN
 from diskplan.backend.write import Host
@@ -82,7 +82,7 @@ async def test_b_writes_only_the_confirmed_range_and_shows_the_numbers(image: pa
         await pilot.pause()
         assert "not confirmed: type yes exactly" in text(screen) and not screen.running
         assert image.read_bytes() == before
-        screen.query_one("#measure-answer").value = ""  # type: ignore[attr-defined]
+        screen.query_one("#measure-answer", Input).value = ""
         await pilot.press(*"yes", "enter")
         await wait_for(pilot, lambda: screen.results is not None, what="the measurement")
         shown = text(screen)
@@ -117,13 +117,13 @@ async def test_b_refuses_a_partition_even_one_marked_for_deletion_and_B_reads_it
         assert not screen.running and screen.results is None
         await pilot.press("escape")
         await pilot.press("B")  # reads only, here
-        screen = app.screen
-        assert isinstance(screen, MeasureScreen)
-        await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(screen))
-        assert f"range: reads bytes {MiB}-{2 * MiB - 1} of {image} (LBA 2048-4095, 1 MiB)" in text(screen)
+        reads = app.screen
+        assert isinstance(reads, MeasureScreen)
+        await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(reads))
+        assert f"range: reads bytes {MiB}-{2 * MiB - 1} of {image} (LBA 2048-4095, 1 MiB)" in text(reads)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.results is not None, what="the reads")
-        shown = text(screen)
+        await wait_for(pilot, lambda: reads.results is not None, what="the reads")
+        shown = text(reads)
         assert "read 4 KiB:" in shown and "aligned/this = " in shown and "write 4 KiB" not in shown
     assert image.read_bytes() == before
 
