@@ -24,6 +24,8 @@ if [ "$want_test" = 1 ]; then
   need+=([ntfs-3g]=/usr/sbin/ntfsresize)
   # the storage stack's headers, made by the real tools (tests/test_stack.py); mdadm only reads ours
   need+=([lvm2]=/usr/sbin/pvcreate [cryptsetup-bin]=/usr/sbin/cryptsetup [mdadm]=/usr/sbin/mdadm)
+  # the browser that loads `diskplan serve`'s page (tests/test_serve.py, through Playwright)
+  need+=([chromium]=/usr/lib/chromium/chromium)
 fi
 
 PY=${PYTHON:-python3}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
 import pathlib
 import subprocess
 import sys
@@ -168,12 +169,28 @@ def export_svg(app: PlannerApp) -> str:
     return console.export_svg(title=app.title)
 
 
+BROWSER_SHOT = "serve"  # screenshots/serve.png: `diskplan serve` in headless Chromium, taken by its test
+
+
+def browser_shot() -> pathlib.Path:
+    """The browser test (tests/test_serve.py) keeps its screenshot here: the page as a browser shows it."""
+    path = OUT / f"{BROWSER_SHOT}.png"
+    env = {**os.environ, "DISKPLAN_BROWSER_SHOT": str(path)}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-k", "a_browser_sees",
+                    str(OUT.parent / "tests" / "test_serve.py")], check=True, env=env, cwd=OUT.parent)
+    if not path.exists():  # the test was skipped (it says why): no browser here
+        raise SystemExit(f"{path.name} was not taken: the browser test was skipped")
+    return path
+
+
 async def main(names: list[str]) -> int:
     chosen = [s for s in SHOTS if not names or s.name in names]
-    if not chosen:
-        print(f"no such screenshot; choose from: {', '.join(s.name for s in SHOTS)}", file=sys.stderr)
+    if not chosen and BROWSER_SHOT not in names:
+        print(f"no such screenshot; choose from: {', '.join(s.name for s in SHOTS)}, {BROWSER_SHOT}", file=sys.stderr)
         return 2
     OUT.mkdir(exist_ok=True)
+    if not names or BROWSER_SHOT in names:
+        print(f"{browser_shot().relative_to(OUT.parent)}  the planner served to a browser (diskplan serve)")
     source = CliSource(parser().parse_args([]))
     try:
         for shot in chosen:

@@ -13,11 +13,48 @@ import mmap
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from diskplan.backend.lock import whole_disk
+from diskplan.backend.write import ConfirmedByName
+from diskplan.model.disk import Disk
 from diskplan.model.measure import Offset, Result, Test
+from diskplan.model.units import MiB
 
 # What the write tests write: recognisable in a hex dump of the disk afterwards.
 PATTERN = b"diskplan measure test data. "
+
+
+@dataclass(frozen=True)
+class Ask(ConfirmedByName):
+    """The confirmation of a measurement's writes (backend.write.Asked): the exact byte range, the word."""
+
+    kind: str
+    target: str
+    first: int
+    end: int
+    refusals: tuple[str, ...] = ()
+
+    @property
+    def prompt(self) -> str:
+        return f"Type {self.confirm_word} to write test data to bytes {self.first}-{self.end - 1} of {self.target}"
+
+
+def write_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:
+    """Why test data may not be written to ``target`` (its free space, ``placed``), before asking who uses it."""
+    out = []
+    if whole_disk(target) != target:
+        out.append(f"{target} is a partition: measure writes only into a disk's free space (give "
+                   f"{whole_disk(target)}), or use --scratch FILE or --read-only")
+    if disk.table.label is None:
+        out.append(f"{target} has no partition table: nothing says which bytes hold nothing "
+                   "(use --scratch FILE or --read-only)")
+    elif disk.table.read_only:
+        out.append(f"{target}: {disk.table.read_only}")
+    elif placed is None:
+        out.append(f"{target} has no free space of {need // MiB} MiB from a 1 MiB boundary outside its "
+                   "partitions and the table's metadata (use --scratch FILE or --read-only)")
+    return out
 
 
 class DirectIOUnsupported(OSError):

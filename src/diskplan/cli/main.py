@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 
 from diskplan.model.safetext import safe
 
@@ -29,6 +30,7 @@ COMMANDS = {
     "resume": ("diskplan.cli.resume", "finish an interrupted partition move"),
     "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
     "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
+    "serve": ("diskplan.cli.serve", "serve the planner on the demo disks to web browsers (a classroom)"),
 }
 PLANNER = "diskplan.cli.planner"
 USAGE = "diskplan [OPTIONS] [TARGET]\n       diskplan COMMAND [ARGS] (diskplan COMMAND --help for its own)"
@@ -91,10 +93,11 @@ def interrupted() -> str:
             "reported above, and `diskplan check` shows the disk as it is now.")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) -> int:
+    """``run``: what runs the command line (the served planner has its own, cli/serve.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        code = _run(argv)
+        code = run(argv)
         sys.stdout.flush()  # a reader that went away (| head) is found here, not at the interpreter's exit
         return code
     except BrokenPipeError:

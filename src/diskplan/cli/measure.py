@@ -15,45 +15,17 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-from dataclasses import dataclass
 
-from diskplan.backend.iotime import DirectIOUnsupported, measure
-from diskplan.backend.lock import LockBusy, take, whole_disk
-from diskplan.backend.write import ConfirmedByName
+from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, write_refusals
+from diskplan.backend.lock import LockBusy, take
 from diskplan.cli.apply import consoles
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.discovery.devicekind import device_kind
 from diskplan.discovery.inuse import culprits
-from diskplan.model.disk import Disk
-from diskplan.model.measure import (
-    READ_TESTS,
-    WRITE_TESTS,
-    Result,
-    Test,
-    offsets,
-    place_in,
-    ratio_text,
-    span,
-    spread_text,
-)
+from diskplan.model.measure import READ_TESTS, WRITE_TESTS, Result, Test, free_range, offsets, report, span
 from diskplan.model.units import MiB
-
-
-@dataclass(frozen=True)
-class Ask(ConfirmedByName):
-    """The confirmation of a measurement's writes (backend.write.Asked)."""
-
-    kind: str
-    target: str
-    first: int
-    end: int
-    refusals: tuple[str, ...] = ()
-
-    @property
-    def prompt(self) -> str:
-        return f"Type {self.confirm_word} to write test data to bytes {self.first}-{self.end - 1} of {self.target}"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -73,49 +45,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _free_range(disk: Disk, need: int) -> tuple[int, int] | None:
-    """A range in the table's free space, clear of every metadata region."""
-    t, ss = disk.table, disk.geometry.logical
-    free = [e for e in t.free_regions() if not any(e.overlaps(m.extent) for m in t.metadata if m.kind != "free")]
-    return place_in(free, ss, need)
-
-
-def _write_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:
-    out = []
-    if whole_disk(target) != target:
-        out.append(f"{target} is a partition: measure writes only into a disk's free space (give "
-                   f"{whole_disk(target)}), or use --scratch FILE or --read-only")
-    if disk.table.label is None:
-        out.append(f"{target} has no partition table: nothing says which bytes hold nothing "
-                   "(use --scratch FILE or --read-only)")
-    elif disk.table.read_only:
-        out.append(f"{target}: {disk.table.read_only}")
-    elif placed is None:
-        out.append(f"{target} has no free space of {need // MiB} MiB from a 1 MiB boundary outside its "
-                   "partitions and the table's metadata (use --scratch FILE or --read-only)")
-    return out
-
-
 def _report(console: Out, results: list[Result], filename: str, base: int, count: int) -> None:
-    tests = list(dict.fromkeys(r.test for r in results))
-    for test in tests:
-        mine = [r for r in results if r.test is test]
-        aligned = mine[0]
-        console.print(f"{test.name}:", style="bold")
-        for r in mine:
-            at = base + r.offset.delta
-            line = f"  {r.offset.label:<10} byte {at:>12}: {spread_text(r)}"
-            if r is not aligned:
-                line += f"; {ratio_text(aligned, r)}"
-            console.print(line)
-    console.print("the same with fio (one job per line):", style="bold")
-    for test in tests:
-        for o in offsets_of(results, test):
-            console.print(f"  {test.fio(filename, base + o, count)}")
-
-
-def offsets_of(results: list[Result], test: Test) -> list[int]:
-    return [r.offset.delta for r in results if r.test is test]
+    for text, heading in report(results, filename, base, count):
+        console.print(text, style="bold" if heading else "")
 
 
 def main(argv: list[str]) -> int:
@@ -148,14 +80,14 @@ def main(argv: list[str]) -> int:
         need = span(logical, args.count)
         kind = "block" if disk.kind == "block" else "file"
         if args.read_only:
-            placed = _free_range(disk, need) or (MiB, MiB + need)
+            placed = free_range(disk, need) or (MiB, MiB + need)
             if placed[1] > disk.geometry.size_bytes:
                 err.print(f"diskplan measure: {path} is smaller than the {need // MiB} MiB a measurement reads")
                 return 2
             refusals = []
         else:
-            placed = _free_range(disk, need)
-            refusals = _write_refusals(path, disk, placed, need)
+            placed = free_range(disk, need)
+            refusals = write_refusals(path, disk, placed, need)
     dev = device_kind(path)
     console.print(f"{path}: {dev.what}")
     console.print(f"device: {dev.facts()}")

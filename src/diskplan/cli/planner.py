@@ -196,22 +196,29 @@ def main(argv: list[str]) -> int:
     else:
         start = None
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        print("diskplan: the planner needs a terminal; for a report use `diskplan check TARGET`", file=sys.stderr)
+        print("diskplan: the planner needs a terminal; for a report use `diskplan check TARGET` (in a web "
+              "browser: `diskplan serve`, demo disks only)", file=sys.stderr)
         return 2
 
+    return run_planner(CliSource(args), start, console=console_wanted(os.environ, args.console),
+                       mono=mono_wanted(os.environ, args.mono))
+
+
+def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bool, mono: bool,
+                served: bool = False) -> int:
+    """Run the planner on ``source`` until it quits; ``served``: in a browser (cli/serve.py), where the
+    terminal is a web page and neither devices nor files of the server's are offered."""
     # Start-up allocates many objects that live as long as the program (modules, classes, styles, widgets):
     # the default collector would scan them again and again before the first frame. Collect rarely until
     # the first disk is drawn, then as usual.
     threshold = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
-    source = CliSource(args)
     if start is not None:
         source.prefetch(*start)
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
     gc.freeze()  # what is imported stays: never scanned again
-    app = PlannerApp(source, start, console=console_wanted(os.environ, args.console),
-                     mono=mono_wanted(os.environ, args.mono))
+    app = PlannerApp(source, start, console=console, mono=mono, served=served)
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))
@@ -220,4 +227,3 @@ def main(argv: list[str]) -> int:
     finally:
         source.close()
     return app.return_code or 0
-

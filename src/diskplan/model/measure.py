@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
+from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent
 from diskplan.model.units import KiB, MiB
 
@@ -100,3 +101,44 @@ def ratio_text(aligned: Result, other: Result) -> str:
 def spread_text(r: Result) -> str:
     lo, hi = min(r.iops), max(r.iops)
     return f"{r.median:,.0f} IOPS (rounds {lo:,.0f}-{hi:,.0f})"
+
+
+def free_range(disk: Disk, need: int, at: int | None = None) -> tuple[int, int] | None:
+    """A byte range of ``need`` bytes in the table's free space, clear of every metadata region. ``at``: an
+    LBA (the planner's cursor): only the free region holding it, from the first 1 MiB boundary at or after
+    ``at`` when the range fits there, else from the region's first; None when ``at`` is not free."""
+    t, ss = disk.table, disk.geometry.logical
+    free = [e for e in t.free_regions() if not any(e.overlaps(m.extent) for m in t.metadata if m.kind != "free")]
+    if at is None:
+        return place_in(free, ss, need)
+    here = [e for e in free if e.start <= at <= e.end]
+    return (place_in([Extent(at, e.end) for e in here], ss, need) or place_in(here, ss, need)) if here else None
+
+
+def read_range(size: int, need: int, at_byte: int) -> tuple[int, int] | None:
+    """Where a read-only measurement reads ``need`` bytes of a ``size``-byte disk: from the 1 MiB boundary
+    at or before ``at_byte``, moved back so it ends on the disk; None for a disk smaller than ``need``."""
+    if need > size:
+        return None
+    base = min(at_byte // MiB * MiB, (size - need) // MiB * MiB)
+    return base, base + need
+
+
+def report(results: list[Result], filename: str, base: int, count: int) -> list[tuple[str, bool]]:
+    """The lines a measurement prints, (text, is a heading): each test's offsets with IOPS and spread, the
+    misaligned ones with their ratio to the aligned one, then the equivalent fio command lines."""
+    out: list[tuple[str, bool]] = []
+    tests = list(dict.fromkeys(r.test for r in results))
+    for test in tests:
+        mine = [r for r in results if r.test is test]
+        aligned = mine[0]
+        out.append((f"{test.name}:", True))
+        for r in mine:
+            line = f"  {r.offset.label:<10} byte {base + r.offset.delta:>12}: {spread_text(r)}"
+            if r is not aligned:
+                line += f"; {ratio_text(aligned, r)}"
+            out.append((line, False))
+    out.append(("the same with fio (one job per line):", True))
+    for test in tests:
+        out += [(f"  {test.fio(filename, base + r.offset.delta, count)}", False) for r in results if r.test is test]
+    return out

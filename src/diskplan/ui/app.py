@@ -39,7 +39,7 @@ from diskplan.ui.panels import (
     item_number,
 )
 from diskplan.ui.partlist import PartitionList
-from diskplan.ui.plan_actions import PlanActions
+from diskplan.ui.plan_actions import PlanActions, default_host
 from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, repair_hint, requested_extent
 from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target, why_not_writable
@@ -136,6 +136,8 @@ class PlannerApp(PlanActions, App[int]):
         Binding("d", "demos", "demos", show=False),
         Binding("o", "devices", "devices", show=False),
         Binding("ctrl+l", "redraw", "redraw the screen", show=False),
+        Binding("b", "measure", "measure here", show=False),
+        Binding("B", "measure(True)", "measure reads here", show=False),
         # Moving or resizing with the keys (m, r): these win over the map's own keys while it lasts.
         Binding("left", "nudge(-1)", "1 grain", key_display="<- ->", priority=True),
         Binding("right", "nudge(1)", "1 grain", priority=True, show=False),
@@ -147,9 +149,10 @@ class PlannerApp(PlanActions, App[int]):
     ]
 
     DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
+    SERVED_ABSENT = frozenset({"devices", "save_plan", "load_plan"})  # they open the server's devices or files
     PLAN_ACTIONS = frozenset({"new_partition", "move", "resize", "delete", "undo", "redo", "write", "edit_partition",
                               "new_label", "snap", "fix_layout", "clear_plan", "save_plan", "load_plan", "repair",
-                              "realign", "resume_move"})
+                              "realign", "resume_move", "measure"})
 
     def __init__(
         self,
@@ -161,9 +164,12 @@ class PlannerApp(PlanActions, App[int]):
         watch_devices: bool = True,
         host: Host | None = None,
         mono: bool = False,
+        served: bool = False,
     ) -> None:
-        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too."""
+        """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too.
+        ``served``: served to browsers (diskplan serve): the device picker and plan files are absent."""
         super().__init__()
+        self.served = served
         # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
         # means none at all (no-color.org; a monochrome terminal cannot show grey): every colour is removed,
         # and MONO_CSS marks by reverse video what colour alone marked.
@@ -340,7 +346,8 @@ class PlannerApp(PlanActions, App[int]):
             self.after_first_disk = None
         self.notify(reason, title="Could not open", severity="error", timeout=10)
         if self.target is None:
-            self.query_one(StatusLine).update(" Nothing open. d: a demo disk   o: choose a device   q: quit")
+            devices = "" if self.served else "o: choose a device   "
+            self.query_one(StatusLine).update(f" Nothing open. d: a demo disk   {devices}q: quit")
         else:
             self._update_status()
 
@@ -642,6 +649,8 @@ class PlannerApp(PlanActions, App[int]):
         """Planner actions only where the planner is, not on the device picker (before a disk is open
         they do nothing; hiding them then would make the footer recompose once the disk arrives). While
         the keys move a partition, only the keys of that mode (and the map's zoom) work."""
+        if self.served and action in self.SERVED_ABSENT:
+            return False
         on_main = self.screen is self.screen_stack[0] if self.screen_stack else True
         drag = self.session.drag if self.session is not None else None
         keys_drag = drag is not None and drag.keyboard
@@ -705,6 +714,20 @@ class PlannerApp(PlanActions, App[int]):
 
         self.push_screen(GotoScreen(disk.geometry, disk.table), go)
 
+    def action_measure(self, read_only: bool = False) -> None:
+        """b: time writes and reads in the free space under the cursor (after the write's confirmation);
+        B: reads only, at the cursor (ui.measure_screen)."""
+        if self.target is None:
+            return
+        if not self.target.path:
+            self.notify("This disk is shown from the model: there is nothing to measure.", timeout=6)
+            return
+        from diskplan.ui.measure_screen import MeasureScreen
+
+        screen: Screen[Any] = MeasureScreen(self.target.path, self.target.disk, self.sector_map.cursor_lba,
+                                            self.host or default_host(), read_only=read_only)
+        self.push_confirmation(screen, lambda _: None)
+
     def action_demos(self) -> None:
         def chosen(name: str | None) -> None:
             if name:
@@ -715,6 +738,8 @@ class PlannerApp(PlanActions, App[int]):
         self.push_screen(DemoPicker(self.target.demo if self.target else None), chosen)
 
     def action_devices(self) -> None:
+        if self.served:  # the server's own disks are never offered
+            return
         from diskplan.discovery.udev import list_disks
         from diskplan.ui.screens import DevicePicker
 
@@ -778,10 +803,16 @@ class PlannerApp(PlanActions, App[int]):
                                 self.action_repair)
         yield SystemCommand("Clear all changes", "Back to the table on the disk; undo takes it back (C)",
                             self.action_clear_plan)
-        yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)
-        yield SystemCommand("Load plan...", "A JSON plan or an sfdisk dump (ctrl+o)", self.action_load_plan)
+        if not self.served:
+            yield SystemCommand("Save plan...", "The plan as a JSON file (ctrl+s)", self.action_save_plan)
+            yield SystemCommand("Load plan...", "A JSON plan or an sfdisk dump (ctrl+o)", self.action_load_plan)
         yield SystemCommand("Write the plan...", "Confirm, back up, write, verify (w)", self.action_write)
-        yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
+        yield SystemCommand("Measure here...", "Time direct writes and reads in the free space at the cursor, "
+                            "aligned and misaligned, after confirming (b)", self.action_measure)
+        yield SystemCommand("Measure reads here", "Time direct reads at the cursor, aligned and misaligned; "
+                            "nothing is written (B)", lambda: self.action_measure(True))
+        if not self.served:
+            yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:
             yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo(name))

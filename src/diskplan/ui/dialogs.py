@@ -527,10 +527,15 @@ class UnsavedScreen(ModalScreen[str | None]):
     ]
     DEFAULT_CSS = "UnsavedScreen { align: center middle; }\n" + FORM_CSS
 
-    def __init__(self, what: str, changes: int) -> None:
+    def __init__(self, what: str, changes: int, *, can_save: bool = True) -> None:
+        """``can_save``: offer saving the plan as a file (not when served to browsers)."""
         super().__init__()
         self.what = what
         self.changes = changes
+        self.can_save = can_save
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.can_save or parameters != ("save",)
 
     def compose(self) -> ComposeResult:
         n = self.changes
@@ -539,14 +544,15 @@ class UnsavedScreen(ModalScreen[str | None]):
             yield Static(f"The plan has {n} pending change{'s' if n != 1 else ''}, neither written nor saved. "
                          f"{self.what[0].upper() + self.what[1:]} would lose {'them' if n != 1 else 'it'}.",
                          classes="text")
+            save = [Option(f"s  save the plan as a file, then go on {self.what}", id="save")] if self.can_save else []
             yield OptionList(
                 Option("w  write the plan to the disk first", id="write"),
-                Option(f"s  save the plan as a file, then go on {self.what}", id="save"),
+                *save,
                 Option(f"d  discard the changes and go on {self.what}", id="discard"),
                 Option("c  cancel: back to the plan", id="cancel"),
                 id="unsaved",
             )
-            yield Static("w s d c, or Enter chooses   Esc cancels", classes="keys")
+            yield Static(f"w {'s ' if self.can_save else ''}d c, or Enter chooses   Esc cancels", classes="keys")
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -42,6 +42,7 @@ class PlannerView(Protocol):
     target: Target | None
     grain: Grain | None  # what findings judge
     host: Host | None  # who uses a disk; None: discovery.inuse
+    served: bool  # served to browsers (diskplan serve): no device, no file of the server's is opened
 
     @property
     def sector_map(self) -> SectorMap: ...
@@ -126,7 +127,7 @@ class PlanActions(_Base):
             elif choice == "write":
                 self.action_write()
 
-        self.push_confirmation(UnsavedScreen(what, n), answer)
+        self.push_confirmation(UnsavedScreen(what, n, can_save=not self.served), answer)
 
     # --- steps -----------------------------------------------------------------------------------------
 
@@ -507,7 +508,7 @@ class PlanActions(_Base):
         from diskplan.ui.dialogs import PathScreen
 
         s = self._plan_session()
-        if s is None:
+        if s is None or self.served:  # no file of the server's is written
             return
 
         def save(path: str) -> str | None:
@@ -536,7 +537,7 @@ class PlanActions(_Base):
         from diskplan.ui.dialogs import PathScreen
 
         s = self._plan_session()
-        if s is None:
+        if s is None or self.served:  # no file of the server's is read
             return
 
         def load(path: str) -> str | None:

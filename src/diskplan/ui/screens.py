@@ -60,6 +60,8 @@ def help_text(g: Glyphs) -> Content:
         ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves are "
               "written on their own, one partition at a time: progress, Esc stops at a chunk boundary (M or "
               "`diskplan resume` finishes it). A partition being moved must not be mounted"),
+        ("b  B", "measure: time direct writes and reads, aligned and misaligned, in the free space at the cursor "
+                 "(confirmed like a write) / reads only, anywhere"),
         ("Panels", ""),
         ("Tab", "focus: map, partition list, explanation"),
         ("Enter", "(in the list) jump to that partition"),

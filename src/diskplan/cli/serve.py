@@ -1,0 +1,149 @@
+"""``diskplan serve``: the planner in web browsers (textual-serve), for a classroom: demo disks only.
+
+Each browser that connects gets its own planner, run as ``python -m diskplan.cli.serve NAME``: its only
+input is a demo's name. That planner opens no device and no file of the server's (no device picker, no plan
+files; a path given to its source is refused), and everything it writes — the demo images, a write's table
+backup, a move's journal — stays in its own temporary directory, removed when the browser's session ends.
+The server listens on 127.0.0.1 unless told otherwise, and warns when it is told otherwise.
+
+Exit status: 0 stopped (Ctrl+C), 2 could not serve (a bad option, the port taken, textual-serve missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import shlex
+import sys
+from typing import Any
+
+from diskplan.cli.options import TargetError
+from diskplan.cli.planner import CliSource, run_planner
+from diskplan.cli.planner import parser as planner_parser
+from diskplan.model import demos
+from diskplan.model.safetext import safe
+from diskplan.ui.target import Target
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+NOT_SERVED = "the planner served to browsers opens demo disks only, never a device or a file of the server's"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="diskplan serve",
+        description="Serve the planner to web browsers (each gets its own planner on the demo disks; never "
+        "this machine's devices or files). Open the address it prints.",
+        epilog="Exit status: 0 stopped, 2 could not serve.",
+    )
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; 0.0.0.0 for the network)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    p.add_argument("--demo", default=demos.DEFAULT, metavar="NAME",
+                   help=f"the demo each browser starts on (default {demos.DEFAULT}; d in the planner chooses another)")
+    return p
+
+
+def local_only(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (a loopback address or "localhost")."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def served_command(demo: str) -> str:
+    """The shell command textual-serve runs for each browser: this interpreter, this module, a demo's name."""
+    return shlex.join([sys.executable, "-m", "diskplan.cli.serve", demos.find(demo).name])
+
+
+def main(argv: list[str]) -> int:
+    args, extra = parser().parse_known_args(argv)
+    if extra:
+        print(f"diskplan serve: {NOT_SERVED}: remove {safe(' '.join(extra))}", file=sys.stderr)
+        return 2
+    try:
+        demo = demos.find(args.demo).name
+    except KeyError as exc:
+        print(f"diskplan serve: {safe(str(exc.args[0]))}", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"diskplan serve: --port {args.port} is not a port (1-65535)", file=sys.stderr)
+        return 2
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        print("diskplan serve: needs the textual-serve package (pip install textual-serve)", file=sys.stderr)
+        return 2
+    if not local_only(args.host):
+        print(f"diskplan serve: warning: listening on {safe(args.host)}: anyone who can reach port {args.port} "
+              "of this machine can use the planner (demo disks only; nothing else of this machine is offered)",
+              file=sys.stderr)
+
+    class DemoServer(Server):
+        """textual-serve's server, saying what it serves in one line, and handing each page the address the
+        browser used (the bind address, 0.0.0.0, is no address a browser can connect to)."""
+
+        async def on_startup(self, app: Any) -> None:
+            shown = f"[{self.host}]" if ":" in self.host else self.host
+            print(f"diskplan serve: the planner on demo disks at http://{shown}:{self.port}/ (Ctrl+C stops)",
+                  flush=True)
+
+        async def handle_index(self, request: Any) -> Any:
+            self.public_url = f"{request.scheme}://{request.host}"
+            return await super().handle_index(request)
+
+    server = DemoServer(served_command(demo), host=args.host, port=args.port, title=f"diskplan: demo {demo}")
+    try:
+        server.serve()
+    except OSError as exc:
+        print(f"diskplan serve: cannot listen on {safe(args.host)} port {args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+# --- the planner each browser gets ------------------------------------------------------------------------
+
+
+class DemoSource(CliSource):
+    """Demos only: a path (a device, an image, a file) is refused whoever asks."""
+
+    def prefetch(self, kind: str, name: str) -> None:
+        if kind != "demo":
+            raise TargetError(NOT_SERVED)
+        super().prefetch(kind, name)
+
+    def ready(self, kind: str, name: str) -> Target | None:
+        if kind != "demo":
+            raise TargetError(NOT_SERVED)
+        return super().ready(kind, name)
+
+    def open_path(self, path: str) -> Target:
+        raise TargetError(NOT_SERVED)
+
+
+def served(argv: list[str]) -> int:
+    """One browser's planner: ``argv`` is a demo's name and nothing else."""
+    if len(argv) != 1 or argv[0] not in demos.names():
+        print(f"diskplan: the served planner takes one demo name ({', '.join(demos.names())})", file=sys.stderr)
+        return 2
+    if "TEXTUAL_DRIVER" not in os.environ and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("diskplan: the served planner runs under `diskplan serve` (or at a terminal)", file=sys.stderr)
+        return 2
+    source = DemoSource(planner_parser().parse_args([]))  # no overrides: a demo as it is defined
+    # A write's table backup and a move's journal go where the demo images are (backup.state_dir), removed
+    # with them when the session ends: nothing is written anywhere else.
+    state = os.path.join(source.workspace.directory, "state")
+    os.mkdir(state, 0o700)
+    os.environ["XDG_STATE_HOME"] = state
+    return run_planner(source, ("demo", argv[0]), console=False, mono=False, served=True)
+
+
+if __name__ == "__main__":  # what textual-serve runs: served_command
+    from diskplan.cli.main import main as guarded  # one line for any failure, no traceback
+
+    raise SystemExit(guarded(sys.argv[1:], run=served))

@@ -1,0 +1,213 @@
+"""`diskplan serve`: the planner in web browsers, on demo disks only. A real browser (headless Chromium)
+loads the page, sees the map and drives it with keys; the refusals (a device path, a non-demo) and the bind
+address are checked on the command line; what the served planner leaves out, with Pilot."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from textual.widgets import OptionList
+
+from diskplan.cli import serve
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.dialogs import UnsavedScreen
+from diskplan.ui.target import ModelSource
+from helpers.browser import Server, browser_page, listening, why_no_browser
+from helpers.pilot import run, started
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def diskplan(*args: str, module: str = "diskplan") -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return proc
+
+
+# --- refusals ---------------------------------------------------------------------------------------------
+
+
+def test_serve_refuses_a_device_or_a_file() -> None:
+    for target in ("/dev/sda", "disk.img"):
+        proc = diskplan("serve", target)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr == (f"diskplan serve: {serve.NOT_SERVED}: remove {target}\n")
+
+
+def test_serve_refuses_an_unknown_demo_and_a_bad_port() -> None:
+    proc = diskplan("serve", "--demo", "/dev/sda")
+    assert proc.returncode == 2 and "no demo called '/dev/sda'" in proc.stderr
+    proc = diskplan("serve", "--port", "70000")
+    assert proc.returncode == 2 and "not a port" in proc.stderr
+
+
+def test_the_served_planner_takes_one_demo_name_and_nothing_else() -> None:
+    """What textual-serve runs for each browser: a path, an option or a second word is refused before
+    anything is opened."""
+    for argv in (["/dev/sda"], ["ssd-gpt-34", "/dev/sda"], ["--demo", "ssd-gpt-34"], [], ["ssd"]):
+        proc = diskplan(*argv, module="diskplan.cli.serve")
+        assert proc.returncode == 2 and "the served planner takes one demo name" in proc.stderr, argv
+    assert serve.served_command("ssd").endswith(" -m diskplan.cli.serve ssd-gpt-34")
+
+
+def test_the_default_address_is_this_machine_only() -> None:
+    assert serve.parser().parse_args([]).host == "127.0.0.1"
+    for host in ("127.0.0.1", "127.0.1.1", "::1", "localhost"):
+        assert serve.local_only(host), host
+    for host in ("0.0.0.0", "::", "192.168.1.20", "classroom.example.org"):
+        assert not serve.local_only(host), host
+
+
+def test_listening_beyond_this_machine_is_warned_about() -> None:
+    """--host 0.0.0.0 warns before it listens; a port already taken is one line, not a traceback."""
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = diskplan("serve", "--host", "0.0.0.0", "--port", str(port))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
+    assert lines[0].startswith(f"diskplan serve: warning: listening on 0.0.0.0: anyone who can reach port {port} ")
+    assert lines[1].startswith(f"diskplan serve: cannot listen on 0.0.0.0 port {port}: ")
+
+
+def test_the_demo_source_opens_no_path() -> None:
+    from diskplan.cli.options import TargetError
+    from diskplan.cli.planner import parser
+
+    source = serve.DemoSource(parser().parse_args([]))
+    try:
+        with pytest.raises(TargetError, match="demo disks only"):
+            source.open_path("/dev/sda")
+        with pytest.raises(TargetError, match="demo disks only"):
+            source.ready("path", "/dev/sda")
+        with pytest.raises(TargetError, match="demo disks only"):
+            source.prefetch("path", "/dev/sda")
+    finally:
+        source.close()
+
+
+# --- what the served planner leaves out (Pilot) -------------------------------------------------------------
+
+
+@run
+async def test_the_served_planner_has_no_device_picker_and_no_plan_files() -> None:
+    app = PlannerApp(ModelSource(), ("demo", "ssd-gpt-34"), served=True, watch_devices=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        screens = len(app.screen_stack)
+        for key in ("o", "ctrl+s", "ctrl+o"):  # the device picker, save plan, load plan
+            await pilot.press(key)
+            await pilot.pause()
+            assert len(app.screen_stack) == screens, key
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert not titles & {"Choose a device", "Save plan...", "Load plan..."}
+        assert {"Demo disks", "Write the plan...", "Help"} <= titles
+        app.action_devices()  # whoever calls them: nothing opens
+        app.action_save_plan()
+        app.action_load_plan()
+        await pilot.pause()
+        assert len(app.screen_stack) == screens
+        # Changes that would be lost: write or discard, never "save as a file".
+        await pilot.press("x")
+        await pilot.press("q")  # quitting would lose it: the unsaved-changes question
+        await pilot.pause()
+        assert isinstance(app.screen, UnsavedScreen)
+        assert [o.id for o in app.screen.query_one("#unsaved", OptionList).options] == ["write", "discard", "cancel"]
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, UnsavedScreen)
+
+
+@run
+async def test_the_planner_in_a_terminal_keeps_them() -> None:
+    """The same checks fail on the ordinary planner: they see what served leaves out."""
+    app = PlannerApp(ModelSource(), ("demo", "ssd-gpt-34"), watch_devices=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Choose a device", "Save plan...", "Load plan..."} <= titles
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "PathScreen"
+
+
+# --- in a browser -------------------------------------------------------------------------------------------
+
+
+def test_a_browser_sees_the_map_and_drives_it_with_keys(tmp_path: pathlib.Path) -> None:
+    """Headless Chromium loads the page served on 127.0.0.1, sees the demo's map, zooms to one sector per
+    cell (1) and moves the cursor (right): the title and the status line follow. The screenshot is kept
+    (scripts/screenshots.py: screenshots/serve.png). Everything the session wrote was in its temporary
+    directory, gone when it ends."""
+    reason = why_no_browser()
+    if reason:
+        pytest.skip(reason)
+    shot = pathlib.Path(os.environ.get("DISKPLAN_BROWSER_SHOT", tmp_path / "serve.png"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    started_at = time.monotonic()
+    server = Server(env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        first = server.wait_ready()
+        assert first == f"diskplan serve: the planner on demo disks at {server.url} (Ctrl+C stops)\n"
+        assert listening(server.port) == {"127.0.0.1"}  # this machine only, by default
+        with browser_page(server.url) as page:
+            page.wait_for("demo ssd-gpt-34")
+            shown = page.wait_for(" sectors (")  # the title's zoom, once the map is laid out: many sectors a cell
+            assert "demo ssd-gpt-34" in shown.splitlines()[0] and "1 cell = " in shown.splitlines()[0]
+            assert "LBA 34 │ 17,408 B" in shown and "UnAlign" in shown
+            (session,) = tmp.iterdir()  # this browser's planner: its demo image and state, nowhere else
+            assert session.name.startswith("diskplan-demo-")
+            page.press("1")
+            shown = page.wait_for("1 cell = 1 sector (512 B)")
+            page.press("ArrowRight")
+            shown = page.wait_for("LBA 35 │ 17,920 B")
+            page.press("o")  # no device picker: the planner stays as it was
+            time.sleep(0.5)
+            assert page.screen().splitlines()[0] == shown.splitlines()[0]
+            page.screenshot(shot)
+        data = shot.read_bytes()
+        assert data.startswith(PNG) and int.from_bytes(data[16:20], "big") == 1280
+        assert int.from_bytes(data[20:24], "big") == 800 and len(data) > 20_000
+        deadline = time.monotonic() + 20  # the browser left: its planner ends and removes its directory
+        while any(tmp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(tmp.iterdir())
+    finally:
+        code = server.stop()
+    assert code == 0, server.output
+    assert "Traceback" not in server.output
+    assert time.monotonic() - started_at < 60
+
+
+
+def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_directory(monkeypatch) -> None:
+    """A write in the browser backs the demo's table up, a move journals: both under the session's own
+    directory (backup.default_dir follows XDG_STATE_HOME), removed with its demo images."""
+    from diskplan.backend.backup import default_dir
+    from diskplan.backend.move import journal_dir
+
+    seen: dict[str, object] = {}
+
+    def fake_run(source, start, **kw):  # the planner itself is driven in the browser test
+        seen.update(workspace=source.workspace.directory, backups=default_dir(), journals=journal_dir("/x"),
+                    start=start, **kw)
+        source.close()
+        return 0
+
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setattr(serve, "run_planner", fake_run)
+    assert serve.served(["dos-63"]) == 0
+    ws = str(seen["workspace"])
+    assert str(seen["backups"]).startswith(ws + "/state/") and str(seen["journals"]).startswith(ws + "/state/")
+    assert seen["start"] == ("demo", "dos-63") and seen["served"] is True and seen["console"] is False
+    assert not os.path.exists(ws)

@@ -1,0 +1,143 @@
+"""Measuring from the planner (b, B) on a real image: the write asks for "yes" with the exact byte range,
+writes only there (sha256 of the image outside the range unchanged, the test data inside it), shows IOPS,
+ratios, spread, the device's honest name and the fio lines; refuses anything that is not free space on
+the disk (a partition, even one the plan marks for deletion) and a disk in use; B reads anywhere, writing
+nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+from collections.abc import Callable
+
+import pytest
+from textual.widgets import Input, Static
+
+from diskplan.backend.iotime import PATTERN
+from diskplan.backend.write import Host
+from diskplan.ui import measure_screen
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.measure_screen import MeasureScreen
+from helpers.pilot import image_target, run, started, wait_for
+from helpers.tools import need_tool
+from helpers.tools import run as run_tool
+
+MiB = 1 << 20
+NOBODY = Host(users=lambda path: [])
+# The free space at LBA 10000 (byte 5,120,000): the range starts on the next 1 MiB boundary.
+FREE_LBA, BASE, END = 10000, 5 * MiB, 6 * MiB
+
+
+class Busy:
+    blocking = True
+
+    def __str__(self) -> str:
+        return "mounted on /mnt/test (a test says so)"
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(measure_screen, "ROUNDS", 2)
+    monkeypatch.setattr(measure_screen, "COUNT", 2)
+
+
+@pytest.fixture
+def image(sparse_image: Callable[..., pathlib.Path]) -> pathlib.Path:
+    """16 MiB of random bytes with a GPT: partition 1 at LBA 2048-4095, free space after it."""
+    img = sparse_image(16 * MiB)
+    with open(img, "r+b") as f:
+        f.write(os.urandom(16 * MiB))
+    run_tool(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    return img
+
+
+def sha_outside(data: bytes, lo: int, hi: int) -> str:
+    return hashlib.sha256(data[:lo] + data[hi:]).hexdigest()
+
+
+def text(screen: MeasureScreen) -> str:
+    return "\n".join(str(w.render()) for w in screen.query(Static))
+
+
+@run
+async def test_b_writes_only_the_confirmed_range_and_shows_the_numbers(image: pathlib.Path) -> None:
+    before = image.read_bytes()
+    app = PlannerApp(start=image_target(image), host=NOBODY)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        app.sector_map.move_to(FREE_LBA)
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, MeasureScreen)
+        await wait_for(pilot, lambda: screen.ask is not None)
+        shown = text(screen)
+        assert f"range: writes test data to, then reads bytes {BASE}-{END - 1} of {image} (LBA 10240-12287, " \
+               "1 MiB): free space, no partition, no table metadata" in shown
+        assert f"Type yes to write test data to bytes {BASE}-{END - 1} of {image}:" in shown
+        assert f"{image} is a file on " in shown and "offsets in the file are not offsets on the disk" in shown
+        assert "These numbers say nothing about a disk's hardware" in shown
+        assert "device: rotational " in shown and "scheduler " in shown
+        await pilot.press(*"no", "enter")  # not the word: nothing happens
+        await pilot.pause()
+        assert "not confirmed: type yes exactly" in text(screen) and not screen.running
+        assert image.read_bytes() == before
+        screen.query_one("#measure-answer", Input).value = ""
+        await pilot.press(*"yes", "enter")
+        await wait_for(pilot, lambda: screen.results is not None, what="the measurement")
+        shown = text(screen)
+        for line in ("write 4 KiB:", "write 16 KiB + flush:", "read 4 KiB:", "read 16 KiB:"):
+            assert line in shown
+        assert f"aligned    byte {BASE:>12}: " in shown and "IOPS (rounds " in shown
+        assert f"+512 B     byte {BASE + 512:>12}: " in shown and "aligned/this = " in shown
+        assert f"fio --name=at{BASE} --filename={image} --direct=1" in shown and "--fdatasync=1" in shown
+        await pilot.press("escape")
+        assert not isinstance(app.screen, MeasureScreen)
+    after = image.read_bytes()
+    assert sha_outside(after, BASE, END) == sha_outside(before, BASE, END)
+    assert after[BASE:BASE + len(PATTERN)] == PATTERN
+
+
+@run
+async def test_b_refuses_a_partition_even_one_marked_for_deletion_and_B_reads_it(image: pathlib.Path) -> None:
+    before = image.read_bytes()
+    app = PlannerApp(start=image_target(image), host=NOBODY)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        app.sector_map.move_to(3000)
+        await pilot.press("x")  # the plan deletes partition 1: on the disk it still holds its data
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, MeasureScreen)
+        await wait_for(pilot, lambda: "refused: " in text(screen))
+        assert "LBA 3000 is not free space on the disk" in text(screen)
+        assert not screen.query_one("#measure-answer-row").has_class("-asking") and screen.ask is None
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not screen.running and screen.results is None
+        await pilot.press("escape")
+        await pilot.press("B")  # reads only, here
+        reads = app.screen
+        assert isinstance(reads, MeasureScreen)
+        await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(reads))
+        assert f"range: reads bytes {MiB}-{2 * MiB - 1} of {image} (LBA 2048-4095, 1 MiB)" in text(reads)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: reads.results is not None, what="the reads")
+        shown = text(reads)
+        assert "read 4 KiB:" in shown and "aligned/this = " in shown and "write 4 KiB" not in shown
+    assert image.read_bytes() == before
+
+
+@run
+async def test_b_refuses_a_disk_in_use(image: pathlib.Path) -> None:
+    before = image.read_bytes()
+    app = PlannerApp(start=image_target(image), host=Host(users=lambda path: [Busy()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        app.sector_map.move_to(FREE_LBA)
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, MeasureScreen)
+        await wait_for(pilot, lambda: "refused: " in text(screen))
+        assert "refused: mounted on /mnt/test (a test says so)" in text(screen) and screen.ask is None
+    assert image.read_bytes() == before
