@@ -82,6 +82,13 @@ def test_the_page_rule_names_its_reason() -> None:
     assert Geometry(sectors=10**6, logical=4096, physical=4096, rotational=False).page == 4096
 
 
+def test_the_flash_explanation_reads_as_one_sentence() -> None:
+    """The rule is quoted once, not wrapped in its own word ("flash (flash (sysfs…" was on screen)."""
+    ssd = Geometry(sectors=M4, rotational=False)
+    text = " ".join(_finding(ssd, Partition(1, 34, M4 - 34), C.START_NOT_PAGE).explanation)
+    assert ssd.page_rule() in text and "flash (flash" not in text
+
+
 # --- the corrections, each pinned to its number --------------------------------------------------------
 
 

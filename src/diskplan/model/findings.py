@@ -112,7 +112,7 @@ def start_not_page(geom: Geometry, p: Partition) -> Finding:
         f"starts {rem} B into a {pg} B flash page (the device reports {geom.physical} B blocks)",
         (
             f"Start: {_start_line(geom, p.start)}; {arith}.",
-            f"This device is flash ({geom.page_rule()}).",
+            f"How starts are judged here: {geom.page_rule()}.",
             f"{pg} B is an assumption about flash, not a number the device gives: SSDs that report "
             f"{geom.physical} B sectors write pages of 4 KiB or more. If its page is larger, say "
             "--physical-block 16384 (or its size); if it is not flash at all (a virtual disk), say --no-ssd.",
