@@ -29,6 +29,7 @@ COMMANDS = {
     "resume": ("diskplan.cli.resume", "finish an interrupted partition move"),
     "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
     "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
+    "lesson": ("diskplan.cli.lesson", "write a demo's lesson as a Markdown or HTML handout with an SVG of the map"),
 }
 PLANNER = "diskplan.cli.planner"
 USAGE = "diskplan [OPTIONS] [TARGET]\n       diskplan COMMAND [ARGS] (diskplan COMMAND --help for its own)"
