@@ -65,6 +65,8 @@ def help_text(g: Glyphs) -> Content:
         ("Enter", "(in the list) jump to that partition"),
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
         ("d  o", "open a demo disk / pick a device"),
+        ("k  Enter", "in an exercise (--exercise, x in the demo picker): check the plan / the next step of the "
+                     "walk-through"),
         ("Ctrl+P", "command palette: every command by name"),
         ("Ctrl+L", "redraw the whole screen (after line noise on a serial console)"),
         ("?  q", "this help / quit"),
