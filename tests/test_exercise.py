@@ -264,3 +264,34 @@ def test_stripe_checker_accepts_exactly_grain_starts_with_the_size_kept(start: i
     assert v.solved == want, v.lines()
     if not want:
         assert any("partition 1" in point[0] for point in v.wrong)
+
+
+@run
+async def test_the_palette_opens_an_exercise_and_a_plain_demo_ends_it() -> None:
+    from diskplan.ui.target import ModelSource
+
+    app = PlannerApp(ModelSource(), ("demo", "modern"))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        assert "Check the exercise" not in commands
+        commands["Exercise: stripe"]()
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.goal is not None:
+                break
+        assert app.goal is GOALS["stripe"] and app.target is not None and app.target.demo == "stripe"
+        assert "Check the exercise" in {c.title for c in app.get_system_commands(app.screen)}
+        commands["Demo: modern"]()
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.target is not None and app.target.demo == "modern":
+                break
+        assert app.goal is None
+
+
+def test_exercise_needs_a_demo(capsys) -> None:  # type: ignore[no-untyped-def]
+    from diskplan.cli.main import main
+
+    assert main(["--exercise"]) == 2
+    assert "--exercise opens a demo: give --demo NAME too" in capsys.readouterr().err
