@@ -93,7 +93,7 @@ def _exercise_run(name: str) -> None:
             measured = GOALS[name].measured
             if measured:  # tied back to the experiment's numbers
                 assert measured in facts
-            assert "\n Solved." in status_text(app)
+            assert "\n Solved. Partition " in status_text(app)
 
     go()
 
@@ -153,6 +153,8 @@ async def test_a_wrong_plan_is_refused_naming_what_is_wrong() -> None:
         smap.move_to(63)
         await pilot.press("x")
         propose(app, 2048, 1875444102)
+        assert app.verdict is not None and not app.verdict.solved  # judged again at each step, once checked
+        assert "partition 1's data is lost" in app.query_one(ViewsPanel).text("facts")
         await pilot.press("k")
         assert app.verdict is not None and not app.verdict.solved
         text = "\n".join(app.verdict.lines())

@@ -579,6 +579,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
                                                proposed=State.PROPOSED in states, deleting=State.DELETE in states)
         views = self.query_one(ViewsPanel)
         views.show_changes(plan, s.history, why_not_writable(self.target), self.move_rate())
+        self.exercise_plan_changed()
         self._show_tabs(views.current)
         self._update_title()
         offered = bool(repair_hint(plan))

@@ -46,13 +46,13 @@ class ExerciseActions(_Base):
             return []
         out = [("Exercise: fix this layout\n", "bold")]
         out += [(f"{line}\n", "") for line in goal.task]
+        if self.verdict is not None:  # before the steps: what k said is what the student looks for
+            style = "$success" if self.verdict.solved else "$warning"
+            out += [(f"{line}\n", style) for line in self.verdict.lines()]
         out.append(("k checks your plan; Enter walks through it step by step.\n", "$text-muted"))
         for i, step in enumerate(goal.steps):
             style = "bold" if i == self.walk_step - 1 else "$text-muted"
             out.append((f"  {i + 1}. {step.text}\n", style))
-        if self.verdict is not None:
-            style = "$success" if self.verdict.solved else "$warning"
-            out += [(f"{line}\n", style) for line in self.verdict.lines()]
         out.append(("\n", ""))
         return out
 
@@ -68,7 +68,13 @@ class ExerciseActions(_Base):
             self.notify("\n".join(lines[1:2] + lines[-1:]), title="Exercise solved", timeout=12)
         else:
             self.notify("\n".join(lines[1:3]), title=lines[0], severity="warning", timeout=12)
-        self.say(lines[0] if self.verdict.solved else f"{lines[0]} {lines[1][2:]}")
+        self.say(f"{lines[0]} {lines[1] if self.verdict.solved else lines[1][2:]}")
+
+    def exercise_plan_changed(self) -> None:
+        """Once checked, every step is judged again: the verdict shown is never one of an older plan."""
+        if self.goal is not None and self.verdict is not None and self.session is not None:
+            self.verdict = check(self.goal, self.session.plan)
+            self.refresh_facts()
 
     def action_exercise_step(self) -> None:
         """Enter: the next step of the walk-through (after the last, the first again)."""

@@ -369,6 +369,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                    exercise: list[tuple[str, str]] | None = None) -> None:
         """The device facts (and a demo's lesson; ``exercise``: its goal and verdict, (text, style) lines)."""
         parts: list[str | tuple[str, str]] = []
+        parts.extend(exercise or ())  # first: the goal, in its own words (no disk strings in them)
         for f in table_findings:
             parts.append((f"{f.severity.upper()}: {safe(f.message)} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
             parts.extend(f"  {safe(line)}\n" for line in f.explanation)
@@ -380,7 +381,6 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             for line in target.lesson:
                 parts.append(line + "\n")
             parts.append(("Move the cursor (arrows, ] [) and the explanation (e) follows it.\n\n", "$text-muted"))
-        parts.extend(exercise or ())  # the goal's own words: no disk strings in them
         if target.note:
             parts.append((f"Note: {safe(target.note)}\n\n", "$warning"))
         rows = facts(target.disk, grain)
