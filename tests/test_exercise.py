@@ -13,7 +13,7 @@ from diskplan.model import demos
 from diskplan.model import findings as F
 from diskplan.model.exercise import GOALS, TOLERANCE, check
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Plan
+from diskplan.model.plan import Outcome, Plan
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import ViewsPanel
 from helpers.pilot import demo, plan_of, propose, run, started, status_text
@@ -44,7 +44,7 @@ def _step(app: PlannerApp, outcome_of: Callable[[Plan], object]) -> None:
     assert app._step(out)  # type: ignore[arg-type]
 
 
-async def _solve(name: str, pilot, app: PlannerApp) -> None:  # type: ignore[no-untyped-def]
+async def _solve(name: str, pilot, app: PlannerApp) -> None:
     smap = app.sector_map
     if name == "ssd-gpt-34":
         smap.move_to(34)
@@ -292,7 +292,7 @@ async def test_the_palette_opens_an_exercise_and_a_plain_demo_ends_it() -> None:
         assert app.goal is None
 
 
-def test_exercise_needs_a_demo(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_exercise_needs_a_demo(capsys) -> None:
     from diskplan.cli.main import main
 
     assert main(["--exercise"]) == 2
@@ -304,7 +304,7 @@ def test_exercise_needs_a_demo(capsys) -> None:  # type: ignore[no-untyped-def]
 
 def _solved_plan(name: str, plan: Plan) -> Plan:
     """The same solutions as the Pilot tests above, as plan steps."""
-    def ok(out):  # type: ignore[no-untyped-def]
+    def ok(out: Outcome) -> Plan:
         assert out.ok, out.message
         return out.plan
 
@@ -326,7 +326,7 @@ def _solved_plan(name: str, plan: Plan) -> Plan:
     return plan
 
 
-def test_each_exercise_is_solved_the_same_on_its_real_image(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_each_exercise_is_solved_the_same_on_its_real_image(tmp_path) -> None:
     """The goals hold on the disks the planner really opens: libparted's read of each demo image (its usable
     area, its numbering), not only on the model's planned table."""
     import os

@@ -125,7 +125,7 @@ def check(goal: Goal, plan: Plan) -> Verdict:
 
 def _missing_needs(goal: Goal, plan: Plan) -> list[tuple[str, ...]]:
     free = sorted((p.size * plan.geometry.logical for p in plan.live), reverse=True)
-    out = []
+    out: list[tuple[str, ...]] = []
     for nbytes, what in sorted(goal.needs, reverse=True):  # the largest need takes the largest partition
         got = next((b for b in free if b >= nbytes), None)
         if got is None:
