@@ -353,3 +353,32 @@ def test_each_exercise_is_solved_the_same_on_its_real_image(tmp_path) -> None:
         assert check(GOALS[s.name], plan).solved == (s.name in ("lvm-partition", "modern")), s.name
         v = check(GOALS[s.name], _solved_plan(s.name, plan))
         assert v.solved, (s.name, v.lines())
+
+
+def test_the_numbers_the_goals_quote_are_the_demos_own() -> None:
+    """Each number a goal or a step states, worked out from the scenario it is about."""
+    def text(name: str) -> str:
+        g = GOALS[name]
+        return " ".join((*g.task, *(st.text for st in g.steps)))
+
+    dos = demos.find("dos-63")
+    end = dos.partitions[0].end
+    assert f"{dos.sectors - 1 - end:,} sectors are free after it" in text("dos-63")
+    assert f"fits {2048 - 63:,} sectors further right" in text("dos-63")
+    assert f"ends at {end:,} and the disk has {dos.sectors:,} sectors" in text("dos-63")
+    ssd = demos.find("ssd-gpt-34").partitions[0]
+    assert f"of {ssd.size:,} sectors" in text("ssd-gpt-34")
+    p1, p2 = demos.find("stripe").partitions
+    assert f"follows {p2.start - p1.end - 1} sectors after its end" in text("stripe")
+    assert f"{p2.start:,}s = {p2.start // 6144:,} × 6144" in text("stripe") and p2.start % 6144 == 0
+    modern = demos.find("modern").partitions[1]
+    assert f"{modern.start:,}s = {modern.start // 2048} × 2048" in text("modern") and modern.start % 2048 == 0
+    kn = demos.find("4kn").partitions[0]
+    assert f"34 × 4,096 B = {kn.start * 4096:,} B" in text("4kn")
+    af = demos.find("advanced-format").partitions[0]
+    assert f"({af.start}s..{af.end}s)" in text("advanced-format")
+    lvm = demos.find("lvm-partition")
+    assert lvm.pv is not None
+    extent0 = lvm.partitions[0].start * 512 + lvm.pv.pe_start
+    assert f"byte {extent0:,}" in text("lvm-partition")
+    assert GOALS["lvm-partition"].steps[1].lba == extent0 // 512  # the walk-through stops on that sector
