@@ -33,7 +33,7 @@ def test_help_lists_every_command_with_a_summary() -> None:
     for name in ("check", "export", "apply", "restore", "repair", "move", "realign", "resume"):
         assert any(line.split()[:1] == [name] for line in proc.stdout.splitlines()), name
     assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume", "resize",
-                             "measure", "serve"}
+                             "measure", "serve", "lesson"}
     assert "--demo" in proc.stdout and "--version" in proc.stdout
 
 

@@ -387,8 +387,8 @@ def test_the_facts_panel_lists_the_layers_of_the_lvm_demo() -> None:
     s = demos.find("lvm-partition")
     disk = s.planned_disk()
     rows = [v for k, v in facts(disk, optimal_grain(disk.geometry)) if k == "Inside #1"]
-    assert rows == ["LVM2 physical volume at byte 1,048,576, data at +1,048,576 = byte 2,097,152: mod 4096 = 0, "
-                    "mod 1,048,576 = 0"]
+    assert rows == ["LVM2 physical volume at byte 1,048,576, data at +1,048,576 = byte 2,097,152: 2,097,152 mod 4,096 "
+                    "= 0, 2,097,152 mod 1,048,576 = 0"]
     whole = demos.find("lvm-whole-disk").planned_disk()
     assert [k for k, _ in facts(whole, optimal_grain(whole.geometry))].count("Inside the disk") == 1
 

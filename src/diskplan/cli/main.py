@@ -31,6 +31,7 @@ COMMANDS = {
     "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
     "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
     "serve": ("diskplan.cli.serve", "serve the planner on the demo disks to web browsers (a classroom)"),
+    "lesson": ("diskplan.cli.lesson", "write a demo's lesson as a Markdown or HTML handout with an SVG of the map"),
 }
 PLANNER = "diskplan.cli.planner"
 USAGE = "diskplan [OPTIONS] [TARGET]\n       diskplan COMMAND [ARGS] (diskplan COMMAND --help for its own)"

@@ -55,6 +55,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help=f"open a built-in demo disk (default {demos.DEFAULT}; see --list-demos)",
     )
     p.add_argument("--list-demos", action="store_true", help="list the demo disks and exit")
+    p.add_argument("--exercise", action="store_true",
+                   help="open the demo as an exercise: fix its layout, k checks the plan, Enter walks through it")
     prof = p.add_mutually_exclusive_group()
     prof.add_argument(
         "--console",
@@ -185,6 +187,9 @@ def main(argv: list[str]) -> int:
         except KeyError as exc:
             print(f"diskplan: {safe(str(exc.args[0]))}", file=sys.stderr)
             return 2
+    elif args.exercise:
+        print("diskplan: --exercise opens a demo: give --demo NAME too", file=sys.stderr)
+        return 2
     elif args.target:
         from diskplan.backend.filekind import target_problem  # stat only: no libparted in this process
 
@@ -201,11 +206,11 @@ def main(argv: list[str]) -> int:
         return 2
 
     return run_planner(CliSource(args), start, console=console_wanted(os.environ, args.console),
-                       mono=mono_wanted(os.environ, args.mono))
+                       mono=mono_wanted(os.environ, args.mono), exercise=args.exercise)
 
 
 def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bool, mono: bool,
-                served: bool = False) -> int:
+                served: bool = False, exercise: bool = False) -> int:
     """Run the planner on ``source`` until it quits; ``served``: in a browser (cli/serve.py), where the
     terminal is a web page and neither devices nor files of the server's are offered."""
     # Start-up allocates many objects that live as long as the program (modules, classes, styles, widgets):
@@ -218,7 +223,7 @@ def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bo
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
 
     gc.freeze()  # what is imported stays: never scanned again
-    app = PlannerApp(source, start, console=console, mono=mono, served=served)
+    app = PlannerApp(source, start, console=console, mono=mono, served=served, exercise=exercise)
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))

@@ -56,7 +56,9 @@ def walk_lines(geom: Geometry, start_lba: int, layers: tuple[Layer, ...], where:
     return lines
 
 
-def _mod(geom: Geometry, nbytes: int, modulus: int) -> tuple[str, int]:
+def offset_mod(geom: Geometry, nbytes: int, modulus: int) -> tuple[str, int]:
+    """``nbytes`` (an absolute byte on the disk) modulo ``modulus``, counted from the device's alignment
+    offset, as the sum the findings and the planner's panels print, and the remainder."""
     off = geom.alignment_offset % modulus
     rem = (nbytes - off) % modulus
     if off:
@@ -86,7 +88,7 @@ def judged(
         judgements.append((p, out))
         layer, name = p.layer, NAMES.get(p.layer.kind, p.layer.kind)
         if layer.kind in DATA:
-            arith, rem = _mod(geom, p.data, geom.page)
+            arith, rem = offset_mod(geom, p.data, geom.page)
             on_page = not rem
             if rem:
                 out.append(Finding(
@@ -96,7 +98,7 @@ def judged(
                      f"{_unit(geom)}s, so writing one alone is a read-modify-write.", f"Fix: {layer.fix}."),
                     number))
             else:
-                arith, rem = _mod(geom, p.data, gbytes)
+                arith, rem = offset_mod(geom, p.data, gbytes)
                 if rem:
                     out.append(Finding(
                         LAYER_NOT_GRAIN,
@@ -105,7 +107,7 @@ def judged(
                          "the grain a stripe or an erase block would want.", f"Fix: {layer.fix}."),
                         number))
             if layer.kind == "lvm2-pv" and layer.stripe and on_page:  # off the page says it already
-                arith, rem = _mod(geom, p.data, layer.stripe)
+                arith, rem = offset_mod(geom, p.data, layer.stripe)
                 if rem:
                     out.append(_stripe_finding(walk, name, arith, layer.stripe, "its own striped LV", layer, number))
             if striped_below is not None and striped_below.layer.full_stripe:

@@ -29,6 +29,7 @@ from diskplan.model.stackfindings import data_starts
 from diskplan.model.units import human_bytes
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
+from diskplan.ui.exercise_mode import ExerciseActions
 from diskplan.ui.explain import blocks_touched, explain, layers_here, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
@@ -98,7 +99,7 @@ App.-mono {
 """
 
 
-class PlannerApp(PlanActions, App[int]):
+class PlannerApp(PlanActions, ExerciseActions, App[int]):
     TITLE = "diskplan"
 
     CSS = """
@@ -146,6 +147,10 @@ class PlannerApp(PlanActions, App[int]):
         Binding("space", "other_edge", "other edge", priority=True),
         Binding("enter", "drag_done", "done", key_display="enter", priority=True),
         Binding("escape", "drag_cancel", "cancel", key_display="esc", priority=True),
+        # An exercise (--exercise): shown only while the open demo is one. Enter is the walk-through's when no
+        # keyboard drag takes it (and the partition list keeps its own Enter).
+        Binding("k", "exercise_check", "check"),
+        Binding("enter", "exercise_step", "next step", key_display="enter"),
     ]
 
     DRAG_ACTIONS = frozenset({"nudge", "other_edge", "drag_done", "drag_cancel"})
@@ -165,11 +170,14 @@ class PlannerApp(PlanActions, App[int]):
         host: Host | None = None,
         mono: bool = False,
         served: bool = False,
+        exercise: bool = False,
     ) -> None:
         """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too.
-        ``served``: served to browsers (diskplan serve): the device picker and plan files are absent."""
+        ``served``: served to browsers (diskplan serve): the device picker and plan files are absent.
+        ``exercise``: open demos as exercises (--exercise)."""
         super().__init__()
         self.served = served
+        self.exercise_wanted = exercise
         # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
         # means none at all (no-color.org; a monochrome terminal cannot show grey): every colour is removed,
         # and MONO_CSS marks by reverse video what colour alone marked.
@@ -360,6 +368,7 @@ class PlannerApp(PlanActions, App[int]):
         self.grain = judging_grain(plan)
         self._item_index = None
         self._lesson_open = False
+        self.start_exercise(target.demo)
         found = findings_of_table(disk)
         smap = self.sector_map
         smap.select(None)
@@ -435,7 +444,10 @@ class PlannerApp(PlanActions, App[int]):
             return
         if table_findings is None:
             table_findings = findings_of_table(self.target.disk)
-        self.query_one(ViewsPanel).show_facts(self.target, self.grain, table_findings)
+        self.query_one(ViewsPanel).show_facts(self.target, self.grain, table_findings, self.exercise_lines())
+
+    def refresh_facts(self) -> None:
+        self._facts()
 
     # --- reacting to the map --------------------------------------------------------------------------
 
@@ -574,6 +586,7 @@ class PlannerApp(PlanActions, App[int]):
                                                proposed=State.PROPOSED in states, deleting=State.DELETE in states)
         views = self.query_one(ViewsPanel)
         views.show_changes(plan, s.history, why_not_writable(self.target), self.move_rate())
+        self.exercise_plan_changed()
         self._show_tabs(views.current)
         self._update_title()
         offered = bool(repair_hint(plan))
@@ -662,6 +675,8 @@ class PlannerApp(PlanActions, App[int]):
             return True
         if action == "repair":  # offered only while the disk has a repair that is not planned yet
             return on_main and not keys_drag and self._repair_offered
+        if action in ("exercise_check", "exercise_step"):  # only while the open demo is an exercise
+            return on_main and not keys_drag and self.goal is not None
         if action == "resume_move":  # offered only while the disk has an unfinished move
             return on_main and not keys_drag and bool(self.move_journal)
         if action in self.PLAN_ACTIONS:
@@ -731,7 +746,8 @@ class PlannerApp(PlanActions, App[int]):
     def action_demos(self) -> None:
         def chosen(name: str | None) -> None:
             if name:
-                self.open_demo(name)
+                _, exercise, name = name.rpartition("exercise:")  # the picker's x: as an exercise
+                self.open_demo_as(name, exercise=bool(exercise))
 
         from diskplan.ui.screens import DemoPicker
 
@@ -815,5 +831,13 @@ class PlannerApp(PlanActions, App[int]):
             yield SystemCommand("Choose a device", "The disks on this machine", self.action_devices)
         yield SystemCommand("Demo disks", "The built-in demo scenarios", self.action_demos)
         for s in demos.SCENARIOS:
-            yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo(name))
+            yield SystemCommand(f"Demo: {s.name}", s.title, lambda name=s.name: self.open_demo_as(name, exercise=False))
+        for s in demos.SCENARIOS:
+            yield SystemCommand(f"Exercise: {s.name}", f"Fix this layout: {s.title}",
+                                lambda name=s.name: self.open_demo_as(name, exercise=True))
+        if self.goal is not None:
+            yield SystemCommand("Check the exercise", "Judge the plan against the exercise's goal (k)",
+                                self.action_exercise_check)
+            yield SystemCommand("Exercise: next step", "Walk through the exercise: cursor, zoom, why (enter)",
+                                self.action_exercise_step)
         yield SystemCommand("Quit", "Leave diskplan (nothing is written)", self.action_quit)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import nearby_starts
@@ -14,7 +15,7 @@ from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_g
 from diskplan.model.ptypes import describe
 from diskplan.model.safetext import safe
 from diskplan.model.stack import Layer
-from diskplan.model.stackfindings import NAMES, DataStart, place, walk_lines
+from diskplan.model.stackfindings import NAMES, DataStart, judged, offset_mod, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.toolsay import tool_say
 from diskplan.model.units import MiB, human_bytes, human_si
@@ -169,19 +170,25 @@ def explain(
 
 def stack_walk(geom: Geometry, start_lba: int, stack: tuple[Layer, ...], grain: Grain) -> list[Line]:
     """Down the stack: where each layer begins, where its data lands in absolute bytes, and whether that
-    byte is on the page and on the grain (the findings, if any, follow with the fix)."""
+    byte is on the page and on the grain, judged as the findings judge it (the findings, if any, follow with
+    the fix)."""
     out = [Line("heading", "Inside it, layer by layer")]
     out += [Line("text", text) for text in walk_lines(geom, start_lba, stack)]
-    gbytes = grain.sectors * geom.logical
-    for placed in place(start_lba * geom.logical, stack):
+    for placed, found in judged(geom, start_lba, stack, grain, None):
         if placed.layer.data_offset == 0:
             continue
-        on_page, on_grain = placed.data % geom.page == 0, placed.data % gbytes == 0
-        style = "good" if on_page and on_grain else ("notice" if on_page else "warning")
+        style = "good" if not found else "notice" if all(f.severity == NOTICE for f in found) else "warning"
         name = NAMES.get(placed.layer.kind, placed.layer.kind)
-        out.append(Line(style, f"{name}: data at byte {num(placed.data)}; mod {geom.page} = "
-                        f"{placed.data % geom.page}, mod {num(gbytes)} = {num(placed.data % gbytes)}."))
+        out.append(Line(style, f"{name}: data at byte {num(placed.data)}; {_data_sums(geom, placed.data, grain)}."))
     return out
+
+
+def _data_sums(geom: Geometry, data: int, grain: Grain) -> str:
+    """A data start's remainders on the page and on the grain, counted from the alignment offset as the
+    findings count them (model.stackfindings.offset_mod)."""
+    page, _ = offset_mod(geom, data, geom.page)
+    on_grain, _ = offset_mod(geom, data, grain.sectors * geom.logical)
+    return f"{page}, {on_grain}"
 
 
 def lbas(ext: Extent) -> str:
@@ -359,7 +366,7 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
 
 def stack_rows(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
     """One row per layer inside each partition: where its data lands, and the remainders that judge it."""
-    g, gbytes = disk.geometry, grain.sectors * disk.geometry.logical
+    g = disk.geometry
     starts = {p.number: p.start for p in disk.table.partitions}
     rows = []
     for number, layers in disk.stacks:
@@ -368,8 +375,7 @@ def stack_rows(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
             name = NAMES.get(placed.layer.kind, placed.layer.kind)
             if placed.layer.data_offset:
                 rows.append((where, f"{name} at byte {num(placed.begins)}, data at +{num(placed.layer.data_offset)} "
-                             f"= byte {num(placed.data)}: mod {g.page} = {placed.data % g.page}, "
-                             f"mod {num(gbytes)} = {num(placed.data % gbytes)}"))
+                             f"= byte {num(placed.data)}: {_data_sums(g, placed.data, grain)}"))
             else:
                 facts = ", ".join(f"{k} {v}" for k, v in placed.layer.facts)
                 rows.append((where, f"{name} at byte {num(placed.begins)} ({facts})"))

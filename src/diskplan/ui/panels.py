@@ -365,9 +365,11 @@ class ViewsPanel(VerticalScroll, can_focus=True):
         parts.append((history.redo_message or "-") + "\n")
         self._set("changes", Content.assemble(*parts))
 
-    def show_facts(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = ()) -> None:
-        """The device facts (and a demo's lesson)."""
+    def show_facts(self, target: Target, grain: Grain, table_findings: tuple[Finding, ...] = (),
+                   exercise: list[tuple[str, str]] | None = None) -> None:
+        """The device facts (and a demo's lesson; ``exercise``: its goal and verdict, (text, style) lines)."""
         parts: list[str | tuple[str, str]] = []
+        parts.extend(exercise or ())  # first: the goal, in its own words (no disk strings in them)
         for f in table_findings:
             parts.append((f"{f.severity.upper()}: {safe(f.message)} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
             parts.extend(f"  {safe(line)}\n" for line in f.explanation)

@@ -67,6 +67,8 @@ def help_text(g: Glyphs) -> Content:
         ("Enter", "(in the list) jump to that partition"),
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
         ("d  o", "open a demo disk / pick a device"),
+        ("k  Enter", "in an exercise (--exercise, x in the demo picker): check the plan / the next step of the "
+                     "walk-through"),
         ("Ctrl+P", "command palette: every command by name"),
         ("Ctrl+L", "redraw the whole screen (after line noise on a serial console)"),
         ("?  q", "this help / quit"),
@@ -183,7 +185,8 @@ class GotoScreen(ModalScreen[int | None]):
 class DemoPicker(ModalScreen[str | None]):
     """The built-in demo disks, each with what it teaches."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "cancel"),
+                                              Binding("x", "exercise", "open as an exercise")]
     DEFAULT_CSS = """
     DemoPicker { align: center middle; }
     DemoPicker > Vertical { width: 96%; max-width: 110; height: 90%; border: solid $accent; background: $surface; }
@@ -197,7 +200,7 @@ class DemoPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as v:
-            v.border_title = "Demo disks (Enter opens, Esc cancels)"
+            v.border_title = "Demo disks (Enter opens, x as an exercise, Esc cancels)"
             yield OptionList(*(Option(f"{s.name:<16} {s.title.split(':')[0]}", id=s.name) for s in demos.SCENARIOS))
             with VerticalScroll(id="demo-lesson"):
                 yield Static(id="demo-lesson-text")
@@ -216,6 +219,12 @@ class DemoPicker(ModalScreen[str | None]):
     @on(OptionList.OptionSelected)
     def _open(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+    def action_exercise(self) -> None:
+        """x: the highlighted demo as an exercise ("fix this layout")."""
+        options = self.query_one(OptionList)
+        if options.highlighted is not None:
+            self.dismiss(f"exercise:{options.get_option_at_index(options.highlighted).id}")
 
 
 PICKER_COLUMNS = ("device", "model", "size", "log/phys", "table", "kind", "scheduler")
