@@ -43,6 +43,7 @@ class Shot:
     about: str = ""
     image: Callable[[pathlib.Path], str] | None = None  # builds a disk image to open instead of the demo
     args: tuple[str, ...] = ()  # the planner's options for that image
+    exercise: bool = False  # the demo opened as an exercise (--exercise)
 
 
 def misaligned_pv(directory: pathlib.Path) -> str:
@@ -105,6 +106,10 @@ SHOTS = (
          about="A realigns a partition that holds data: 34s -> 2048s, a data move with bytes and an estimate"),
     Shot("realign-confirm", "", ("A", "w"), image=old_gpt,
          about="the data move's confirmation: sector-exact, the measured estimate, what each move does"),
+    Shot("exercise", "dos-63", ("k",), exercise=True,
+         about="dos-63 as an exercise: the goal, and what the check (k) finds still wrong, with its arithmetic"),
+    Shot("exercise-solved", "dos-63", ("A", "k"), exercise=True,
+         about="the exercise solved by realigning in place (A): the check ties it back to the experiment"),
 )
 
 
@@ -114,7 +119,7 @@ async def take(shot: Shot, source: CliSource) -> pathlib.Path:
         image = shot.image(pathlib.Path(source.workspace.directory))
         source = CliSource(parser().parse_args([image, *shot.args]))
         start = ("path", image)
-    app = PlannerApp(source, start, console=shot.console)
+    app = PlannerApp(source, start, console=shot.console, exercise=shot.exercise)
     async with app.run_test(size=shot.size) as pilot:
         for _ in range(200):  # the demo image is built and read in a worker
             await pilot.pause(0.02)
