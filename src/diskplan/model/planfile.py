@@ -628,7 +628,7 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
 # --- parted commands ------------------------------------------------------------------------------------
 
 
-def _parted_word(text: str) -> str | None:
+def parted_word(text: str) -> str | None:
     """``text`` as one parted token: parted splits its arguments again and only knows quotes, no escapes."""
     if not text.isprintable():
         return None  # a control character would reach the shell and the terminal as it is
@@ -639,7 +639,7 @@ def _parted_word(text: str) -> str | None:
     return None
 
 
-def _recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
+def parted_recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
     """How parted 3.5 writes type ``code``: (fs-type for mkpart, flags to set on, flags to set off); it
     cannot set a GUID or an id directly, only through these."""
     if labels.is_extended_type(code):
@@ -683,14 +683,14 @@ def to_parted(spec: PlanSpec, device: str) -> str:
         given.add(number)
         if number != p.number:
             lines.append(f"# parted will number partition {p.number} as {number}")
-        recipe = _recipe(spec.label, p.type)
+        recipe = parted_recipe(spec.label, p.type)
         if recipe is None:
             lines.append(f"# parted 3.5 cannot set type {p.type} ({ptypes.describe(p.type)}) on partition {number}; "
                          "use the sfdisk script, or parted >= 3.6: type N ID")
             recipe = ("", [], [])
         fs, on, off = recipe
         if spec.label == "gpt":
-            word = _parted_word(p.name)
+            word = parted_word(p.name)
             if word is None:
                 lines.append(f"# parted cannot quote the name {p.name!r}: partition {number} is left unnamed")
                 word = '""'
