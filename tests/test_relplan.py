@@ -184,3 +184,15 @@ def test_apply_refuses_a_disk_too_small_in_one_line(tmp_path: pathlib.Path,
     proc = diskplan("apply", str(path), str(sparse_image(1 << 30)), "--yes")
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "refused" in proc.stderr and "too small for this plan" in proc.stderr
+
+
+def test_the_planner_loads_a_relative_plan_resolved_for_its_disk() -> None:
+    from diskplan.model.plan import Plan
+    from diskplan.model.planfile import load_into
+    from diskplan.model.table import new_table
+
+    geom = Geometry(4 * GiB)
+    outcome = load_into(Plan.open(geom, new_table("gpt", geom)), plan({"size": "50%"}, {"size": "rest"}))
+    assert outcome.ok
+    assert [(p.start, p.end) for p in outcome.plan.table.live] == [(2048, 4194303), (4194304, 8386559)]
+    assert "size 50% → 4192256 sectors (2 GiB) on this disk" in outcome.message
