@@ -270,7 +270,8 @@ def ansible_playbook() -> str:
     return tool
 
 
-@pytest.mark.parametrize("text", [FIXED, ESP_REST_SWAP, HALVES], ids=["exact", "esp-rest-swap", "30%-rest"])
+@pytest.mark.parametrize("text", [FIXED, ESP_REST_SWAP, plan({"size": "30%"}, {"size": "rest", "name": "b"})],
+                         ids=["exact", "esp-rest-swap", "30%-rest, one unnamed"])
 def test_ansible_partitions_a_loop_device_as_apply_does(tmp_path: pathlib.Path, ansible_playbook: str,
                                                         loop_device: Callable[..., str], text: str) -> None:
     ours = applied(tmp_path, text)

@@ -148,10 +148,10 @@ def _task(spec: PlanSpec, t: _Task, relative: bool) -> list[str]:
     if spec.label == "msdos":
         out.append(f"        part_type: {p.role.value}")
     else:
-        word = planfile.parted_word(p.name) if p.name else '""'
-        if word is None:
+        if p.name and planfile.parted_word(p.name) is None:
             out.insert(0, f"    # parted cannot quote the name {p.name!r}: partition {p.number} is left unnamed")
-        elif p.name:
+            out.append('        name: ""')
+        else:  # always a name: without one, the module's "mkpart primary" names the partition "primary"
             out.append(f"        name: !unsafe {_q(p.name)}")  # !unsafe: no Jinja templating of a name
     recipe = planfile.parted_recipe(spec.label, p.type)
     if recipe is None:
