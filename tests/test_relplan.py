@@ -8,6 +8,7 @@ import itertools
 import json
 import pathlib
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -34,8 +35,8 @@ FLEET = plan({"size": "512MiB", "type": "EFI system", "name": "EFI"}, {"size": "
              {"size": "rest", "name": "home"}, {"size": "4GiB", "type": "swap", "name": "swap"})
 
 
-def extents(text: str, sectors: int, **geo: int) -> list[tuple[int, int, int]]:
-    table = table_from_spec(load_plan(text), Geometry(sectors, **geo))
+def extents(text: str, sectors: int) -> list[tuple[int, int, int]]:
+    table = table_from_spec(load_plan(text), Geometry(sectors))
     return [(p.number, p.start, p.end) for p in table.live]
 
 
@@ -97,7 +98,7 @@ def test_a_relative_plan_is_written_back_as_it_was_given() -> None:
 # --- the property -------------------------------------------------------------------------------------------
 
 _SIZE = st.one_of(st.integers(1, 3000).map(lambda s: relplan.Size(sectors=s)),
-                  st.integers(1, 40).map(lambda p: relplan.Size(percent=p)))
+                  st.integers(1, 40).map(lambda p: relplan.Size(percent=Fraction(p))))
 
 
 @st.composite
@@ -111,7 +112,7 @@ def fleet_plans(draw: st.DrawFn) -> str:
     label = draw(st.sampled_from(["gpt", "msdos"]))
     if label == "msdos":
         sizes = sizes[:4]
-    parts = [{"size": s.text if s.sectors is None else s.sectors} for s in sizes]
+    parts: list[dict[str, object]] = [{"size": s.text if s.sectors is None else s.sectors} for s in sizes]
     return plan(*parts, label=label)
 
 
