@@ -214,14 +214,21 @@ def test_export_says_why_a_format_cannot_hold_a_relative_plan(tmp_path: pathlib.
 # --- the real tools -------------------------------------------------------------------------------------------
 
 
-def applied(tmp_path: pathlib.Path, text: str, name: str = "ours.img") -> pathlib.Path:
-    src, img = tmp_path / f"{name}.json", tmp_path / name
-    src.write_text(text)
+def blank(tmp_path: pathlib.Path, name: str) -> pathlib.Path:
+    img = tmp_path / name
     with open(img, "wb") as f:
         f.truncate(SIZE)
-    proc = diskplan("apply", str(src), str(img), "--yes")
-    assert proc.returncode == 0, proc.stderr
     return img
+
+
+def applied(tmp_path: pathlib.Path, text: str, name: str = "ours.img", on: str = "") -> pathlib.Path | str:
+    """``diskplan apply`` of the plan on a new blank image ``name``, or on the device ``on``."""
+    src = tmp_path / f"{name}.json"
+    src.write_text(text)
+    target = on or blank(tmp_path, name)
+    proc = diskplan("apply", str(src), str(target), "--yes")
+    assert proc.returncode == 0, proc.stderr
+    return target
 
 
 def by_repart(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
@@ -270,15 +277,23 @@ def ansible_playbook() -> str:
     return tool
 
 
-@pytest.mark.parametrize("text", [FIXED, ESP_REST_SWAP, plan({"size": "30%"}, {"size": "rest", "name": "b"})],
-                         ids=["exact", "esp-rest-swap", "30%-rest, one unnamed"])
+MSDOS = plan({"start": MiB, "size": 512 * MiB, "flags": ["boot"]}, {"size": "2GiB", "type": "swap"},
+             {"size": "rest", "type": "lvm"}, label="msdos")
+EXTENDED = plan({"start": MiB, "size": 512 * MiB}, {"start": 513 * MiB, "size": 4 * GiB, "type": "0x0f"},
+                {"number": 5, "start": 514 * MiB, "size": GiB, "type": "swap", "role": "logical"},
+                {"number": 6, "start": 514 * MiB + GiB + MiB, "size": GiB, "role": "logical"}, label="msdos")
+KNOWN_APPLY_BUG = pytest.mark.xfail(strict=True, reason="diskplan apply writes a plan's extended 0x0f as 0x05 and "
+                                    "still says the disk holds the plan (found by this test; backend, not export)")
+
+
+@pytest.mark.parametrize("text", [FIXED, ESP_REST_SWAP, plan({"size": "30%"}, {"size": "rest", "name": "b"}), MSDOS,
+                                  pytest.param(EXTENDED, marks=KNOWN_APPLY_BUG)],
+                         ids=["exact", "esp-rest-swap", "30%-rest, one unnamed", "msdos", "msdos, logical"])
 def test_ansible_partitions_a_loop_device_as_apply_does(tmp_path: pathlib.Path, ansible_playbook: str,
                                                         loop_device: Callable[..., str], text: str) -> None:
-    ours = applied(tmp_path, text)
-    blank = tmp_path / "blank.img"
-    with open(blank, "wb") as f:
-        f.truncate(SIZE)
-    dev = loop_device(blank)
+    # both on loop devices: libparted makes a new msdos extended partition 0x0f on a device, 0x05 in a file
+    ours = applied(tmp_path, text, on=loop_device(blank(tmp_path, "ours.img")))
+    dev = loop_device(blank(tmp_path, "theirs.img"))
     src, book = tmp_path / "plan.json", tmp_path / "playbook.yml"
     src.write_text(text)
     proc = diskplan("export", str(src), "--format", "ansible", "--device", dev, "-o", str(book))
@@ -311,9 +326,7 @@ def test_ignition_through_sgdisk_writes_what_apply_writes(tmp_path: pathlib.Path
     for text, same in ((FIXED, True), (plan({"size": "512MiB", "type": "EFI system", "name": "EFI"},
                                             {"size": "rest", "name": "root"}), False)):
         ours = sfdisk_parts(applied(tmp_path, text, "ours.img"))
-        img = tmp_path / "ignition.img"
-        with open(img, "wb") as f:
-            f.truncate(SIZE)
+        img = blank(tmp_path, "ignition.img")
         _sgdisk_as_ignition(ignition_config(load_plan(text), "/dev/vda"), img)
         theirs = sfdisk_parts(img)
         if same:

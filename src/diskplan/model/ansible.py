@@ -122,6 +122,7 @@ def to_ansible(spec: PlanSpec, device: str) -> str:
     how = "parted's positions, -a optimal" if relative else "exact sectors, align: none"
     lines = [f"# diskplan plan: {spec.label} table, {spec.sector_size}-byte sectors ({how}).",
              "# WARNING: on a disk with another label, the first task replaces the whole partition table.",
+             "# On a disk with this label, partitions already there stay: one of the same number keeps its place.",
              "- name: Partition the disk as planned by diskplan",
              "  hosts: all",
              "  gather_facts: false",
@@ -158,7 +159,10 @@ def _task(spec: PlanSpec, t: _Task, relative: bool) -> list[str]:
         out.insert(0, f"    # parted 3.5 cannot set type {p.type} ({ptypes.describe(p.type)}) on partition "
                       f"{p.number}; use the sfdisk script")
         recipe = ("", [], [])
-    fs, on, _off = recipe
+    fs, on, off = recipe
+    if off:  # the module sets flags off only beside a flag it sets on
+        out.insert(0, f"    # the parted module cannot set {', '.join(off)} off: partition {p.number} may get "
+                      f"another type than {p.type} ({ptypes.describe(p.type)}); use the sfdisk script")
     if fs:
         out.append(f"        fs_type: {_q(fs)}")
     flags = list(on)
