@@ -197,3 +197,11 @@ def test_the_planner_loads_a_relative_plan_resolved_for_its_disk() -> None:
     assert outcome.ok
     assert [(p.start, p.end) for p in outcome.plan.table.live] == [(2048, 4194303), (4194304, 8386559)]
     assert "size 50% → 4192256 sectors (2 GiB) on this disk" in outcome.message
+
+
+def test_a_share_below_one_grain_is_refused_with_its_size() -> None:
+    with pytest.raises(PlanFileError) as exc:
+        placed_on(load_plan(plan({"size": "1%"}, {"size": "rest"})), Geometry(100_000))
+    assert str(exc.value) == ("partition entry 1: 1% of this disk's usable space (47 MiB) is less than one grain "
+                              "(2048 sectors): the disk is too small for this plan (it needs 204800 sectors of usable "
+                              "space, 100 MiB; this disk has 96256)")

@@ -127,14 +127,11 @@ def usable_space(grain: Grain, first_usable: int, last_usable: int) -> tuple[int
 
 
 def _sized(w: Want, grain: Grain, usable: int) -> int:
+    """A fixed size, or a percentage of ``usable`` rounded down to whole grains (0: less than one)."""
     if w.size.sectors is not None:
         return w.size.sectors
     assert w.size.percent is not None
-    sectors = int(usable * w.size.percent / 100) // grain.sectors * grain.sectors
-    if sectors == 0:
-        raise RelativeError(f"{w.where}: {w.size.text} of this disk's usable space ({human_bytes(usable)}) is less "
-                            f"than one grain ({grain.sectors} sectors): the disk is too small for this plan")
-    return sectors
+    return int(usable * w.size.percent / 100) // grain.sectors * grain.sectors
 
 
 def resolve(wants: tuple[Want, ...], grain: Grain, first_usable: int, last_usable: int,
@@ -146,6 +143,11 @@ def resolve(wants: tuple[Want, ...], grain: Grain, first_usable: int, last_usabl
     if usable < grain.sectors:
         raise RelativeError(f"this disk has no whole grain ({grain.sectors} sectors) of usable space")
     sizes = [0 if w.size.rest else _sized(w, grain, usable) for w in wants]
+    tiny = next((w for w, size in zip(wants, sizes, strict=True) if size == 0 and not w.size.rest), None)
+    if tiny is not None:
+        raise RelativeError(f"{tiny.where}: {tiny.size.text} of this disk's usable space ({human_bytes(usable * sector_size)}) is "
+                            f"less than one grain ({grain.sectors} sectors): the disk is too small for this plan"
+                            + _at_least(wants, grain, first_usable, last_usable, sector_size))
     placed: list[Partition] = []
     notes = [f"relative plan resolved on this disk: usable space {lo}..{hi} ({usable} sectors, "
              f"{human_bytes(usable * sector_size)}), grain {grain.sectors} sectors"]
