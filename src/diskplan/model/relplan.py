@@ -145,7 +145,8 @@ def resolve(wants: tuple[Want, ...], grain: Grain, first_usable: int, last_usabl
     sizes = [0 if w.size.rest else _sized(w, grain, usable) for w in wants]
     tiny = next((w for w, size in zip(wants, sizes, strict=True) if size == 0 and not w.size.rest), None)
     if tiny is not None:
-        raise RelativeError(f"{tiny.where}: {tiny.size.text} of this disk's usable space ({human_bytes(usable * sector_size)}) is "
+        space = human_bytes(usable * sector_size)
+        raise RelativeError(f"{tiny.where}: {tiny.size.text} of this disk's usable space ({space}) is "
                             f"less than one grain ({grain.sectors} sectors): the disk is too small for this plan"
                             + _at_least(wants, grain, first_usable, last_usable, sector_size))
     placed: list[Partition] = []
