@@ -26,6 +26,12 @@ if [ "$want_test" = 1 ]; then
   need+=([lvm2]=/usr/sbin/pvcreate [cryptsetup-bin]=/usr/sbin/cryptsetup [mdadm]=/usr/sbin/mdadm)
   # the browser that loads `diskplan serve`'s page (tests/test_serve.py, through Playwright)
   need+=([chromium]=/usr/lib/chromium/chromium)
+  # the fleet formats' referees (tests/test_fleet_formats.py): systemd-repart, and ansible-playbook with the
+  # community.general collection (Debian's ansible package bundles it: no Galaxy download)
+  need+=([systemd]=/usr/bin/systemd-repart
+         [ansible]=/usr/lib/python3/dist-packages/ansible_collections/community/general/plugins/modules/parted.py)
+  # the Ignition export has no tool here: its JSON is checked against the spec's schema with python-jsonschema
+  need+=([python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py)
 fi
 
 PY=${PYTHON:-python3}

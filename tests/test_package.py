@@ -98,7 +98,7 @@ def test_bash_completion_offers_commands_and_their_options() -> None:
     script = REPO / "share/bash-completion/completions/diskplan"
     assert _complete(script, "diskplan re") == ["restore", "repair", "realign", "resume", "resize"]
     assert "--journal" in _complete(script, "diskplan resume --")
-    assert _complete(script, "diskplan export -f ''") == ["json", "sfdisk", "parted"]
+    assert _complete(script, "diskplan export -f ''") == ["json", "sfdisk", "parted", "ansible", "ignition", "repart"]
 
 
 def _deps_only(tmp: pathlib.Path) -> pathlib.Path:

@@ -24,7 +24,7 @@ from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out
 from diskplan.discovery import inuse
-from diskplan.model.planfile import PlanFileError, load_plan, table_from_spec
+from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
          "op:delete": "red", "op:create": "green", "op:change": "yellow", "op:rewrite": "cyan", "op:keep": "dim"}
@@ -42,7 +42,9 @@ def host() -> Host:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan apply",
-        description="Write a planned partition table (diskplan JSON plan or sfdisk dump) to a disk or image.",
+        description="Write a planned partition table (diskplan JSON plan or sfdisk dump) to a disk or image. "
+        "A relative plan (sizes in % or \"rest\", starts left out) is resolved on this disk, and the notes "
+        "say what each size became.",
         epilog="Exit status: 0 written or nothing to do, 1 refused or not confirmed (nothing written), "
         "2 failed (see the message for the disk's state and the restore command).",
     )
@@ -93,6 +95,7 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     try:
+        spec = placed_on(spec, disk.geometry, disk.table)  # a relative plan or sfdisk script: sized for this disk
         desired = table_from_spec(spec, disk.geometry, disk.table)
     except PlanFileError as exc:
         err.print(f"diskplan apply: refused: {exc}")
@@ -105,7 +108,7 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: {exc}")
         return 2
     render_proposal(proposal, console)
-    for note in spec.notes:  # what the plan file says that is not written (an sfdisk dump's uuid=)
+    for note in spec.notes:  # what is not written (an sfdisk dump's uuid=), what a relative size became here
         console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
     refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))

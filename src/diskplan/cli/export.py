@@ -1,5 +1,6 @@
-"""``diskplan export TARGET|PLAN --format json|sfdisk|parted``: a table (read from a disk or image) or a plan
-file (JSON plan or ``sfdisk --dump`` text), printed as a JSON plan, an sfdisk script or parted commands.
+"""``diskplan export TARGET|PLAN --format json|sfdisk|parted|ansible|ignition|repart``: a table (read from a disk
+or image) or a plan file (JSON plan, relative or exact, or ``sfdisk --dump`` text), printed as a JSON plan, an
+sfdisk script, parted commands, an Ansible playbook, an Ignition config or systemd-repart.d files (``-o DIR``).
 
 Exit status: 0 printed, 2 the target or plan could not be read or expressed.
 """
@@ -15,17 +16,22 @@ from dataclasses import replace
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
+from diskplan.model.ansible import to_ansible
+from diskplan.model.ignition import to_ignition
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
+from diskplan.model.repart import repart_files, to_repart
 from diskplan.model.safetext import safe
 
-FORMATS = ("json", "sfdisk", "parted")
+FORMATS = ("json", "sfdisk", "parted", "ansible", "ignition", "repart")
 PLAN_PROBE_BYTES = 1 << 16
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan export",
-        description="Print a disk's table or a plan file as a JSON plan, an sfdisk script or parted commands.",
+        description="Print a disk's table or a plan file as a JSON plan, an sfdisk script, parted commands, an "
+        "Ansible playbook (community.general.parted), an Ignition config (storage.disks) or systemd-repart.d "
+        "files. A format that cannot express the plan says why, and prints nothing.",
         epilog="TARGET is a block device or an image file; PLAN is a JSON plan or `sfdisk --dump` output "
         "(- reads standard input). Exit status: 0 printed, 2 could not read or express it.",
     )
@@ -34,9 +40,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--device",
         metavar="DEV",
-        help="the disk the sfdisk/parted output is for (default: TARGET itself; for a PLAN, DEVICE)",
+        help="the disk the sfdisk/parted/ansible/ignition output is for (default: TARGET itself; for a PLAN, "
+        "DEVICE)",
     )
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--output", "-o", metavar="FILE|DIR", help="write to FILE instead of standard output "
+                   "(--format repart: a directory, one .conf file per partition)")
     return p
 
 
@@ -61,7 +69,7 @@ def _is_plan_file(path: str) -> bool:
 def _read_plan(path: str) -> PlanSpec:
     try:
         spec = load_plan(read_plan_text(path))
-        if spec.needs_disk:
+        if spec.script is not None:
             raise PlanFileError("this sfdisk script leaves starts, sizes or numbers to the disk it is applied to: "
                                 "`diskplan apply SCRIPT DISK` places them there (as sfdisk does), then "
                                 "`diskplan export DISK` prints the result")
@@ -84,9 +92,34 @@ def load_source(source: str) -> tuple[PlanSpec, str]:
 def render(spec: PlanSpec, fmt: str, device: str) -> str:
     if fmt == "json":
         return to_json(spec)
+    if fmt in ("sfdisk", "parted") and spec.relative is not None:
+        raise PlanFileError(f"an {fmt} script is in exact sectors, and this plan's sizes are relative: "
+                            "`diskplan apply PLAN DISK` resolves it on a disk, then `diskplan export DISK` prints "
+                            "it (or use --format ansible, ignition or repart)")
     if fmt == "sfdisk":
         return to_sfdisk(spec, device)
-    return to_parted(spec, device)
+    if fmt == "parted":
+        return to_parted(spec, device)
+    if fmt == "ansible":
+        return to_ansible(spec, device)
+    if fmt == "ignition":
+        return to_ignition(spec, device if device != "DEVICE" else "/dev/DEVICE")  # Ignition wants a path
+    return to_repart(spec)
+
+
+def write_repart(spec: PlanSpec, directory: str) -> list[str]:
+    """The .conf files in ``directory`` (made if missing); refused when it holds .conf files already, which
+    repart would read beside them."""
+    files = repart_files(spec)
+    os.makedirs(directory, exist_ok=True)
+    old = sorted(n for n in os.listdir(directory) if n.endswith(".conf"))
+    if old:
+        raise PlanFileError(f"{directory} already holds {old[0]}: systemd-repart would read it with the plan's "
+                            "files (give an empty directory)")
+    for name, text in files:
+        with open(os.path.join(directory, name), "x", encoding="utf-8") as f:
+            f.write(text)
+    return [name for name, _ in files]
 
 
 def main(argv: list[str]) -> int:
@@ -95,6 +128,11 @@ def main(argv: list[str]) -> int:
         spec, default_device = load_source(args.source)
         for note in spec.notes:  # what the plan file says that the output does not carry (sfdisk's uuid=)
             print(f"diskplan export: note: {safe(note)}", file=sys.stderr)
+        if args.format == "repart" and args.output:
+            names = write_repart(spec, args.output)
+            print(f"diskplan export: wrote {len(names)} file(s) to {safe(args.output)}: {', '.join(names)}",
+                  file=sys.stderr)
+            return 0
         text = render(spec, args.format, args.device or default_device)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:

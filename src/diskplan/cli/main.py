@@ -21,7 +21,7 @@ from diskplan.model.safetext import safe
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
 COMMANDS = {
     "check": ("diskplan.cli.check", "check every partition's alignment and explain each finding"),
-    "export": ("diskplan.cli.export", "print a table or plan as a JSON plan, an sfdisk script or parted commands"),
+    "export": ("diskplan.cli.export", "print a table or plan as JSON, sfdisk, parted, ansible, ignition or repart"),
     "apply": ("diskplan.cli.apply", "write a planned partition table (JSON plan or sfdisk script)"),
     "restore": ("diskplan.cli.restore", "put a table backup made by apply back, byte for byte"),
     "repair": ("diskplan.cli.repair", "rebuild a damaged GPT copy or a lost protective MBR from the good copy"),

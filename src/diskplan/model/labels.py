@@ -73,6 +73,11 @@ def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
     return tuple(sorted(f for f, n in _ATTRIBUTE_BITS.items() if n >= lowest and bits >> n & 1))
 
 
+def gpt_attribute_bits(flags: tuple[str, ...] | list[str]) -> int:
+    """The GPT entry's 64 attribute bits for these flags (the inverse of gpt_attribute_flags)."""
+    return sum(1 << _ATTRIBUTE_BITS[f] for f in set(flags))
+
+
 def attribute_flags(label: str) -> tuple[str, ...]:
     """The flags a user may set on a partition of ``label`` (the UI's choices)."""
     return tuple(GPT_ATTRIBUTES) if label == "gpt" else MSDOS_FLAGS

@@ -20,6 +20,9 @@ JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs
 ``start`` and ``size`` may also be written with a unit ("1MiB", "2048s", "100MB"; see model.sizes); ``type``
 may be a name ("EFI system", "swap"), a GUID or an MBR id ("0x83"); ``number`` and ``role`` default from
 the order and the type. Unknown keys are refused (a typo must not silently become a default).
+
+A *relative* plan, for disks of any size (model.relplan): ``"size": "50%"`` (of the disk's usable space) or
+``"size": "rest"``, and ``start`` left out (the next grain boundary); ``placed_on`` resolves it on each disk.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from diskplan.model import labels, ptypes, sfdisk_script
+from diskplan.model import labels, ptypes, relplan, sfdisk_script
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
+from diskplan.model.grain import optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.operations import validate
 from diskplan.model.plan import Outcome, Plan
@@ -72,10 +76,13 @@ class PlanSpec:
     # An sfdisk script that leaves starts, sizes or numbers to the disk: ``partitions`` are placed from it
     # on the disk (table_from_spec), as sfdisk would place them there.
     script: sfdisk_script.Script | None = field(default=None, compare=False)
+    # A relative plan (sizes in % or "rest", starts left to snapping; model.relplan), in the file's order:
+    # ``partitions`` are resolved from it on each disk.
+    relative: tuple[relplan.Want, ...] | None = field(default=None, compare=False)
 
     @property
     def needs_disk(self) -> bool:
-        return self.script is not None
+        return self.script is not None or self.relative is not None
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -104,19 +111,8 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
     ``current``: the table on the disk. A plan of the same label is written into it (libparted keeps its
     usable area and its entry array, which a GPT made by another tool may size other than 128 entries);
     otherwise the plan gets a new label as libparted makes one."""
-    if spec.script is not None:  # an sfdisk script for a blank disk: sector sizes are the disk's
-        spec = replace(spec, sector_size=geometry.logical)
-    if spec.sector_size != geometry.logical:
-        raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
-                            f"{geometry.logical}-byte sectors (every position would mean another byte)")
-    same = current is not None and current.label == spec.label and not current.read_only
-    table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
-    if spec.script is not None:
-        spec = _placed(spec, spec.script, geometry, table)
-    if table.last_usable < table.first_usable:
-        own = table.first_usable + geometry.sectors - 1 - table.last_usable
-        raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
-                            f"{spec.label} table, whose own structures take {own} sectors before any partition")
+    spec = placed_on(spec, geometry, current)
+    table = _base_table(spec, geometry, current)
     first = table.first_usable if spec.first_lba is None else spec.first_lba
     last = spec.last_lba
     if last is None or (spec.sectors is not None and spec.sectors != geometry.sectors):
@@ -129,6 +125,40 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
     if problems:
         raise PlanFileError("the plan does not fit this disk: " + "; ".join(problems))
     return table
+
+
+def _base_table(spec: PlanSpec, geometry: Geometry, current: Table | None) -> Table:
+    """The table the plan is written into: the disk's own when it has the plan's label, else a new one."""
+    if spec.sector_size != geometry.logical:
+        raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
+                            f"{geometry.logical}-byte sectors (every position would mean another byte)")
+    same = current is not None and current.label == spec.label and not current.read_only
+    table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
+    if table.last_usable < table.first_usable:
+        own = table.first_usable + geometry.sectors - 1 - table.last_usable
+        raise PlanFileError(f"this disk has {geometry.sectors} sector(s) of {geometry.logical} B: too small for a "
+                            f"{spec.label} table, whose own structures take {own} sectors before any partition")
+    return table
+
+
+def placed_on(spec: PlanSpec, geometry: Geometry, current: Table | None = None) -> PlanSpec:
+    """A plan that leaves places to the disk (an sfdisk script without starts, a relative plan) placed on
+    this one, its notes saying what each relative size became here; a plan in exact sectors as it is."""
+    if not spec.needs_disk:
+        return spec
+    if spec.script is not None:  # an sfdisk script for a blank disk: sector sizes are the disk's
+        spec = replace(spec, sector_size=geometry.logical)
+    table = _base_table(spec, geometry, current)
+    if spec.script is not None:
+        return _placed(spec, spec.script, geometry, table)
+    assert spec.relative is not None
+    try:
+        parts, notes = relplan.resolve(spec.relative, optimal_grain(geometry), table.first_usable, table.last_usable,
+                                       geometry.logical)
+    except relplan.RelativeError as exc:
+        raise PlanFileError(str(exc)) from exc
+    return _checked(replace(spec, partitions=parts, sectors=geometry.sectors, relative=None,
+                            notes=(*spec.notes, *notes)))
 
 
 def save_plan(plan: Plan, made_against: str | None = None) -> str:
@@ -146,7 +176,7 @@ def load_into(plan: Plan, text: str) -> Outcome:
     """A plan file (JSON or sfdisk dump) made the wanted table of ``plan``: an undoable step, refused with
     the reason when the text is not a plan or does not fit this disk."""
     try:
-        spec = load_plan(text)
+        spec = placed_on(load_plan(text), plan.geometry, plan.base)
         table = table_from_spec(spec, plan.geometry, plan.base)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
@@ -163,7 +193,7 @@ def to_json(spec: PlanSpec) -> str:
     for key in ("sectors", "first_lba", "last_lba", "made_against"):
         if getattr(spec, key) is not None:
             doc[key] = getattr(spec, key)
-    doc["partitions"] = [
+    doc["partitions"] = _relative_entries(spec.relative) if spec.relative is not None else [
         {
             "number": p.number,
             "start": p.start,
@@ -182,6 +212,21 @@ def to_json(spec: PlanSpec) -> str:
     # C0 controls, and a C1 control or a bidi override in a name would reach the terminal as it is.
     return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unicodedata.category(ch) in UNSAFE else ch
                    for ch in text) + "\n"
+
+
+def _relative_entries(wants: tuple[relplan.Want, ...]) -> list[dict[str, object]]:
+    """A relative plan's partitions as the file gave them: in its order, sizes as written, starts only if given."""
+    out: list[dict[str, object]] = []
+    for w in wants:
+        p = w.part
+        entry: dict[str, object] = {"number": p.number}
+        if w.start is not None:
+            entry["start"] = w.start
+        entry["size"] = w.size.text if w.size.sectors is None else w.size.sectors
+        entry.update({"type": p.type, "type_name": ptypes.describe(p.type), "name": p.name, "flags": list(p.flags),
+                      "role": p.role.value})
+        out.append(entry)
+    return out
 
 
 MAX_NUMBER = sfdisk_script.MAX_NUMBER  # GPT and libparted count sectors in 64 bits: one limit for both formats
@@ -250,6 +295,7 @@ def _from_json(text: str) -> PlanSpec:
     if not isinstance(raw, list):
         raise PlanFileError("partitions must be a list")
     parts: list[Partition] = []
+    wants: list[relplan.Want] = []
     for i, item in enumerate(raw, 1):
         where = f"partition entry {i}"
         if not isinstance(item, dict):
@@ -257,7 +303,16 @@ def _from_json(text: str) -> PlanSpec:
         unknown = sorted(set(item) - _PART_KEYS)
         if unknown:
             raise PlanFileError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(_PART_KEYS))})")
-        if "start" not in item or ("end" not in item and "size" not in item):
+        share = _share(item.get("size"), f"{where}: size")
+        if share is not None or "start" not in item:  # a relative entry: resolved on each disk
+            if "end" in item or "size" not in item:
+                raise PlanFileError(f"{where}: without a start, or with a size in % or \"rest\", give a size and "
+                                    "no end (the end follows on each disk)")
+            start_at = _sectors(item["start"], f"{where}: start", geom, position=True) if "start" in item else None
+            size_of = share or relplan.Size(sectors=_sectors(item["size"], f"{where}: size", geom, position=False))
+            wants.append(relplan.Want(_entry_partition(label, where, item, 0, 0), where, start_at, size_of))
+            continue
+        if "end" not in item and "size" not in item:
             raise PlanFileError(f"{where} needs a start and an end or a size")
         start = _sectors(item["start"], f"{where}: start", geom, position=True)
         end = _int(item["end"], f"{where}: end") if "end" in item else None
@@ -270,20 +325,52 @@ def _from_json(text: str) -> PlanSpec:
                                 f"(end - start + 1 = {end - start + 1})")
         if end < start:
             raise PlanFileError(f"{where}: end {end} is before start {start}")
-        flags = item.get("flags", [])
-        name = item.get("name", "")
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise PlanFileError(f"{where}: flags must be a list of strings")
-        if not isinstance(name, str):
-            raise PlanFileError(f"{where}: name must be a string")
-        number = _int(item["number"], f"{where}: number", minimum=1) if "number" in item else None
-        parts.append(_partition(label, where, number, start, end, item.get("type", ""), name, flags,
-                                item.get("role")))
+        part = _entry_partition(label, where, item, start, end)
+        parts.append(part)
+        wants.append(relplan.Want(part, where, start, relplan.Size(sectors=part.size)))
     against = doc.get("made_against")
     if against is not None and not isinstance(against, str):
         raise PlanFileError(f"made_against must be a string (a sha256: fingerprint), not a {type(against).__name__}")
+    if any(w.relative for w in wants):
+        return _relative_spec(label, ss, tuple(wants), against)
     return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
                              extra["last_lba"], against))
+
+
+def _share(value: object, where: str) -> relplan.Size | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return relplan.parse_share(value, where)
+    except relplan.RelativeError as exc:
+        raise PlanFileError(str(exc)) from exc
+
+
+def _entry_partition(label: str, where: str, item: dict[str, object], start: int, end: int) -> Partition:
+    flags = item.get("flags", [])
+    name = item.get("name", "")
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise PlanFileError(f"{where}: flags must be a list of strings")
+    if not isinstance(name, str):
+        raise PlanFileError(f"{where}: name must be a string")
+    number = _int(item["number"], f"{where}: number", minimum=1) if "number" in item else None
+    return _partition(label, where, number, start, end, item.get("type", ""), name, flags, item.get("role"))
+
+
+def _relative_spec(label: str, ss: int, wants: tuple[relplan.Want, ...], against: str | None) -> PlanSpec:
+    """A plan with relative sizes or starts: numbered, checked for what no disk can resolve, kept in order."""
+    numbered = _numbers(label, [w.part for w in wants])
+    seen: set[int] = set()
+    for w, p in zip(wants, numbered, strict=True):
+        if p.number in seen:
+            raise PlanFileError(f"{w.where}: partition number {p.number} is used twice")
+        seen.add(p.number)
+    wants = tuple(replace(w, part=p) for w, p in zip(wants, numbered, strict=True))
+    try:
+        relplan.check(wants)
+    except relplan.RelativeError as exc:
+        raise PlanFileError(str(exc)) from exc
+    return PlanSpec(label, ss, (), None, None, None, against, relative=wants)
 
 
 def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,
@@ -307,7 +394,11 @@ def _partition(label: str, where: str, number: int | None, start: int, end: int,
 
 
 def _numbered(label: str, parts: list[Partition]) -> tuple[Partition, ...]:
-    """Give partitions without a number the lowest free one (msdos logicals from 5)."""
+    """Give partitions without a number the lowest free one (msdos logicals from 5), sorted by number."""
+    return tuple(sorted(_numbers(label, parts), key=lambda p: p.number))
+
+
+def _numbers(label: str, parts: list[Partition]) -> list[Partition]:
     used = {p.number for p in parts if p.number}
     out = []
     for p in parts:
@@ -318,7 +409,7 @@ def _numbered(label: str, parts: list[Partition]) -> tuple[Partition, ...]:
             used.add(n)
             p = replace(p, number=n)
         out.append(p)
-    return tuple(sorted(out, key=lambda p: p.number))
+    return out
 
 
 def _checked(spec: PlanSpec) -> PlanSpec:
@@ -537,7 +628,7 @@ def to_sfdisk(spec: PlanSpec, device_name: str) -> str:
 # --- parted commands ------------------------------------------------------------------------------------
 
 
-def _parted_word(text: str) -> str | None:
+def parted_word(text: str) -> str | None:
     """``text`` as one parted token: parted splits its arguments again and only knows quotes, no escapes."""
     if not text.isprintable():
         return None  # a control character would reach the shell and the terminal as it is
@@ -548,7 +639,7 @@ def _parted_word(text: str) -> str | None:
     return None
 
 
-def _recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
+def parted_recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
     """How parted 3.5 writes type ``code``: (fs-type for mkpart, flags to set on, flags to set off); it
     cannot set a GUID or an id directly, only through these."""
     if labels.is_extended_type(code):
@@ -592,14 +683,14 @@ def to_parted(spec: PlanSpec, device: str) -> str:
         given.add(number)
         if number != p.number:
             lines.append(f"# parted will number partition {p.number} as {number}")
-        recipe = _recipe(spec.label, p.type)
+        recipe = parted_recipe(spec.label, p.type)
         if recipe is None:
             lines.append(f"# parted 3.5 cannot set type {p.type} ({ptypes.describe(p.type)}) on partition {number}; "
                          "use the sfdisk script, or parted >= 3.6: type N ID")
             recipe = ("", [], [])
         fs, on, off = recipe
         if spec.label == "gpt":
-            word = _parted_word(p.name)
+            word = parted_word(p.name)
             if word is None:
                 lines.append(f"# parted cannot quote the name {p.name!r}: partition {number} is left unnamed")
                 word = '""'
