@@ -169,3 +169,34 @@ def test_two_active_msdos_partitions_are_refused_before_writing(sparse_image, tm
     proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
     assert proc.returncode == 2 and "msdos marks one partition active (boot), not 2" in proc.stderr
     assert img.read_bytes() == before and not (tmp_path / "b.dpbackup").exists()
+
+
+@pytest.mark.parametrize(("asked", "dumped"), [("0x0f", "f"), ("0x05", "5")])
+def test_an_extended_partition_gets_the_id_the_plan_names(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path, asked: str, dumped: str
+) -> None:
+    """libparted's own choice differs between an image (0x05) and a device (0x0f): the plan's id is written,
+    whichever it is (the 0x0f plan was written as 0x05 and still "verified")."""
+    img = sparse_image(64 * MiB)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"label": "msdos", "partitions": [
+        {"number": 1, "start": 2048, "end": 22527, "type": "0x83"},
+        {"number": 2, "start": 22528, "end": 126975, "type": asked, "role": "extended"},
+        {"number": 5, "start": 24576, "end": 45055, "type": "0x83", "role": "logical"}]}))
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 0 and "written and verified" in proc.stdout, proc.stdout + proc.stderr
+    dump = run("sfdisk", "--dump", str(img))
+    assert f"start=       22528, size=      104448, type={dumped}" in dump, dump
+
+
+def test_a_linux_extended_id_is_refused_before_writing(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    img = sparse_image(64 * MiB)
+    before = file_sha(img)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"label": "msdos", "partitions": [
+        {"number": 2, "start": 22528, "end": 126975, "type": "0x85", "role": "extended"}]}))
+    proc = diskplan("apply", str(plan), str(img), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode in (1, 2) and "0x85" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and file_sha(img) == before

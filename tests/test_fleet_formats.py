@@ -282,12 +282,10 @@ MSDOS = plan({"start": MiB, "size": 512 * MiB, "flags": ["boot"]}, {"size": "2Gi
 EXTENDED = plan({"start": MiB, "size": 512 * MiB}, {"start": 513 * MiB, "size": 4 * GiB, "type": "0x0f"},
                 {"number": 5, "start": 514 * MiB, "size": GiB, "type": "swap", "role": "logical"},
                 {"number": 6, "start": 514 * MiB + GiB + MiB, "size": GiB, "role": "logical"}, label="msdos")
-KNOWN_APPLY_BUG = pytest.mark.xfail(strict=True, reason="diskplan apply writes a plan's extended 0x0f as 0x05 and "
-                                    "still says the disk holds the plan (found by this test; backend, not export)")
 
 
 @pytest.mark.parametrize("text", [FIXED, ESP_REST_SWAP, plan({"size": "30%"}, {"size": "rest", "name": "b"}), MSDOS,
-                                  pytest.param(EXTENDED, marks=KNOWN_APPLY_BUG)],
+                                  EXTENDED],
                          ids=["exact", "esp-rest-swap", "30%-rest, one unnamed", "msdos", "msdos, logical"])
 def test_ansible_partitions_a_loop_device_as_apply_does(tmp_path: pathlib.Path, ansible_playbook: str,
                                                         loop_device: Callable[..., str], text: str) -> None:

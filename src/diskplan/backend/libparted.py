@@ -25,7 +25,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import HIGH_ATTRIBUTE_FLAGS
-from diskplan.model.operations import ATTRIBUTE_FLAGS
+from diskplan.model.operations import ATTRIBUTE_FLAGS, type_key
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 WRITABLE_LABELS = ("gpt", "msdos")
@@ -326,10 +326,26 @@ def _set_type(ped: _ped.Partition, p: Partition, label: str) -> None:
         ped.set_flag(flag, 1)
 
 
+def _set_extended_type(ped: _ped.Partition, p: Partition) -> None:
+    """An msdos extended partition's id is libparted's LBA flag: on gives 0x0f, off 0x05. Its default is
+    on for a device and off for an image file, so a plan's id is set, never left to that; 0x85 (Linux
+    extended) it cannot write at all."""
+    if not p.type:
+        return
+    code = type_key("msdos", p.type)
+    if code not in ("0x0f", "0x05"):
+        raise BackendError(f"libparted 3.5 cannot give the extended partition {p.number} the type {p.type}")
+    lba = _flag_code("lba")
+    if lba is None or not ped.is_flag_available(lba):
+        raise BackendError(f"libparted 3.5 cannot set the type of the extended partition {p.number}")
+    ped.set_flag(lba, int(code == "0x0f"))
+
+
 def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) -> None:
     """Type, GPT name and attribute flags exactly as ``p`` says (flags it does not name are cleared).
     ``named``: the label has partition names."""
     if p.role is Role.EXTENDED:
+        _set_extended_type(ped, p)
         return
     _set_type(ped, p, label)
     if named and (p.name or _ped_name(ped)):

@@ -121,7 +121,7 @@ def differences(expected: Table, found: Table) -> list[str]:
                 out.append(f"partition {n} is at {g.start}..{g.end}, not {w.start}..{w.end}")
             if w.role is not g.role:
                 out.append(f"partition {n} is {g.role.value}, not {w.role.value}")
-            if w.role is not Role.EXTENDED and w.type and type_key(label, w.type) != type_key(label, g.type):
+            if w.type and type_key(label, w.type) != type_key(label, g.type):
                 out.append(f"partition {n} has type {ptypes.describe(g.type)}, not {ptypes.describe(w.type)}")
             if label == "gpt" and w.name != g.name:
                 out.append(f"partition {n} is named {g.name!r}, not {w.name!r}")
