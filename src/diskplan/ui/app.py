@@ -40,7 +40,16 @@ from diskplan.ui.panels import (
 )
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions
-from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, repair_hint, requested_extent
+from diskplan.ui.planning import (
+    DragKind,
+    Preview,
+    Session,
+    drag_text,
+    judging_grain,
+    limits_text,
+    repair_hint,
+    requested_extent,
+)
 from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target, why_not_writable
 
@@ -597,6 +606,10 @@ class PlannerApp(PlanActions, App[int]):
             return
         d = s.drag
         shown = d.shown.partition(d.number)
+        base = d.base.base.by_number(d.number) if d.data and d.kind is not DragKind.MOVE else None
+        if base is not None:  # a filesystem resize: how far it may shrink, before the user drags below it
+            said = limits_text(d.limits, d.base.geometry.logical, base.size)
+            note = f"{note} | {said}" if note and said not in note else note or said
         width = self.query_one(StatusLine).size.width or self.size.width
         self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
 
