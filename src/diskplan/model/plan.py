@@ -661,8 +661,7 @@ class Plan:
         floor, least = 1, ""  # the fewest sectors, and what sets it (not measured, or no shrink: refused below)
         if base is not None and limits is not None and limits.shrink:
             floor = min(limits.floor(self.geometry.logical), base.size)
-            least = (f"the smallest size its {limits.fs} filesystem can shrink to "
-                     f"({human_bytes(floor * self.geometry.logical)}, {limits.tool} says)")
+            least = f"its {limits.fs} minimum ({human_bytes(floor * self.geometry.logical)}, from {limits.tool})"
         if edge is Edge.START:
             limit = p.end if not logicals else min(p.end, logicals[0].start - 1)
             limit = min(limit, p.end - floor + 1)

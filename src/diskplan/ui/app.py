@@ -609,6 +609,8 @@ class PlannerApp(PlanActions, App[int]):
         base = d.base.base.by_number(d.number) if d.data and d.kind is not DragKind.MOVE else None
         if base is not None:  # a filesystem resize: how far it may shrink, before the user drags below it
             said = limits_text(d.limits, d.base.geometry.logical, base.size)
+            if d.snap is not None and d.snap.notes and not note:  # stopped at its minimum, or a neighbour
+                said = d.snap.notes[-1]
             note = f"{note} | {said}" if note and said not in note else note or said
         width = self.query_one(StatusLine).size.width or self.size.width
         self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
