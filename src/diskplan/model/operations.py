@@ -94,10 +94,12 @@ class Operation:
         verb = "grow" if size > old else "shrink"
         p = self.partition
         fs = dict(p.extra).get("content", "") if p is not None else ""
-        text = (f"{verb} {self.number} with its data: {self.source}..{self.source_end} -> {self.start}..{self.end} "
-                f"({old}s -> {size}s; {doing(fs, old, size)}")
-        moved = f"; {self.nbytes:,} B = {human_bytes(self.nbytes)} copied to the new start" if self.nbytes else ""
-        return text + moved + ")"
+        steps = doing(fs, old, size)
+        if self.nbytes:  # a shrink before the move, a grow after it
+            moved = f"{self.nbytes:,} B = {human_bytes(self.nbytes)} copied to the new start"
+            steps = f"{steps}; then {moved}" if size < old else f"{moved} first; then {steps}"
+        return (f"{verb} {self.number} with its data: {self.source}..{self.source_end} -> {self.start}..{self.end} "
+                f"({old}s -> {size}s; {steps})")
 
 
 @dataclass(frozen=True)
