@@ -4,8 +4,9 @@ A ``Plan`` is immutable. Every operation returns an ``Outcome``: the new plan (o
 step is refused, with the reason), and for moves and resizes a ``Snap`` saying where the user asked the
 partition to go and where snapping put it. ``History`` keeps the plans for undo and redo.
 
-Partitions carry a state: EXISTING (on disk, holds data: moved only when asked, ``data=True`` or
-``realign``, which plans a data move; never resized), DELETE (on disk, marked
+Partitions carry a state: EXISTING (on disk, holds data: moved or resized only when asked, ``data=True`` or
+``realign``, which plans a data move or a resize by its filesystem's tool, within the ``Limits`` measured on
+the disk: a plan never decides what a filesystem can do), DELETE (on disk, marked
 for deletion: its space is free for planning) and PROPOSED (planned). Proposed partitions snap to the grain
 of the snapping target; snapping never makes partitions overlap, never enters the table's metadata, never
 passes the end of the usable area. Partitions are addressed by number: live ones (EXISTING or PROPOSED)

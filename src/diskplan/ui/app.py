@@ -769,9 +769,11 @@ class PlannerApp(PlanActions, App[int]):
                             self.action_new_partition)
         yield SystemCommand("New label...", "A new gpt or msdos table; every partition marked for deletion (L)",
                             self.action_new_label)
-        yield SystemCommand("Move partition", "Move the proposed partition at the cursor with the keys (m)",
+        yield SystemCommand("Move partition", "Move the partition at the cursor with the keys; on the disk, with "
+                            "its data (m)",
                             self.action_move)
-        yield SystemCommand("Resize partition", "Move an edge of the proposed partition at the cursor (r)",
+        yield SystemCommand("Resize partition", "Move an edge of the partition at the cursor; on the disk, with its "
+                            "filesystem (r)",
                             self.action_resize)
         yield SystemCommand("Delete / keep partition", "Remove a proposal, mark a partition for deletion, or keep "
                             "one marked (x)", self.action_delete)
