@@ -189,10 +189,12 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             if rate and total:
                 parts.append(f"estimate: {duration(3 * total / rate)} (every byte read, written and read back "
                              f"at {human_bytes(int(rate))}/s, measured by a short read just now)\n")
-        parts.append(("\nEach move: ", "bold"))
-        parts.append("the filesystem is checked, the table backed up, a journal written, the data copied in "
-                     "chunks and read back, and only then the table entry rewritten (its PARTUUID kept). A "
-                     "partition being moved must not be mounted; an interrupted move is finished by resume.\n")
+        parts.append("\n")
+        if self.resuming or any(step.kind == "move" for step in self.steps):
+            parts.append(("Each move: ", "bold"))
+            parts.append("the filesystem is checked, the table backed up, a journal written, the data copied in "
+                         "chunks and read back, and only then the table entry rewritten (its PARTUUID kept). A "
+                         "partition being moved must not be mounted; an interrupted move is finished by resume.\n")
         if any(op.kind == "resize" for op in self.moves):
             parts.append(("Each resize: ", "bold"))
             parts.append("the filesystem is checked and the table backed up; a shrink resizes the filesystem with "
@@ -214,7 +216,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                                                        f"on {p.target}")
         self.query_one("#move-prompt", Static).update(safe(prompt) + ":")
         self.query_one("#move-answer-row").add_class("-asking")
-        keys.update("Enter: move (the table is backed up and the move journalled first)   Esc: back, nothing written")
+        what = "move (the table is backed up and the move journalled first)" if self.resuming or any(
+            step.kind == "move" for step in self.steps) else "resize (the table is backed up first)"
+        keys.update(f"Enter: {what}   Esc: back, nothing written")
         self.query_one("#move-answer", Input).focus()
 
     @on(Input.Submitted, "#move-answer")
@@ -228,8 +232,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             return
         self.running = True
         self.query_one("#move-answer-row").remove_class("-asking")
-        self.query_one("#move-keys", Static).update("Moving. Esc or Ctrl+C: stop at the next chunk boundary (resume "
-                                                    "finishes it)")
+        self.query_one("#move-keys", Static).update("Writing. Esc or Ctrl+C: stop a move at the next chunk boundary "
+                                                    "(resume finishes it), a resize once its tool is done")
         self.focus()
         self._run(p, event.value)
 
