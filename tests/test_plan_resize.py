@@ -73,6 +73,9 @@ def test_the_start_edge_moves_the_data_a_shrink_before_the_move_a_grow_after() -
     assert [(s.kind, s.start, s.length) for s in op.steps()] == [("move", 7 * MiB, 40 * MiB),
                                                                ("resize", 7 * MiB, 43 * MiB)]
     assert "(81920s -> 88064s; 41,943,040 B = 40 MiB copied to the new start first; then the table entry" in str(op)
+    # Moved afterwards (m): still a resize, by the same tool; the move is part of it.
+    (op,) = ok(right.move(1, 1, data=True)).changes()
+    assert (op.kind, op.start, op.source_size) == ("resize", 13 * MiB, 40 * MiB) and "resize2fs" in str(op)
     # Back to where it was: nothing to write.
     assert not ok(right.resize(1, Edge.START, -2, data=True, limits=EXT4)).dirty
 

@@ -392,7 +392,9 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
     for p in (p for p in cur if p.role is not Role.LOGICAL):
         w = want_outer.pop((p.number, p.start, p.end, p.role), None)
         m = moving.get(p.number)
-        if w is None and m is not None and p.role is Role.PRIMARY:
+        # A data move keeps the size; a resize says so (``resized_from``, set by Plan for a resize its
+        # filesystem's tool does): any other change of an existing partition is a deletion and a creation.
+        if w is None and m is not None and p.role is Role.PRIMARY and (m.size == p.size or m.resized_from == p.size):
             want_outer.pop((m.number, m.start, m.end, m.role), None)
             ops.move.append((p, m))
             why = _attributes_differ(label, p, m)

@@ -513,7 +513,8 @@ class Plan:
         if new.start != base.start:
             extra.append(("moved_from", str(base.start)))
         if new.size != base.size:
-            extra += [("resized_from", str(base.size)), ("content", limits.fs if limits else "")]
+            fs = limits.fs if limits else dict(p.extra).get("content", "")  # a later move keeps what was measured
+            extra += [("resized_from", str(base.size)), ("content", fs)]
         new = replace(new, extra=tuple(extra))
         out = self._outcome(p, new, requested, notes, verb, wanted_change)
         if not out.changed:
@@ -523,7 +524,7 @@ class Plan:
         ss = self.geometry.logical
         said = []
         if new.size != base.size:
-            said.append(f"its {limits.fs if limits and limits.fs else 'content'} "
+            said.append(f"its {dict(new.extra).get('content') or 'content'} "
                         f"{'grows' if new.size > base.size else 'shrinks'} from {human_bytes(base.size * ss)} to "
                         f"{human_bytes(new.size * ss)}")
         if new.start != base.start:
