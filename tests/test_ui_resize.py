@@ -116,6 +116,7 @@ async def test_dragging_the_end_edge_shrinks_an_ext4_but_not_below_its_minimum(t
         panel = app.query_one(ViewsPanel).text("changes")
         assert f"shrink 1 with its data: {start}..{start + sectors - 1} -> {start}..{q.end}" in panel
         assert "resize2fs resizes the ext4 filesystem first, then the table entry is rewritten" in panel
+        assert "resized by the filesystem's own tool (not journalled" in panel
         screen = await confirm(app, pilot)
         text = str(screen.query_one("#move-plan").render())
         assert f"partition 1: {start}..{start + sectors - 1} -> {start}..{q.end} (shrink {sectors} -> " \
@@ -226,6 +227,14 @@ async def test_realign_without_room_shrinks_the_filesystem_first(tmp_path: pathl
         assert (q.start, q.end) == (2048, second[0] - 1)
         (op,) = plan_of(app).changes()
         assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", 34, q.size), ("move", 2048, q.size)]
+        planned = plan_of(app)
+        # Fix my layout (A off any partition) does the same for every flagged partition.
+        await pilot.press("u")
+        assert not plan_of(app).dirty
+        smap.move_to(40 * MiB_SECTORS)
+        await pilot.press("A")
+        await wait_for(pilot, lambda: plan_of(app).dirty, what="the layout fixed")
+        assert plan_of(app) == planned and "realigned partition 1" in status_text(app)
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
         assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
