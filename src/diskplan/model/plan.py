@@ -525,8 +525,8 @@ class Plan:
         said = []
         if new.size != base.size:
             said.append(f"its {dict(new.extra).get('content') or 'content'} "
-                        f"{'grows' if new.size > base.size else 'shrinks'} from {human_bytes(base.size * ss)} to "
-                        f"{human_bytes(new.size * ss)}")
+                        f"{'grows' if new.size > base.size else 'shrinks'} by "
+                        f"{human_bytes(abs(new.size - base.size) * ss)} to {human_bytes(new.size * ss)}")
         if new.start != base.start:
             said.append(f"its data ({human_bytes(min(new.size, base.size) * ss)}) moves from {base.start}s")
         return replace(out, message=f"{out.message}: {' and '.join(said)} when written")
@@ -631,8 +631,10 @@ class Plan:
         return Outcome(self, plan, True, text + (f"; not partition {'; '.join(left)}" if left else ""))
 
     def misaligned(self, p: Partition) -> bool:
-        """Whether ``p`` starts off the device's grain or its size is not whole physical blocks."""
-        return not optimal_grain(self.geometry).is_aligned(p.start) or bool(p.size % self.geometry.sectors_per_physical)
+        """Whether ``p`` starts off the device's grain or its size is not whole physical blocks (an extended
+        partition holds no data of its own: its size does not count)."""
+        odd = p.role is not Role.EXTENDED and bool(p.size % self.geometry.sectors_per_physical)
+        return not optimal_grain(self.geometry).is_aligned(p.start) or odd
 
     def resize(self, number: int, edge: Edge, steps: int = 1, *, data: bool = False,
                limits: Limits | None = None) -> Outcome:
