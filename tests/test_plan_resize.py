@@ -134,3 +134,18 @@ def test_a_resize_never_goes_below_the_minimum_nor_leaves_its_free_space(lba: in
     assert p.size >= 40 * MiB or p.size * 512 >= found.minimum  # type: ignore[operator]  # a grow is always safe
     assert p.start >= 34 and p.end < 100 * MiB
     assert (p.start == 5 * MiB) if edge is Edge.END else (p.end == 45 * MiB - 1)
+
+
+def test_a_resize_of_a_partition_off_the_grain_begins_before_its_filesystem_is_measured() -> None:
+    from diskplan.ui.planning import DragKind, Session
+
+    plan = plan_on(GIB, existing(1, 34, 20 * MiB + 99))  # both edges off the 1 MiB grain
+    s = Session(plan.geometry, plan.table)
+    for kind in (DragKind.END, DragKind.START):
+        assert s.begin(1, kind, keyboard=True, data=True) == ""
+        assert s.nudge(-1).refused  # not measured yet: its size cannot change
+        s.measured(1, EXT4)
+        shown = s.nudge(-1).outcome.plan.partition(1)
+        assert shown is not None and shown.size < 20 * MiB + 66
+        s.cancel()
+        s.limits.clear()

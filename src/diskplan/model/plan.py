@@ -339,6 +339,16 @@ class Plan:
                            "partitions only (a logical one's EBR would have to move too)")
         return p, at[0], at[1]
 
+    def why_not_changed(self, number: int, *, data: bool = False) -> str:
+        """Why partition ``number`` cannot be moved or resized at all ("" when it can; ``data``: an existing
+        one too), before any position is asked for: what begins a resize of a partition that holds data,
+        whose edges may be off the grain and whose filesystem is not measured yet."""
+        try:
+            self._proposed(number, data=data)
+        except _Refused as exc:
+            return str(exc)
+        return ""
+
     def _logicals(self) -> tuple[Partition, ...]:
         return self.lanes[LOGICAL].parts
 

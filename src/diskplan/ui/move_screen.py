@@ -153,6 +153,13 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             p = self._proposal(0)
             # What every write refuses before it starts (a path the backup cannot record, a part sector).
             p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
+            later = self.steps[1] if len(self.steps) > 1 else None
+            if isinstance(p, ResizeProposal) and later is not None and later.kind == "move" \
+                    and later.number == p.number and not p.refusals:
+                # A shrink before a move: what would refuse the move, at the size it will have, is said now,
+                # before the shrink is written (as `diskplan move --size` does).
+                mv = prepare_move(self.path, later.number, later.start, self.host, length=later.length)
+                p = replace(p, refusals=mv.refusals, notes=(*p.notes, *mv.notes))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return

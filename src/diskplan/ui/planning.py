@@ -205,6 +205,11 @@ class Session:
         # Asking to stay where it is gives the plan's own refusal (on disk, holds logical partitions...).
         if kind is DragKind.MOVE:
             probe = plan.move_to(number, p.start, data=data)
+        elif data and p.state is State.EXISTING:  # its edges may be off the grain, its filesystem not measured yet
+            why = plan.why_not_changed(number, data=True)
+            if why:
+                return why
+            probe = Outcome(plan, plan, True, "")
         else:
             edge = kind.edge or Edge.END
             probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end, data=data)
