@@ -377,6 +377,7 @@ class PlanActions(_Base):
 
         def realign() -> None:
             if self.session is not s or s.plan is not plan:  # the disk or the plan changed meanwhile
+                self.say("the plan changed while the filesystems were measured: A again realigns")
                 return
             self._step(plan.realign(n, s.limits.get(n)) if n is not None else plan.realign_all(s.limits))
 
@@ -560,8 +561,9 @@ class PlanActions(_Base):
         if moved is not None:
             warning = self._data_warning(number, moved.size) if moved.resized_from is None else \
                 self._resize_warning(number)
-            self.notify(warning.replace(" Enter plans it, Esc cancels.", " u undoes it."),
-                        title="A data move is planned", severity="warning", timeout=10)
+            self.notify(warning.replace(" Enter plans it, Esc cancels.", " u undoes it."), severity="warning",
+                        title="A data move is planned" if moved.resized_from is None else "A resize is planned",
+                        timeout=10)
         p = s.plan.partition(number)
         if p is not None:  # the cursor goes with the partition (it was where the drag began)
             self.sector_map.move_to(min(max(event.hit.lba, p.start), p.end))
