@@ -240,3 +240,33 @@ async def test_realign_without_room_shrinks_the_filesystem_first(tmp_path: pathl
         assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
     assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(path)] == [(1, 2048, q.size), (2, *second)]
     assert_intact(path, 2048, q.size, sums)
+
+
+@run
+async def test_dragging_the_start_edge_left_moves_then_grows_an_ext4(tmp_path: pathlib.Path) -> None:
+    start, sectors = 8 * MiB_SECTORS, 16 * MiB_SECTORS
+    path = image(tmp_path / "left.img", [(start, sectors)])
+    sums = ext4(path, start, sectors, tmp_path)
+    app = PlannerApp(start=image_target(path), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        await pilot.mouse_down(SectorMap, offset=cell_at(smap, start))
+        assert app.session is not None and app.session.drag is not None and app.session.drag.kind.value == "start"
+        await wait_for(pilot, lambda: measured(app), what="the filesystem measured")
+        await pilot.hover(SectorMap, offset=cell_at(smap, 6 * MiB_SECTORS))
+        await pilot.hover(SectorMap, offset=cell_at(smap, 4 * MiB_SECTORS))
+        await pilot.mouse_up(SectorMap, offset=cell_at(smap, 4 * MiB_SECTORS))
+        await pilot.pause()
+        q = part(app, 1)
+        assert (q.start, q.end) == (4 * MiB_SECTORS, start + sectors - 1), q
+        (op,) = plan_of(app).changes()
+        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("move", q.start, sectors),
+                                                                   ("resize", q.start, q.size)]
+        assert "A resize is planned" in [n.title for n in app._notifications]
+        screen = await confirm(app, pilot)
+        await done(app, pilot, screen)
+        assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+        assert len(screen.finished) == 1 and "moved and verified" in screen.finished[0]
+        assert "grown" in screen.outcome.message
+    assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(path)] == [(1, q.start, q.size)]
+    assert_intact(path, q.start, q.size, sums)
