@@ -79,6 +79,21 @@ def old_gpt(directory: pathlib.Path) -> str:
     return str(path)
 
 
+def ext4_gpt(directory: pathlib.Path) -> str:
+    """A 4 GiB disk with a 1 GiB ext4 partition at 1 MiB, then free space: what r grows or shrinks."""
+    path = directory / "ext4-gpt.img"
+    with open(path, "wb") as f:
+        f.truncate(4 << 30)
+    script = "label: gpt\nstart=2048, size=2097152, type=linux, name=data\n"
+    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
+                   capture_output=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={2048 * 512}", str(path), "1G"], check=True,
+                   capture_output=True)
+    return str(path)
+
+
+WAIT = "(wait)"  # a key that waits for the planner's workers (a filesystem measured) before the next key
+
 SHOTS = (
     Shot("overview", "modern", about="a modern aligned disk, whole-disk zoom"),
     Shot("ssd-gpt-34", "ssd-gpt-34", ("1",),
@@ -110,6 +125,10 @@ SHOTS = (
          about="dos-63 as an exercise: the goal, and what the check (k) finds still wrong, with its arithmetic"),
     Shot("exercise-solved", "dos-63", ("A", "k"), exercise=True,
          about="the exercise solved by realigning in place (A): the check ties it back to the experiment"),
+    Shot("resize", "", ("r", WAIT, "up", "up", "up"), image=ext4_gpt,
+         about="r on an ext4 that holds data: measured first, the status line says how far a shrink can go"),
+    Shot("resize-confirm", "", ("r", WAIT, "up", "up", "up", "enter", "w"), image=ext4_gpt,
+         about="a shrink in the move dialog: sector-exact, what resize2fs does and in which order"),
 )
 
 
@@ -130,7 +149,11 @@ async def take(shot: Shot, source: CliSource) -> pathlib.Path:
         await pilot.pause()
         app.clear_notifications()
         for key in shot.keys:
-            await pilot.press(key)
+            if key == WAIT:
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+            else:
+                await pilot.press(key)
         if isinstance(app.screen, CommitScreen | MoveScreen):
             screen = app.screen
             for _ in range(600):

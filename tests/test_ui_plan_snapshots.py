@@ -17,6 +17,7 @@ import pytest
 from diskplan.backend.reader import read
 from diskplan.backend.write import Host
 from diskplan.model import demos
+from diskplan.model.fsresize import Limits
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.target import Target
@@ -109,3 +110,22 @@ def test_confirmation_screen(snap_compare, image) -> None:
 def test_console_confirmation_screen(snap_compare, image) -> None:
     app = PlannerApp(start=Target(read(str(image)), image.name, path=str(image)), host=NOBODY, console=True)
     assert snap_compare(app, terminal_size=CONSOLE, run_before=confirm)
+
+
+async def resized(pilot) -> None:
+    """The modern demo's root partition shrunk by 30 MiB with the keys, its ext4 measured (as the worker would
+    have: the demo has no filesystem to measure), and the pending changes."""
+    await settle(pilot)
+    app = pilot.app
+    root = demos.find("modern").partitions[2]
+    app.session.limits[root.number] = Limits("ext4", True, True, 20 << 30)
+    app.sector_map.move_to(root.start)
+    await pilot.press("r", "up", "up", "up", "enter", "c")
+    await pilot.pause()
+    app.clear_notifications()
+    await pilot.pause()
+
+
+def test_resizing_a_partition_that_holds_data(snap_compare) -> None:
+    app = PlannerApp(start=demo("modern"))
+    assert snap_compare(app, terminal_size=NORMAL, run_before=resized)

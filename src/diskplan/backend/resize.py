@@ -38,8 +38,9 @@ from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
 from diskplan.backend.write import Host, Identity, Verdict, accepts, confirm_word, read_target, recheck, take_lock
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
+from diskplan.model.fsresize import Limits, steps
+from diskplan.model.fsresize import limits as fs_limits
 from diskplan.model.fsresize import refusals as fs_refusals
-from diskplan.model.fsresize import steps
 from diskplan.model.units import human_bytes
 
 
@@ -121,6 +122,22 @@ def prepare_resize(
     return ResizeProposal(target, "block" if ident.kind == "block" else "file", disk.geometry.model,
                           disk.geometry.sectors, ss, number, entry, old, length, tuple(refusals), tuple(notes), ident,
                           fs, least, protect)
+
+
+def content_limits(target: str, start: int, sectors: int, sector_size: int) -> Limits:
+    """How far the content of the partition at ``start`` (``sectors`` long) can be resized: what blkid sees
+    in it, whether its tool is here, and the smallest size a shrink can reach (``resize2fs -P``,
+    ``ntfsresize --info``, ...). Reads only, through a read-only view. What the planner measures before a
+    resize or a realign that shrinks (in a worker: a tool may take a moment)."""
+    try:
+        with fscheck.view(target, start * sector_size, sectors * sector_size) as loop:
+            fs = fscheck.identify(loop)
+            missing = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+            found = fs_limits(fs.fs, None, missing)
+            least = tools.minimum(loop, fs.fs) if found.shrink else None
+    except (fscheck.CheckError, tools.ResizeError, OSError) as exc:
+        return Limits("", False, False, None, f"its content could not be measured: {exc}")
+    return fs_limits(fs.fs, least, missing)
 
 
 def execute_resize(

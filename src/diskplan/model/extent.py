@@ -77,5 +77,11 @@ class Partition:
         at = dict(self.extra).get("moved_from")
         return int(at) if at is not None else None
 
+    @property
+    def resized_from(self) -> int | None:
+        """A partition on the disk that the plan resizes with its filesystem: its sectors on the disk now."""
+        size = dict(self.extra).get("resized_from")
+        return int(size) if size is not None else None
+
     def moved(self, start: int, end: int) -> Partition:
         return replace(self, start=start, end=end)

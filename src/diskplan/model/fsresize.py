@@ -71,3 +71,45 @@ def refusals(fs: str, old: int, new: int, minimum: int | None) -> list[str]:
 def steps(old: int, new: int) -> tuple[str, str]:
     """The order: ("filesystem", "entry") to shrink, ("entry", "filesystem") to grow."""
     return ("filesystem", "entry") if new < old else ("entry", "filesystem")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How far the content of one partition can be resized, as measured on the disk (backend.resize.limits):
+    the planner stops a shrink at ``minimum`` and refuses what the content's tool cannot do, with ``why``."""
+
+    fs: str  # what blkid saw ("" unknown)
+    grow: bool
+    shrink: bool
+    minimum: int | None = None  # bytes: the smallest the filesystem can shrink to (None: unknown)
+    why: str = ""  # why it cannot be resized at all, or cannot shrink
+
+    @property
+    def tool(self) -> str:
+        r, _ = resizer(self.fs)
+        return r.tool if r is not None else ""
+
+    def floor(self, sector_size: int) -> int:
+        """The fewest sectors a shrink can reach (1 when nothing is known)."""
+        return max(1, -(-(self.minimum or 0) // sector_size))
+
+
+def limits(fs: str, minimum: int | None, missing: str = "") -> Limits:
+    """What resizing content ``fs`` allows, given the smallest size its tool reported (``minimum``, bytes)
+    and why its tool cannot run here (``missing``: the tool and its Debian package)."""
+    r, why = resizer(fs)
+    if r is None:
+        return Limits(fs, False, False, None, f"it holds {why}")
+    if missing:
+        return Limits(fs, False, False, None, missing)
+    if not r.shrink:
+        return Limits(fs, True, False, None, f"{r.why_not}: it can only grow")
+    return Limits(fs, True, True, minimum)
+
+
+def doing(fs: str, old: int, new: int) -> str:
+    """What the content's tool does in a resize from ``old`` to ``new`` sectors, in the safe order."""
+    tool = resizer(fs)[0]
+    what = f"{tool.tool} resizes the {fs} filesystem" if tool is not None else "the content is resized"
+    return (f"{what} first, then the table entry is rewritten" if new < old else
+            f"the table entry is rewritten first, then {what}")

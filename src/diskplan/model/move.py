@@ -182,6 +182,21 @@ def realign_start(part: Extent, grain: Grain, usable: Extent, others: Iterable[E
     """The grain boundary nearest ``part``'s start where the partition fits with its size unchanged,
     within ``usable`` and the free space around it (between its neighbours in ``others``); a tie goes
     up. None when no boundary leaves room (the partition would have to shrink first)."""
+    room = free_around(part, usable, others)
+    if room is None:
+        return None
+    lo, hi = room.start, room.end
+    first, last = grain.align_up(lo), grain.align_down(hi - part.size + 1)
+    if hi - part.size + 1 < lo or first > last:
+        return None
+    down = min(max(grain.align_down(part.start), first), last)
+    up = min(max(grain.align_up(part.start), first), last)
+    return down if part.start - down < up - part.start else up
+
+
+def free_around(part: Extent, usable: Extent, others: Iterable[Extent]) -> Extent | None:
+    """The sectors ``part`` may use: its own and the free space around it up to its neighbours in ``others``
+    within ``usable``; None when another overlaps it (an overlapping table: nothing sensible to move)."""
     lo, hi = usable.start, usable.end
     for o in others:
         if o.end < part.start:
@@ -189,10 +204,23 @@ def realign_start(part: Extent, grain: Grain, usable: Extent, others: Iterable[E
         elif o.start > part.end:
             hi = min(hi, o.start - 1)
         elif o.overlaps(part):
-            return None  # an overlapping table: nothing sensible to move
-    first, last = grain.align_up(lo), grain.align_down(hi - part.size + 1)
-    if hi - part.size + 1 < lo or first > last:
-        return None
-    down = min(max(grain.align_down(part.start), first), last)
-    up = min(max(grain.align_up(part.start), first), last)
-    return down if part.start - down < up - part.start else up
+            return None
+    return Extent(lo, hi)
+
+
+def realign_shrunk(part: Extent, grain: Grain, block: int, room: Extent) -> Extent | None:
+    """Where ``part`` goes when it has no room to move whole (``realign_start`` is None): the grain boundary
+    nearest its start inside ``room`` (a tie goes up), its size cut to what is left up to its old end or
+    ``room``'s end, whichever comes first, then to a whole number of ``block``-sector physical blocks. None
+    when no boundary leaves a block. The filesystem shrinks first (the caller checks its minimum)."""
+    best: Extent | None = None
+    for s in (grain.align_down(part.start), grain.align_up(part.start)):
+        if not room.start <= s <= room.end:
+            continue
+        size = min(part.end, room.end) - s + 1
+        size -= size % block
+        if size < block:
+            continue
+        if best is None or abs(s - part.start) <= abs(best.start - part.start):
+            best = Extent(s, s + size - 1)
+    return best

@@ -23,6 +23,7 @@ from operator import attrgetter
 
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.fsresize import doing
 from diskplan.model.geometry import Geometry
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
@@ -43,12 +44,28 @@ class Operation:
     detail: str = ""
     # What the commit writes: the partition deleted (as on disk), created, re-added, changed or kept.
     partition: Partition | None = field(default=None, compare=False, repr=False)
-    source: int = 0  # a move: the partition's start on the disk now (start..end is where its data goes)
+    source: int = 0  # a move or resize: the partition's start on the disk now (start..end: where it will be)
     nbytes: int = 0  # a move: the bytes copied
+    source_size: int = 0  # a resize: the partition's sectors on the disk now
 
     @property
     def moves_data(self) -> bool:
-        return self.kind == "move"
+        """A change to a partition that holds data (backend.move, backend.resize): not a table commit."""
+        return self.kind in ("move", "resize")
+
+    @property
+    def source_end(self) -> int:
+        return self.source + (self.source_size or self.end - self.start + 1) - 1
+
+    def steps(self) -> tuple[DataStep, ...]:
+        """The writes a move or resize is made of, in the order that always has room and keeps the data
+        safe: a shrink before the move, a grow after it (each whole and safe on its own)."""
+        size, old = self.end - self.start + 1, self.source_size or self.end - self.start + 1
+        move = DataStep("move", self.number, self.start, min(size, old)) if self.start != self.source else None
+        resize = DataStep("resize", self.number, self.source if size < old else self.start, size) \
+            if size != old else None
+        ordered = (resize, move) if size < old else (move, resize)
+        return tuple(s for s in ordered if s is not None)
 
     @property
     def pending(self) -> bool:
@@ -67,8 +84,33 @@ class Operation:
             "repair": f"repair: write sector{'s ' + where if self.end > self.start else ' ' + str(self.start)}",
             "move": f"move {self.number} with its data: {self.source}..{self.source + self.end - self.start} -> "
                     f"{where} ({self.nbytes:,} B = {human_bytes(self.nbytes)} copied)",
+            "resize": self._resize_text(),
         }[self.kind]
         return f"{text}: {self.detail}" if self.detail and self.kind != "label" else text
+
+
+    def _resize_text(self) -> str:
+        size, old = self.end - self.start + 1, self.source_size
+        verb = "grow" if size > old else "shrink"
+        p = self.partition
+        fs = dict(p.extra).get("content", "") if p is not None else ""
+        steps = doing(fs, old, size)
+        if self.nbytes:  # a shrink before the move, a grow after it
+            moved = f"{self.nbytes:,} B = {human_bytes(self.nbytes)} copied to the new start"
+            steps = f"{steps}; then {moved}" if size < old else f"{moved} first; then {steps}"
+        return (f"{verb} {self.number} with its data: {self.source}..{self.source_end} -> {self.start}..{self.end} "
+                f"({old}s -> {size}s; {steps})")
+
+
+@dataclass(frozen=True)
+class DataStep:
+    """One write of a move or resize: ``move`` partition ``number`` (``length`` sectors) to ``start``, or
+    ``resize`` it to ``length`` sectors, its start (``start``) unchanged."""
+
+    kind: str  # "move" or "resize"
+    number: int
+    start: int
+    length: int
 
 
 def repair_operations(repair: GptRepair | None, table: Table, sector_size: int) -> tuple[Operation, ...]:
@@ -283,8 +325,14 @@ class Changes:
                 for p in sorted(self.rewrite, key=lambda p: p.number)]
         out += [Operation("change", new.number, new.start, new.end, ", ".join(why), new) for _, new, why in self.change]
         ss = self.sector_size
-        out += [Operation("move", new.number, new.start, new.end, partition=new, source=old.start,
-                          nbytes=old.size * ss) for old, new in self.move]
+        for old, new in self.move:
+            copied = min(old.size, new.size) * ss if new.start != old.start else 0
+            if new.size == old.size:
+                out.append(Operation("move", new.number, new.start, new.end, partition=new, source=old.start,
+                                     nbytes=copied))
+            else:
+                out.append(Operation("resize", new.number, new.start, new.end, partition=new, source=old.start,
+                                     nbytes=copied, source_size=old.size))
         for p in sorted(self.keep, key=lambda p: p.number):
             was = dict(p.extra).get("was")
             out.append(Operation("keep", p.number, p.start, p.end, f"was number {was}" if was else "", p))
@@ -304,6 +352,32 @@ class Changes:
         return replace(base, label=self.label, partitions=tuple(sorted(parts, key=lambda p: (p.start, p.number))))
 
 
+def data_order(pairs: list[tuple[Partition, Partition]]) -> list[tuple[Partition, Partition]]:
+    """Moves and resizes (on disk, planned) in an order each can be written in against the table as the ones
+    before left it: one goes when its new place is clear of every one still where it is on the disk. A
+    shrink frees room first; moving left frees room for the next one moving left, moving right for the one
+    before it; a grow comes last. (A shrink-and-move and a move-and-grow never leave their old and new
+    extents, so a clear new place is all each needs.)"""
+    def rank(m: tuple[Partition, Partition]) -> tuple[int, int]:
+        old, new = m
+        if new.size < old.size:
+            return 0, old.start
+        if new.start < old.start:
+            return 1, old.start
+        if new.start > old.start:
+            return 2, -old.start
+        return 3, old.start
+
+    pending = sorted(pairs, key=rank)
+    out: list[tuple[Partition, Partition]] = []
+    while pending:
+        ready = next((m for m in pending if not any(o is not m and o[0].extent.overlaps(m[1].extent)
+                                                    for o in pending)), pending[0])
+        pending.remove(ready)
+        out.append(ready)
+    return out
+
+
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
     ops = Changes(label, fresh, current)
@@ -318,7 +392,9 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
     for p in (p for p in cur if p.role is not Role.LOGICAL):
         w = want_outer.pop((p.number, p.start, p.end, p.role), None)
         m = moving.get(p.number)
-        if w is None and m is not None and p.role is Role.PRIMARY and m.size == p.size:
+        # A data move keeps the size; a resize says so (``resized_from``, set by Plan for a resize its
+        # filesystem's tool does): any other change of an existing partition is a deletion and a creation.
+        if w is None and m is not None and p.role is Role.PRIMARY and (m.size == p.size or m.resized_from == p.size):
             want_outer.pop((m.number, m.start, m.end, m.role), None)
             ops.move.append((p, m))
             why = _attributes_differ(label, p, m)
@@ -331,10 +407,7 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
         (ops.change.append((p, w, why)) if why else ops.keep.append(p))
     ops.create += list(want_outer.values())
-    # Moving left frees room for the next partition moving left, moving right for the one before it.
-    left = sorted((m for m in ops.move if m[1].start < m[0].start), key=lambda m: m[0].start)
-    right = sorted((m for m in ops.move if m[1].start > m[0].start), key=lambda m: -m[0].start)
-    ops.move = left + right
+    ops.move = data_order(ops.move)
     # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
     # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
     cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)

@@ -4,8 +4,9 @@ A ``Plan`` is immutable. Every operation returns an ``Outcome``: the new plan (o
 step is refused, with the reason), and for moves and resizes a ``Snap`` saying where the user asked the
 partition to go and where snapping put it. ``History`` keeps the plans for undo and redo.
 
-Partitions carry a state: EXISTING (on disk, holds data: moved only when asked, ``data=True`` or
-``realign``, which plans a data move; never resized), DELETE (on disk, marked
+Partitions carry a state: EXISTING (on disk, holds data: moved or resized only when asked, ``data=True`` or
+``realign``, which plans a data move or a resize by its filesystem's tool, within the ``Limits`` measured on
+the disk: a plan never decides what a filesystem can do), DELETE (on disk, marked
 for deletion: its space is free for planning) and PROPOSED (planned). Proposed partitions snap to the grain
 of the snapping target; snapping never makes partitions overlap, never enters the table's metadata, never
 passes the end of the usable area. Partitions are addressed by number: live ones (EXISTING or PROPOSED)
@@ -34,11 +35,12 @@ from typing import NamedTuple
 
 from diskplan.model import labels
 from diskplan.model.extent import Extent, Partition, Role, State
+from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
-from diskplan.model.move import realign_start
+from diskplan.model.move import free_around, realign_shrunk, realign_start
 from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
@@ -330,12 +332,22 @@ class Plan:
                                                                   if self.deleted(number) else ""))
         p = self.lanes[at[0]].at(at[1])
         if p.state is State.EXISTING and not data:
-            raise _Refused(f"partition {number} is on the disk and holds data: diskplan does not resize it "
-                           "(m moves it with its data, A realigns it; x marks it for deletion to plan in its space)")
+            raise _Refused(f"partition {number} is on the disk and holds data: m moves it with its data, r resizes "
+                           "it with its filesystem, A realigns it; x marks it for deletion to plan in its space")
         if p.state is State.EXISTING and p.role is not Role.PRIMARY:
             raise _Refused(f"partition {number} is {p.role.value}: diskplan moves the data of primary and GPT "
                            "partitions only (a logical one's EBR would have to move too)")
         return p, at[0], at[1]
+
+    def why_not_changed(self, number: int, *, data: bool = False) -> str:
+        """Why partition ``number`` cannot be moved or resized at all ("" when it can; ``data``: an existing
+        one too), before any position is asked for: what begins a resize of a partition that holds data,
+        whose edges may be off the grain and whose filesystem is not measured yet."""
+        try:
+            self._proposed(number, data=data)
+        except _Refused as exc:
+            return str(exc)
+        return ""
 
     def _logicals(self) -> tuple[Partition, ...]:
         return self.lanes[LOGICAL].parts
@@ -501,25 +513,40 @@ class Plan:
                            changed_wanted)
 
     def _moved(self, p: Partition, new: Partition, requested: Span, notes: list[str], verb: str,
-               wanted_change: bool) -> Outcome:
+               wanted_change: bool, limits: Limits | None = None) -> Outcome:
         # A proposal (every step of most drags) needs no look-up: by_number scans the disk's whole table.
         base = self.base.by_number(p.number) if p.state is State.EXISTING else None
         if base is None:
             return self._outcome(p, new, requested, notes, verb, wanted_change)
-        away = (new.start, new.end) != (base.start, base.end)  # the map and the list say where it comes from
-        new = replace(new, extra=(("moved_from", str(base.start)),) if away else ())
+        # The map and the list say where it comes from; the change list what its filesystem's tool does.
+        extra: list[tuple[str, str]] = []
+        if new.start != base.start:
+            extra.append(("moved_from", str(base.start)))
+        if new.size != base.size:
+            fs = limits.fs if limits else dict(p.extra).get("content", "")  # a later move keeps what was measured
+            extra += [("resized_from", str(base.size)), ("content", fs)]
+        new = replace(new, extra=tuple(extra))
         out = self._outcome(p, new, requested, notes, verb, wanted_change)
         if not out.changed:
             return out
         if (new.start, new.end) == (base.start, base.end):
             return replace(out, message=f"partition {p.number} back at {new.start}s..{new.end}s: no data moves")
-        nbytes = new.size * self.geometry.logical
-        return replace(out, message=f"{out.message}: its data ({human_bytes(nbytes)}) moves from {base.start}s "
-                       "when written")
+        ss = self.geometry.logical
+        said = []
+        if new.size != base.size:
+            said.append(f"its {dict(new.extra).get('content') or 'content'} "
+                        f"{'grows' if new.size > base.size else 'shrinks'} by "
+                        f"{human_bytes(abs(new.size - base.size) * ss)} to {human_bytes(new.size * ss)}")
+        if new.start != base.start:
+            said.append(f"its data ({human_bytes(min(new.size, base.size) * ss)}) moves from {base.start}s")
+        return replace(out, message=f"{out.message}: {' and '.join(said)} when written")
 
-    def realign(self, number: int) -> Outcome:
+    def realign(self, number: int, limits: Limits | None = None) -> Outcome:
         """Plan a data move of existing partition ``number`` to the device's grain boundary nearest its start
-        that the free space around it allows, size unchanged (model.move.realign_start)."""
+        that the free space around it allows, size unchanged (model.move.realign_start). When no boundary
+        leaves room, or its size is not a whole number of physical blocks, and ``limits`` (what its
+        filesystem's tool can do, measured on the disk) allow a shrink: it shrinks first, its start to the
+        nearest boundary and its size to whole physical blocks (model.move.realign_shrunk)."""
         try:
             p, _, _ = self._proposed(number, data=True)
         except _Refused as exc:
@@ -528,32 +555,73 @@ class Plan:
             return self._refuse(f"partition {number} is proposed: a re-snaps proposals (nothing to move)", number)
         grain = optimal_grain(self.geometry)
         ss = self.geometry.logical
-        if grain.is_aligned(p.start):
+        block = self.geometry.sectors_per_physical
+        if grain.is_aligned(p.start) and p.size % block == 0:
             return Outcome(self, self, True, f"partition {number} already starts on the device's "
                            f"{human_bytes(grain.sectors * ss)} grain", None, number)
         t = self.table
         others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
-        to = realign_start(p.extent, grain, Extent(t.first_usable, t.last_usable), others)
-        if to is None:
-            return self._refuse(f"partition {number} cannot be realigned: no {human_bytes(grain.sectors * ss)} "
-                                "boundary leaves room for it (it would have to shrink first)", number)
-        new = replace(p, start=to, end=to + p.size - 1)
-        out = self._moved(p, new, Span(p.start, p.end), [], "realigned", True)
+        usable = Extent(t.first_usable, t.last_usable)
+        to = p.start if grain.is_aligned(p.start) else realign_start(p.extent, grain, usable, others)
+        shrinks = limits is not None and limits.shrink
+        if to is not None:
+            new = replace(p, start=to, end=to + p.size - 1)
+            if shrinks and p.size % block and p.size - p.size % block >= self._floor(p, limits):
+                new = replace(new, end=new.end - p.size % block)  # a whole number of physical blocks
+        else:
+            room = free_around(p.extent, usable, others)
+            at = realign_shrunk(p.extent, grain, block, room) if room is not None and shrinks else None
+            if at is None:
+                why = (limits.why if limits is not None and not limits.shrink else
+                       "no room to shrink into" if limits is not None else "it would have to shrink first")
+                return self._refuse(f"partition {number} cannot be realigned: no {human_bytes(grain.sectors * ss)} "
+                                    f"boundary leaves room for it ({why})", number)
+            new = replace(p, start=at.start, end=at.end)
+            floor = self._floor(p, limits)
+            if new.size < floor:
+                return self._refuse(f"partition {number} cannot be realigned: it would have to shrink to "
+                                    f"{human_bytes(new.size * ss)}, below the {human_bytes(floor * ss)} its "
+                                    f"{limits.fs if limits else ''} filesystem can shrink to", number)
+        if (new.start, new.end) == (p.start, p.end):  # on the grain, its size off the physical block
+            why = limits.why if limits is not None and not limits.shrink else "how far its filesystem can shrink " \
+                "is not measured" if limits is None else "its filesystem cannot shrink that far"
+            return self._refuse(f"partition {number} starts on the grain, but its size ({p.size}s) is not a whole "
+                                f"number of {block}-sector physical blocks ({why})", number)
+        out = self._moved(p, new, Span(p.start, p.end), [], "realigned", True, limits)
         return replace(out, snap=Snap(Span(p.start, p.end), new.extent, grain, ss))
 
-    def realign_all(self) -> Outcome:
-        """Realign every existing partition off the device's grain that has room (one step); says which
-        cannot move and why. Passes until nothing more moves: one realigned may make room for another (its
-        neighbour on the left, once it has moved right)."""
+    def _floor(self, p: Partition, limits: Limits | None) -> int:
+        return limits.floor(self.geometry.logical) if limits is not None else p.size
+
+    def realign_wants_limits(self, number: int) -> bool:
+        """Whether realigning existing partition ``number`` depends on how far its filesystem can shrink:
+        it has no room to move whole, or its size is not a whole number of physical blocks."""
+        p = self.partition(number)
+        if p is None or p.state is not State.EXISTING or p.role is not Role.PRIMARY or self.blocked():
+            return False
         grain = optimal_grain(self.geometry)
+        if p.size % self.geometry.sectors_per_physical:
+            return True
+        if grain.is_aligned(p.start):
+            return False
+        t = self.table
+        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
+        return realign_start(p.extent, grain, Extent(t.first_usable, t.last_usable), others) is None
+
+    def realign_all(self, limits: dict[int, Limits] | None = None) -> Outcome:
+        """Realign every existing partition off the device's grain that has room (one step), shrinking those
+        whose ``limits`` allow it (as ``realign``); says which cannot move and why. Passes until nothing
+        more moves: one realigned may make room for another (its neighbour on the left, once it has moved
+        right)."""
+        grain = optimal_grain(self.geometry)
+        limits = limits or {}
         plan, done = self, []
-        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and not
-                   grain.is_aligned(p.start)]
+        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and self.misaligned(p)]
         why: dict[int, str] = {}
         while pending:  # each pass realigns one at least, or stops
             moved = False
             for n in list(pending):
-                out = plan.realign(n)
+                out = plan.realign(n, limits.get(n))
                 if out.ok:
                     plan, moved = out.plan, True
                     done.append(n)
@@ -566,54 +634,93 @@ class Plan:
         done.sort()
         if not done:
             return self._refuse("no partition on the disk can be realigned" + (
-                f": partition {'; '.join(left)}" if left else ": every one starts on the device's grain"))
+                f": partition {'; '.join(left)}" if left else f": every one starts on the device's grain "
+                f"({human_bytes(grain.sectors * self.geometry.logical)})"))
         s = "s" if len(done) > 1 else ""
         text = f"realigned partition{s} {', '.join(map(str, done))}: data moves when written"
         return Outcome(self, plan, True, text + (f"; not partition {'; '.join(left)}" if left else ""))
 
-    def resize(self, number: int, edge: Edge, steps: int = 1) -> Outcome:
-        """Move one edge of a proposed partition by ``steps`` grains (negative: left)."""
+    def misaligned(self, p: Partition) -> bool:
+        """Whether ``p`` starts off the device's grain or its size is not whole physical blocks (an extended
+        partition holds no data of its own: its size does not count)."""
+        odd = p.role is not Role.EXTENDED and bool(p.size % self.geometry.sectors_per_physical)
+        return not optimal_grain(self.geometry).is_aligned(p.start) or odd
+
+    def resize(self, number: int, edge: Edge, steps: int = 1, *, data: bool = False,
+               limits: Limits | None = None) -> Outcome:
+        """Move one edge of a proposed partition by ``steps`` grains (negative: left); ``data``, ``limits``:
+        as ``resize_to``."""
         p = self.partition(number)
         if p is None:
             return self.resize_to(number, edge, 0)
         at = p.start if edge is Edge.START else p.end
-        return self.resize_to(number, edge, at + steps * self._step(), keyboard=True)
+        return self.resize_to(number, edge, at + steps * self._step(), keyboard=True, data=data, limits=limits)
 
-    def resize_to(self, number: int, edge: Edge, lba: int, *, keyboard: bool = False) -> Outcome:
-        """Move one edge of a proposed partition to near LBA ``lba`` (mouse); the other edge stays."""
+    def resize_to(self, number: int, edge: Edge, lba: int, *, keyboard: bool = False, data: bool = False,
+                  limits: Limits | None = None) -> Outcome:
+        """Move one edge of a proposed partition to near LBA ``lba`` (mouse); the other edge stays.
+
+        ``data``: an existing partition may be resized too, within ``limits`` (what its filesystem's tool
+        can do, measured on the disk; None: not measured yet, so its size cannot change). A shrink stops at
+        the smallest size the filesystem reaches; dragging the start edge moves its data as well."""
         try:
-            p, lane_no, i = self._proposed(number)
+            p, lane_no, i = self._proposed(number, data=data)
         except _Refused as exc:
             return self._refuse(str(exc), number)
         gap = self.lanes[lane_no].gap_of(i)
         g = self.grain
         logicals = self._logicals() if p.role is Role.EXTENDED else ()
         notes = []
+        base = self.base.by_number(number) if p.state is State.EXISTING else None
+        floor, least = 1, ""  # the fewest sectors, and what sets it (not measured, or no shrink: refused below)
+        if base is not None and limits is not None and limits.shrink:
+            floor = min(limits.floor(self.geometry.logical), base.size)
+            least = f"its {limits.fs} minimum ({human_bytes(floor * self.geometry.logical)}, from {limits.tool})"
         if edge is Edge.START:
             limit = p.end if not logicals else min(p.end, logicals[0].start - 1)
+            limit = min(limit, p.end - floor + 1)
             s = place_start(g, gap, lba, limit)
             if s is None:
                 return self._refuse(f"no aligned start is left for partition {number}", number)
             free = snap_start(g, lba)
             if s != free:
                 bound = gap.before if s > free else (f"logical partition {logicals[0].number}" if logicals and
-                                                     limit < p.end else "its own end")
-                notes.append(f"stopped against {bound}")
+                                                     limit < p.end - floor + 1 else least or "its own end")
+                notes.append(f"stopped at {bound}" if bound == least else f"stopped against {bound}")
             new, requested = replace(p, start=s), Span(lba, p.end)
             wanted = lba != p.start if keyboard else free != p.start
         else:
             at_least = p.start if not logicals else max(p.start, logicals[-1].end)
+            at_least = max(at_least, p.start + floor - 1)
             e = place_end(g, gap, lba, at_least)
             if e is None:
                 return self._refuse(f"no aligned end is left for partition {number}", number)
             free = snap_end(g, lba, gap.area_hi)
             if e != free:
                 bound = gap.after if e < free else (f"logical partition {logicals[-1].number}" if logicals and
-                                                    at_least > p.start else "its own start (one grain at least)")
-                notes.append(f"stopped against {bound}")
+                                                    at_least > p.start + floor - 1 else least or
+                                                    "its own start (one grain at least)")
+                notes.append(f"stopped at {bound}" if bound == least else f"stopped against {bound}")
             new, requested = replace(p, end=e), Span(p.start, lba)
             wanted = lba != p.end if keyboard else free != p.end
+        if base is not None and new.size != base.size:
+            why = self._resize_refusal(new, base, limits)
+            if why:
+                return self._refuse(why, number)
+            return self._moved(p, new, requested, notes, "resized", wanted, limits)
+        if base is not None:
+            return self._moved(p, new, requested, notes, "resized", wanted)
         return self._outcome(p, new, requested, notes, "resized", wanted)
+
+    def _resize_refusal(self, new: Partition, base: Partition, limits: Limits | None) -> str:
+        """Why existing partition ``base`` cannot take ``new``'s size, or ""."""
+        n = base.number
+        if limits is None:
+            return (f"how far partition {n}'s filesystem can grow or shrink is not measured yet (it is read from "
+                    "the disk: a moment)")
+        if (new.size > base.size and not limits.grow) or (new.size < base.size and not limits.shrink):
+            return f"partition {n} cannot be {'grown' if new.size > base.size else 'shrunk'}: {limits.why}"
+        return ""
 
     # --- deleting -------------------------------------------------------------------------------------
 

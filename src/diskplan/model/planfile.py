@@ -165,7 +165,7 @@ def save_plan(plan: Plan, made_against: str | None = None) -> str:
     """The plan's wanted table as a JSON plan file (what the UI saves); ``made_against``: the fingerprint
     of ``plan.base`` on its disk. A plan with data moves is refused: a plan file names partitions by place,
     so a moved one would read back as deleted and created anew, its data left behind."""
-    moved = [op.number for op in plan.changes() if op.kind == "move"]
+    moved = [op.number for op in plan.changes() if op.moves_data]
     if moved:
         raise PlanFileError(f"plan files do not carry data moves (partition{'s' if len(moved) > 1 else ''} "
                             f"{', '.join(map(str, moved))}): write them (w), or undo them before saving")

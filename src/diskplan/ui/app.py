@@ -41,7 +41,16 @@ from diskplan.ui.panels import (
 )
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.plan_actions import PlanActions, default_host
-from diskplan.ui.planning import DragKind, Preview, Session, drag_text, judging_grain, repair_hint, requested_extent
+from diskplan.ui.planning import (
+    DragKind,
+    Preview,
+    Session,
+    drag_text,
+    judging_grain,
+    limits_text,
+    repair_hint,
+    requested_extent,
+)
 from diskplan.ui.sectormap import CONSOLE_PALETTE, MONO_PALETTE, PALETTE, SectorMap
 from diskplan.ui.target import Source, Target, why_not_writable
 
@@ -617,6 +626,12 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
             return
         d = s.drag
         shown = d.shown.partition(d.number)
+        base = d.base.base.by_number(d.number) if d.data and d.kind is not DragKind.MOVE else None
+        if base is not None:  # a filesystem resize: how far it may shrink, before the user drags below it
+            said = limits_text(d.limits, d.base.geometry.logical, base.size)
+            if d.snap is not None and d.snap.notes and not note:  # stopped at its minimum, or a neighbour
+                said = d.snap.notes[-1]
+            note = f"{note} | {said}" if note and said not in note else note or said
         width = self.query_one(StatusLine).size.width or self.size.width
         self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
 
@@ -795,9 +810,11 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
                             self.action_new_partition)
         yield SystemCommand("New label...", "A new gpt or msdos table; every partition marked for deletion (L)",
                             self.action_new_label)
-        yield SystemCommand("Move partition", "Move the proposed partition at the cursor with the keys (m)",
+        yield SystemCommand("Move partition", "Move the partition at the cursor with the keys; on the disk, with "
+                            "its data (m)",
                             self.action_move)
-        yield SystemCommand("Resize partition", "Move an edge of the proposed partition at the cursor (r)",
+        yield SystemCommand("Resize partition", "Move an edge of the partition at the cursor; on the disk, with its "
+                            "filesystem (r)",
                             self.action_resize)
         yield SystemCommand("Delete / keep partition", "Remove a proposal, mark a partition for deletion, or keep "
                             "one marked (x)", self.action_delete)

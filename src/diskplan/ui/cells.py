@@ -499,7 +499,11 @@ def _partition_item(p: Partition, slot: int, findings: tuple[Finding, ...]) -> I
 def _part_label(p: Partition) -> str:
     name = f" {safe(p.name)}" if p.name else ""  # the label is shown: the map, the status line, explain
     state = {State.PROPOSED: " (proposed)", State.DELETE: " (to delete)"}.get(p.state, "")
-    if p.moved_from is not None:
+    if p.resized_from is not None:
+        way = "grows" if p.size > p.resized_from else "shrinks"
+        state = f" ({way} from {p.resized_from}s" + (f", its data moves here from {p.moved_from}s)"
+                                                   if p.moved_from is not None else ")")
+    elif p.moved_from is not None:
         state = f" (its data moves here from {p.moved_from}s)"
     role = " (logical)" if p.role is Role.LOGICAL else ""
     return f"partition {p.number}{name}{role}{state}"

@@ -131,7 +131,8 @@ def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
     elif state is State.DELETE:
         text = "Marked for deletion: its space is free for planning; x keeps it after all."
     elif state is State.EXISTING:
-        text = "On the disk, holding data: diskplan does not move it. x marks it for deletion; t changes its type."
+        text = ("On the disk, holding data: m moves it with its data, r resizes it with its filesystem (or drag it, "
+                "or its edges), A realigns it; x marks it for deletion; t changes its type.")
     else:
         return []
     return [Line("dim", ""), Line("dim", text)]

@@ -1,8 +1,10 @@
-"""Moving partitions that hold data, from the planner: a plan whose only changes are data moves, or the
-unfinished move a journal records (resume).
+"""Moving and resizing partitions that hold data, from the planner: a plan whose only changes are data moves
+and resizes, or the unfinished move a journal records (resume).
 
 ``backend.move`` does the work (check, back up, journal, copy, verify, rewrite the entry, check again),
-one partition at a time, in a worker thread; this screen lists the moves sector-exact, asks for the
+and ``backend.resize`` a resize (check, back up, the filesystem's own tool and the entry in the safe order,
+check again); one write at a time (``Operation.steps``: a shrink before a move, a grow after it), each
+under the disk's write lock, in a worker thread. This screen lists them sector-exact, asks for the
 device's name (or "yes" for an image), and shows the progress: bytes, rate and time left. Esc during the
 copy stops at the next chunk boundary: the partition is then half-moved, its table entry still points at
 the old place, and resume (M in the planner, or ``diskplan resume``) finishes it from the journal.
@@ -25,8 +27,10 @@ from textual.widgets import Input, Static
 
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
+from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.write import CommitError, Host, Verdict
-from diskplan.model.operations import Operation
+from diskplan.model.fsresize import doing
+from diskplan.model.operations import DataStep, Operation
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 from diskplan.ui.commit_screen import VERDICT_STYLE
@@ -42,10 +46,20 @@ def moves_text(moves: tuple[Operation, ...], sector_size: int) -> str:
     """The moves as the confirmation lists them: sectors, end inclusive, and the bytes copied."""
     lines = []
     for op in moves:
-        old_end = op.source + op.end - op.start
+        size = op.end - op.start + 1
+        if op.kind == "resize":
+            old = op.source_size
+            fs = dict(op.partition.extra).get("content", "") if op.partition is not None else ""
+            moved = (f"; then {op.nbytes:,} B moved to the new start" if size < old else
+                     f"; first {op.nbytes:,} B moved to the new start") if op.nbytes else ""
+            lines.append(f"  partition {op.number}: {op.source}..{op.source_end} -> {op.start}..{op.end} "
+                         f"({'grow' if size > old else 'shrink'} {old} -> {size} sectors of {sector_size} B, "
+                         f"{human_bytes(old * sector_size)} -> {human_bytes(size * sector_size)}; "
+                         f"{doing(fs, old, size)}{moved})\n")
+            continue
         way = "left" if op.start < op.source else "right"
-        lines.append(f"  partition {op.number}: {op.source}..{old_end} -> {op.start}..{op.end} "
-                     f"({op.end - op.start + 1} sectors of {sector_size} B, {op.nbytes:,} B = "
+        lines.append(f"  partition {op.number}: {op.source}..{op.source_end} -> {op.start}..{op.end} "
+                     f"({size} sectors of {sector_size} B, {op.nbytes:,} B = "
                      f"{human_bytes(op.nbytes)}; shift {op.start - op.source:+}s, {way})\n")
     return "".join(lines)
 
@@ -70,6 +84,9 @@ class Meter:
         return f"{bar}{amount} - {phase}"
 
 
+Proposal = MoveProposal | ResizeProposal
+
+
 class MoveScreen(ModalScreen[MoveOutcome | None]):
     """Dismissed with the outcome of the last move tried (None when nothing was tried)."""
 
@@ -89,8 +106,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         finish the unfinished move recorded for ``path`` (resume)."""
         super().__init__()
         self.path, self.moves, self.host = path, moves, host
+        self.steps: tuple[DataStep, ...] = tuple(step for op in moves for step in op.steps())
         self.sector_size, self.model = sector_size, model
-        self.first: MoveProposal | None = None
+        self.first: Proposal | None = None
         self.outcome: MoveOutcome | None = None
         self.finished: list[str] = []  # what the moves before the last one tried did
         self.running = False
@@ -103,7 +121,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="form") as v:
-            v.border_title = "Finish the interrupted move" if self.resuming else "Move partitions with their data"
+            resizing = any(op.kind == "resize" for op in self.moves)
+            v.border_title = "Finish the interrupted move" if self.resuming else \
+                "Move and resize partitions with their data" if resizing else "Move partitions with their data"
             with VerticalScroll(id="move-body"):
                 yield Static(id="move-outcome")
                 yield Static("Reading the disk and checking the first move (nothing is written)...", id="move-plan")
@@ -118,11 +138,14 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
 
     # --- before moving --------------------------------------------------------------------------------
 
-    def _proposal(self, index: int) -> MoveProposal:
+    def _proposal(self, index: int) -> Proposal:
+        """Write ``index`` checked against the disk as the ones before left it."""
         if self.resuming:
             return prepare_resume(self.path, self.host)
-        op = self.moves[index]
-        return prepare_move(self.path, op.number, op.start, self.host)
+        step = self.steps[index]
+        if step.kind == "resize":
+            return prepare_resize(self.path, step.number, step.length, self.host)
+        return prepare_move(self.path, step.number, step.start, self.host)
 
     @work(thread=True, exclusive=True, group="move")
     def _prepare(self) -> None:
@@ -130,6 +153,13 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             p = self._proposal(0)
             # What every write refuses before it starts (a path the backup cannot record, a part sector).
             p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
+            later = self.steps[1] if len(self.steps) > 1 else None
+            if isinstance(p, ResizeProposal) and later is not None and later.kind == "move" \
+                    and later.number == p.number and not p.refusals:
+                # A shrink before a move: what would refuse the move, at the size it will have, is said now,
+                # before the shrink is written (as `diskplan move --size` does).
+                mv = prepare_move(self.path, later.number, later.start, self.host, length=later.length)
+                p = replace(p, refusals=mv.refusals, notes=(*p.notes, *mv.notes))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return
@@ -141,31 +171,43 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
     def _cannot(self, reason: str) -> None:
         self.query_one("#move-plan", Static).update(Content.assemble(("cannot move: ", "bold $error"), safe(reason)))
 
-    def _show(self, p: MoveProposal) -> None:
+    def _show(self, p: Proposal) -> None:
         self.first = p
         parts: list[str | tuple[str, str]] = []
         model = safe(p.model or self.model)
         parts.append((f"{safe(p.target)}{f' ({model})' if model else ''}\n", "bold"))
         parts.append(f"{p.sectors:,} sectors x {p.sector_size} B = {human_bytes(p.sectors * p.sector_size)}\n\n")
-        if self.resuming:
+        if isinstance(p, MoveProposal) and self.resuming:
             parts.append(("Unfinished move\n", "bold"))
             parts.append(f"  journal {safe(p.journal)}\n  partition {p.number}: {p.plan.start}.."
                          f"{p.plan.start + p.plan.length - 1} -> {p.plan.target}..{p.plan.target + p.plan.length - 1}"
                          f" ({human_bytes(p.nbytes)})\n")
         else:
-            parts.append((f"Data moves, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
+            what = "moves and resizes" if any(op.kind == "resize" for op in self.moves) else "moves"
+            parts.append((f"Data {what}, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
             parts.append(moves_text(self.moves, p.sector_size))
             if p.fs.fs:
                 parts.append(f"partition {p.number} holds {safe(str(p.fs))}: checked before and after, UUID and "
                              "label compared\n")
+            if isinstance(p, ResizeProposal) and p.minimum is not None:
+                parts.append(f"its filesystem can shrink to {human_bytes(p.minimum)} ({p.minimum:,} B) at least\n")
             total = sum(op.nbytes for op in self.moves)
-            if p.rate:
-                parts.append(f"estimate: {duration(3 * total / p.rate)} (every byte read, written and read back "
-                             f"at {human_bytes(int(p.rate))}/s, measured by a short read just now)\n")
-        parts.append(("\nEach move: ", "bold"))
-        parts.append("the filesystem is checked, the table backed up, a journal written, the data copied in "
-                     "chunks and read back, and only then the table entry rewritten (its PARTUUID kept). A "
-                     "partition being moved must not be mounted; an interrupted move is finished by resume.\n")
+            rate = p.rate if isinstance(p, MoveProposal) else 0.0
+            if rate and total:
+                parts.append(f"estimate: {duration(3 * total / rate)} (every byte read, written and read back "
+                             f"at {human_bytes(int(rate))}/s, measured by a short read just now)\n")
+        parts.append("\n")
+        if self.resuming or any(step.kind == "move" for step in self.steps):
+            parts.append(("Each move: ", "bold"))
+            parts.append("the filesystem is checked, the table backed up, a journal written, the data copied in "
+                         "chunks and read back, and only then the table entry rewritten (its PARTUUID kept). A "
+                         "partition being moved must not be mounted; an interrupted move is finished by resume.\n")
+        if any(op.kind == "resize" for op in self.moves):
+            parts.append(("Each resize: ", "bold"))
+            parts.append("the filesystem is checked and the table backed up; a shrink resizes the filesystem with "
+                         "its own tool first, then rewrites the entry's end; a grow the other way round; the "
+                         "filesystem is checked again. A shrink comes before the partition's move, a grow after "
+                         "it. The filesystem's tool is not journalled: do not stop it.\n")
         for note in p.notes:
             parts.append(("note: ", "$accent"))
             parts.append(f"{safe(note)}\n")
@@ -177,11 +219,13 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         if p.refusals:
             keys.update("Nothing can be moved (see refused:). Esc: back to the planner")
             return
-        prompt = p.prompt if len(self.moves) < 2 else (f"Type {p.confirm_word} to move {len(self.moves)} partitions "
+        prompt = p.prompt if len(self.steps) < 2 else (f"Type {p.confirm_word} to make {len(self.steps)} changes "
                                                        f"on {p.target}")
         self.query_one("#move-prompt", Static).update(safe(prompt) + ":")
         self.query_one("#move-answer-row").add_class("-asking")
-        keys.update("Enter: move (the table is backed up and the move journalled first)   Esc: back, nothing written")
+        what = "move (the table is backed up and the move journalled first)" if self.resuming or any(
+            step.kind == "move" for step in self.steps) else "resize (the table is backed up first)"
+        keys.update(f"Enter: {what}   Esc: back, nothing written")
         self.query_one("#move-answer", Input).focus()
 
     @on(Input.Submitted, "#move-answer")
@@ -195,25 +239,28 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             return
         self.running = True
         self.query_one("#move-answer-row").remove_class("-asking")
-        self.query_one("#move-keys", Static).update("Moving. Esc or Ctrl+C: stop at the next chunk boundary (resume "
-                                                    "finishes it)")
+        self.query_one("#move-keys", Static).update("Writing. Esc or Ctrl+C: stop a move at the next chunk boundary "
+                                                    "(resume finishes it), a resize once its tool is done")
         self.focus()
         self._run(p, event.value)
 
     # --- moving ---------------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="move")
-    def _run(self, first: MoveProposal, answer: str) -> None:
+    def _run(self, first: Proposal, answer: str) -> None:
         outcome: MoveOutcome | None = None
-        count = max(1, len(self.moves))
+        count = max(1, len(self.steps))
         for i in range(count):
             def progress(done: int, total: int, phase: str, i: int = i) -> None:
                 self.app.call_from_thread(self._progress, i, count, done, total, phase)
 
             try:
                 p = first if i == 0 else self._proposal(i)  # the disk as the moves before left it
-                run = execute_resume if self.resuming else execute_move
-                outcome = run(p, answer, self.host, progress=progress, stop=self.stop.is_set)
+                if isinstance(p, ResizeProposal):  # its tool runs to the end: a stop waits for the next write
+                    outcome = execute_resize(p, answer, self.host, progress=progress)
+                else:
+                    run = execute_resume if self.resuming else execute_move
+                    outcome = run(p, answer, self.host, progress=progress, stop=self.stop.is_set)
             except Exception as exc:  # the engine reports its failures itself; this is for the unforeseen
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 outcome = MoveOutcome(Verdict.FAILED, f"the move failed: {reason}", self.path, resumable=True)
@@ -228,7 +275,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         self.app.call_from_thread(self._done, outcome)
 
     def _progress(self, i: int, count: int, done: int, total: int, phase: str) -> None:
-        which = f"move {i + 1} of {count}: " if count > 1 else ""
+        step = self.steps[i].kind if i < len(self.steps) else "move"
+        which = f"{step} {i + 1} of {count}: " if count > 1 else ""
         stopping = " (stopping at the next chunk boundary)" if self.stop.is_set() else ""
         self.query_one("#move-progress", Static).update(which + self.meter.line(done, total, phase) + stopping)
 

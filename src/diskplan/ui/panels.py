@@ -258,7 +258,7 @@ class StatusLine(Widget):
 
 VIEWS = ("explain", "facts", "changes")
 CHANGE_MARK = {"repair": "!", "label": "*", "delete": "-", "create": "+", "rewrite": "~", "change": "~",
-               "keep": "=", "move": ">"}
+               "keep": "=", "move": ">", "resize": ">"}
 
 
 # The model's texts use a few characters the Linux console's CP437 font lacks: one for one (spans keep their places).
@@ -345,6 +345,9 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                              f"for {rate[1]}; each byte is read, written and read back)\n")
                 parts.append(("the partitions moved must not be mounted; a move is journalled and resumable\n",
                               "$text-muted"))
+            if any(c.kind == "resize" for c in changes):
+                parts.append(("resized by the filesystem's own tool (not journalled: keep the power on); the "
+                              "partitions resized must not be mounted\n", "$text-muted"))
             for why in plan.problems():
                 parts.append(("cannot be written: ", "bold $warning"))
                 parts.append(f"{why}\n")

@@ -120,6 +120,8 @@ class PartitionList(ScrollView, can_focus=True):
                 name = f"{name} (new)".strip()
             elif p.state is State.DELETE:
                 name = f"{name} (del)".strip()
+            elif p.resized_from is not None:
+                name = f"{name} ({'grows' if p.size > p.resized_from else 'shrinks'})".strip()
             elif p.moved_from is not None:
                 name = f"{name} (moves)".strip()
             flag = self.glyphs.ok if item.severity is None else \

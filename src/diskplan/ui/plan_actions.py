@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from textual import work
+
 from diskplan.model.extent import State
 from diskplan.model.plan import Outcome, Plan
 from diskplan.model.units import human_bytes
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
     from diskplan.backend.move import MoveOutcome
     from diskplan.backend.write import Host, WriteOutcome
+    from diskplan.model.fsresize import Limits
     from diskplan.model.grain import Grain
     from diskplan.ui.dialogs import SnapChoice
     from diskplan.ui.sectormap import SectorMap
@@ -313,14 +316,18 @@ class PlanActions(_Base):
             self.notify("Put the cursor on a partition first (n proposes one).", timeout=4)
             return
         p = s.plan.partition(n)
-        data = kind is DragKind.MOVE and p is not None and p.state is State.EXISTING
+        data = p is not None and p.state is State.EXISTING
         why = s.begin(n, kind, keyboard=True, data=data)
         if why:
             self.notify(why, title="Refused", severity="warning", timeout=8)
             return
-        if data and p is not None:
+        if data and p is not None and kind is DragKind.MOVE:
             self.notify(self._data_warning(p.number, p.size), title="Moving a partition that holds data",
                         severity="warning", timeout=10)
+        elif data and p is not None:
+            self.notify(self._resize_warning(p.number), title="Resizing a partition that holds data",
+                        severity="warning", timeout=10)
+            self.measure([n])
         self.sector_map.select(n)
         self.refresh_bindings()
         self._follow_edge()
@@ -351,14 +358,89 @@ class PlanActions(_Base):
                 "when written, journalled and resumable; the partition must not be mounted). Enter plans it, "
                 "Esc cancels.")
 
+    def _resize_warning(self, number: int) -> str:
+        return (f"Partition {number} holds data: resizing it plans a resize of its filesystem with the "
+                "filesystem's own tool (a shrink stops at the smallest size the tool reports; the start edge "
+                "moves the data too; the partition must not be mounted). Enter plans it, Esc cancels.")
+
     def action_realign(self) -> None:
         """A: the existing partition under the cursor goes to the nearest grain boundary the free space allows
-        (a data move, size unchanged); off any partition, every misaligned existing partition that has room."""
+        (a data move, size unchanged); off any partition, every misaligned existing partition that has room.
+        Where that needs a shrink (no room, or a size off the physical block), the filesystem is measured
+        first, off the UI thread, and the realign follows."""
         s = self._plan_session()
         if s is None:
             return
         n = self._number_under_cursor()
-        self._step(s.plan.realign(n) if n is not None else s.plan.realign_all())
+        plan = s.plan
+        wants = [q.number for q in plan.live if (n is None or q.number == n) and plan.realign_wants_limits(q.number)
+                 and q.number not in s.limits]
+
+        def realign() -> None:
+            if self.session is not s or s.plan is not plan:  # the disk or the plan changed meanwhile
+                self.say("the plan changed while the filesystems were measured: A again realigns")
+                return
+            self._step(plan.realign(n, s.limits.get(n)) if n is not None else plan.realign_all(s.limits))
+
+        if wants and self.target is not None and self.target.path:
+            self.say(f"measuring how far partition{'s' if len(wants) > 1 else ''} {', '.join(map(str, wants))} "
+                     "can shrink...")
+            self.measure(wants, realign)
+        else:
+            realign()
+
+    def measure(self, numbers: list[int], then: Callable[[], None] | None = None) -> None:
+        """Find out what the content of existing partitions ``numbers`` allows (backend.resize.content_limits:
+        blkid, the tool's minimum), in a worker: the tools may take a moment and the model stays pure.
+        ``then``: called on the UI thread once all are known."""
+        from diskplan.model.fsresize import Limits
+
+        s = self.session
+        if s is None:
+            return
+        ss = s.plan.geometry.logical
+        path = self.target.path if self.target is not None else ""
+        todo = [(n, q.start, q.size) for n in numbers if n not in s.limits
+                and (q := s.plan.base.by_number(n)) is not None]
+        if not path:  # a demo shown from the model: nothing on a disk to measure
+            for n, _, _ in todo:
+                self._measured(s, n, Limits("", False, False, None, "this disk is shown from the model: there is "
+                                            "no filesystem to measure"))
+            todo = []
+        if not todo:
+            if then is not None:
+                then()
+            return
+        self._measure_worker(s, path, todo, ss, then)
+
+    @work(thread=True, group="measure")
+    def _measure_worker(self, session: Session, path: str, todo: list[tuple[int, int, int]], ss: int,
+                        then: Callable[[], None] | None) -> None:
+        from diskplan.backend.resize import content_limits
+        from diskplan.model.fsresize import Limits
+
+        for n, start, size in todo:
+            try:
+                found = content_limits(path, start, size, ss)
+            except Exception as exc:  # said as a reason, never a traceback
+                found = Limits("", False, False, None, " ".join(str(exc).split()) or type(exc).__name__)
+            self.call_from_thread(self._measured, session, n, found)
+        if then is not None:
+            self.call_from_thread(then)
+
+    def _measured(self, session: Session, number: int, limits: Limits) -> None:
+        if session is not self.session:
+            return
+        if session.measured(number, limits):
+            d = session.drag
+            if d is not None and d.keyboard and not limits.grow and not limits.shrink:
+                session.cancel()
+                self.refresh_bindings()
+                self.notify(f"partition {number} cannot be resized: {limits.why}", title="Refused",
+                            severity="warning", timeout=8)
+                self.drag_ended(None)
+                return
+            self.show_drag()
 
     def move_rate(self) -> tuple[float, str]:
         """The bytes/s a data move on the open disk is estimated at (backend.devspeed), once per disk."""
@@ -426,20 +508,20 @@ class PlanActions(_Base):
             if item is not None and item.partition is not None and item.state is State.EXISTING:
                 self._mouse_on_existing = item.partition.number
         data = p is None and self._mouse_on_existing is not None
-        if data:  # a partition that holds data moves as a whole (its edges: not yet), its data with it
+        if data:  # a partition that holds data: its data moves with it, its filesystem is resized with its edges
             p = s.plan.partition(self._mouse_on_existing or 0)
         if p is None:
             return
         has_start, has_end = hit.lba <= p.start <= hit.last, hit.lba <= p.end <= hit.last
         kind = DragKind.START if has_start and not has_end else DragKind.END if has_end and not has_start \
             else DragKind.MOVE
-        if data:
-            kind = DragKind.MOVE
         edge = p.end if kind is DragKind.END else p.start
         why = s.begin(p.number, kind, grab=hit.lba - edge, data=data)
         if why:
             self._mouse_refusal = why
             return
+        if data and kind is not DragKind.MOVE:
+            self.measure([p.number])  # what a shrink may reach: known within a moment, shown in the status line
         self._mouse_on_existing = None
         self._mouse_moved = False
         self.sector_map.select(p.number)
@@ -478,9 +560,11 @@ class PlanActions(_Base):
         outcome = s.finish()
         moved = outcome.plan.partition(number) if data and outcome is not None and outcome.changed else None
         if moved is not None:
-            warning = self._data_warning(number, moved.size)
-            self.notify(warning.replace(" Enter plans it, Esc cancels.", " u undoes it."),
-                        title="A data move is planned", severity="warning", timeout=10)
+            warning = self._data_warning(number, moved.size) if moved.resized_from is None else \
+                self._resize_warning(number)
+            self.notify(warning.replace(" Enter plans it, Esc cancels.", " u undoes it."), severity="warning",
+                        title="A data move is planned" if moved.resized_from is None else "A resize is planned",
+                        timeout=10)
         p = s.plan.partition(number)
         if p is not None:  # the cursor goes with the partition (it was where the drag began)
             self.sector_map.move_to(min(max(event.hit.lba, p.start), p.end))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from diskplan.model.codes import SEVERITY_RANK, SHARED_BLOCK
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import Finding, analyze
+from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
@@ -71,7 +72,8 @@ class Drag:
     def __init__(self, session: Session, number: int, kind: DragKind, grab: int, keyboard: bool,
                  data: bool = False) -> None:
         self.base = session.history.present
-        self.data = data  # an existing partition: moving it plans a data move
+        self.data = data  # an existing partition: moving it plans a data move, resizing it a filesystem resize
+        self.limits: Limits | None = session.limits.get(number)  # how far its content may be resized (measured)
         self.number = number
         self.kind = kind
         self.grab = grab  # mouse: sectors from the dragged edge (the start, for a move) to the grabbed cell
@@ -140,6 +142,9 @@ class Session:
         """``reader``: what the reader found about partitions (kept while they stay on the disk as they are);
         ``offer``: the repair the disk offers (``Disk.repair``), which the plan can make a pending change."""
         self.history = History(Plan.open(geometry, table, target, offer=offer))
+        # What each existing partition's content allows (backend.resize.content_limits, measured in a worker
+        # when a resize or a shrinking realign first needs it): valid while the disk is as read.
+        self.limits: dict[int, Limits] = {}
         self._reader = reader
         self.drag: Drag | None = None
         self._judged: tuple[Plan, list[Finding]] | None = None
@@ -200,9 +205,14 @@ class Session:
         # Asking to stay where it is gives the plan's own refusal (on disk, holds logical partitions...).
         if kind is DragKind.MOVE:
             probe = plan.move_to(number, p.start, data=data)
+        elif data and p.state is State.EXISTING:  # its edges may be off the grain, its filesystem not measured yet
+            why = plan.why_not_changed(number, data=True)
+            if why:
+                return why
+            probe = Outcome(plan, plan, True, "")
         else:
             edge = kind.edge or Edge.END
-            probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end)
+            probe = plan.resize_to(number, edge, p.start if edge is Edge.START else p.end, data=data)
         if not probe.ok:
             return probe.message
         self.drag = Drag(self, number, kind, grab, keyboard, data)
@@ -217,7 +227,7 @@ class Session:
             outcome = d.base.move_to(d.number, lba - d.grab, data=d.data)
         else:
             assert d.kind.edge is not None
-            outcome = d.base.resize_to(d.number, d.kind.edge, lba - d.grab)
+            outcome = d.base.resize_to(d.number, d.kind.edge, lba - d.grab, data=d.data, limits=d.limits)
         return d.show(outcome)
 
     def nudge(self, steps: int) -> Preview:
@@ -228,8 +238,17 @@ class Session:
             outcome = d.shown.move(d.number, steps, data=d.data)
         else:
             assert d.kind.edge is not None
-            outcome = d.shown.resize(d.number, d.kind.edge, steps)
+            outcome = d.shown.resize(d.number, d.kind.edge, steps, data=d.data, limits=d.limits)
         return d.show(outcome)
+
+    def measured(self, number: int, limits: Limits) -> bool:
+        """Keep what partition ``number``'s content allows; True when a drag of it now uses it."""
+        self.limits[number] = limits
+        d = self.drag
+        if d is not None and d.number == number and d.data:
+            d.limits = limits
+            return True
+        return False
 
     def switch_edge(self) -> None:
         d = self.drag
@@ -291,7 +310,9 @@ def drag_text(kind: DragKind, number: int, snap: Snap | None, shown: Partition |
         else:
             wheres.append(f"{edge.value} {_at(got, ss, short)}")
     tail = f" | {note}" if note else ""
-    candidates = [f" {verb} #{number}: {wheres[0]} | {size}{tail}", f" {verb} #{number}: {wheres[0]} | {size}",
+    kept = [f" {verb} #{number}: {wheres[0]} | {size}{tail}", f" {verb} #{number}: {wheres[1]} | {size}{tail}",
+            f" {verb} #{number}: {wheres[1]}{tail}"] if note else []  # a note (a refusal, a limit) is kept first
+    candidates = [*kept, f" {verb} #{number}: {wheres[0]} | {size}{tail}", f" {verb} #{number}: {wheres[0]} | {size}",
                   f" {verb} #{number}: {wheres[0]}", f" {verb} #{number}: {wheres[1]} | {size}{tail}",
                   f" {verb} #{number}: {wheres[1]}", f" #{number} {wheres[1]}"]
     for text in candidates:
@@ -307,3 +328,16 @@ def requested_extent(snap: Snap | None, sectors: int) -> Extent | None:
     lo, hi = sorted((snap.requested.start, snap.requested.end))
     lo, hi = max(0, lo), min(sectors - 1, hi)
     return Extent(lo, hi) if lo <= hi else None
+
+
+def limits_text(limits: Limits | None, sector_size: int, size: int) -> str:
+    """What a resize of a partition that holds data may do, for the status line: "ext4: shrinks to 5 MiB
+    at least (resize2fs)", or why it cannot (``size``: its sectors on the disk)."""
+    if limits is None:
+        return "measuring how far its filesystem can shrink..."
+    if not limits.grow and not limits.shrink:
+        return f"not resizable: {limits.why}"
+    if not limits.shrink:
+        return f"{limits.fs}: grows only ({limits.why})"
+    floor = min(limits.floor(sector_size), size)
+    return f"{limits.fs}: shrinks to {human_bytes(floor * sector_size)} at least ({limits.tool})"

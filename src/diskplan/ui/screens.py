@@ -43,8 +43,8 @@ def help_text(g: Glyphs) -> Content:
         ("n", "propose a partition in the free space at the cursor; sizes need a unit: 100MiB (binary), "
               "100MB (decimal), 2048s (sectors), 50% (of the free space)"),
         ("L", "a new gpt or msdos label: every partition on the disk is marked for deletion"),
-        ("m  r", "move / resize the proposed partition at the cursor with the keys (m on a partition on the "
-                 "disk moves it with its data: a data move, asked first), then:"),
+        ("m  r", "move / resize the partition at the cursor with the keys (on a partition on the disk: m moves "
+                 "it with its data, r resizes it with its filesystem; see Partitions that hold data), then:"),
         ("  <- ->", "one grain; Shift+<- -> or up/down: ten grains; space: the other edge (resize); "
                     "Enter: done; Esc: cancel"),
         ("x  t", "remove a proposal, mark a partition for deletion or keep it after all / type, name, flags"),
@@ -52,16 +52,29 @@ def help_text(g: Glyphs) -> Content:
         ("s  a", "snapping target: optimal, physical block, custom grains, none / re-snap every proposal"),
         ("c  C", "the pending changes / clear them all (undo brings them back)"),
         ("A", "realign the partition on the disk at the cursor: its start goes to the nearest grain boundary "
-              "the free space allows, size unchanged; its data moves when written (elsewhere: every misaligned "
-              "one that has room)"),
+              "the free space allows, size unchanged; with no room, its filesystem shrinks first (its size then a "
+              "whole number of physical blocks); its data moves when written (elsewhere: fix my layout, every "
+              "misaligned one)"),
         ("M", "finish an interrupted data move (offered when the disk has an unfinished move journal)"),
         ("R", "repair a damaged GPT copy or a lost protective MBR (offered when the disk needs it; w writes it)"),
         ("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump"),
-        ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves are "
-              "written on their own, one partition at a time: progress, Esc stops at a chunk boundary (M or "
-              "`diskplan resume` finishes it). A partition being moved must not be mounted"),
+        ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves and "
+              "resizes are written on their own, one partition at a time: progress, Esc stops a move at a chunk "
+              "boundary (M or `diskplan resume` finishes it). A partition being moved must not be mounted"),
         ("b  B", "measure: time direct writes and reads, aligned and misaligned, in the free space at the cursor "
                  "(confirmed like a write) / reads only, anywhere"),
+        ("Partitions that hold data", ""),
+        ("resize", "r (or dragging its [ or ] edge) grows or shrinks it with its filesystem's own tool: "
+                   "resize2fs, xfs_growfs, btrfs, ntfsresize, mkswap, pvresize. The status line says how far a "
+                   "shrink can go (measured on the disk: resize2fs -P, ntfsresize --info...) and the edge stops "
+                   "there. XFS only grows; LUKS and unknown content are refused, with the reason"),
+        ("order", "a shrink resizes the filesystem first, then the table entry; a grow the entry first; the "
+                  "start edge moves the data too: a shrink before the move, a grow after it"),
+        ("move", "copied in chunks with a journal, read back and compared, the entry rewritten last (its "
+                 "PARTUUID kept); a crash or Esc leaves it resumable: M, or `diskplan resume`"),
+        ("warnings", "it must not be mounted (refused otherwise); a boot loader that finds it by its sector "
+                     "(GRUB on a BIOS/MBR disk, syslinux, a FAT/NTFS boot sector) must be reinstalled after a "
+                     "move; a filesystem tool is not journalled: do not cut the power while it runs"),
         ("Panels", ""),
         ("Tab", "focus: map, partition list, explanation"),
         ("Enter", "(in the list) jump to that partition"),
@@ -75,7 +88,8 @@ def help_text(g: Glyphs) -> Content:
         ("Mouse", ""),
         ("click", "put the cursor on a cell; wheel scrolls"),
         ("drag", "a proposed partition: moves it; its [ or ] edge: resizes it (snapping as you go); a "
-                 "partition on the disk: moves it with its data (a data move)"),
+                 "partition on the disk: moves it with its data (a data move), its edges resize it with its "
+                 "filesystem"),
     ]
     legend = [
         (f"'{g.partition}' on colour", "a partition (each its own colour)"),
