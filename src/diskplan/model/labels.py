@@ -65,12 +65,19 @@ _ATTRIBUTE_BITS = {"hidden": 0, "no_block_io": 1, "legacy_boot": 2, "no_automoun
                    **{f"guid:{n}": n for n in range(48, 63)}}
 
 
-HIGH_ATTRIBUTE_FLAGS = frozenset(f for f, n in _ATTRIBUTE_BITS.items() if n >= 48)  # libparted 3.5 sees none
+# The attribute bits a plan says (0, 1, 2, 48-63): a write sets exactly these and keeps the others (3-47,
+# reserved by the UEFI specification) as they are.
+GPT_PLANNED_BITS = sum(1 << n for n in _ATTRIBUTE_BITS.values())
 
 
 def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
     """The flags of a GPT entry's attribute bits (only bits from ``lowest`` up), sorted."""
     return tuple(sorted(f for f, n in _ATTRIBUTE_BITS.items() if n >= lowest and bits >> n & 1))
+
+
+def gpt_attribute_bits(flags: tuple[str, ...] | list[str]) -> int:
+    """The attribute bits ``flags`` name (other words, such as libparted's type flags, are ignored)."""
+    return sum(1 << _ATTRIBUTE_BITS[f] for f in set(flags) if f in _ATTRIBUTE_BITS)
 
 
 def attribute_flags(label: str) -> tuple[str, ...]:
