@@ -43,3 +43,22 @@ def test_a_discoverable_partitions_type_is_named_and_typed_by_name() -> None:
     assert labels.type_code("msdos", "83") == "0x83"  # an id stays an id
     assert ptypes.describe("0x0e") == "W95 FAT16 (LBA)"
     assert ptypes.describe("01234567-89AB-CDEF-0123-456789ABCDEF") == "01234567-89AB-CDEF-0123-456789ABCDEF"
+
+
+SYSTEMD_ARCHES = ("alpha", "arc", "arm", "arm64", "ia64", "loongarch64", "mips-le", "mips64-le", "parisc", "ppc",
+                  "ppc64", "ppc64-le", "riscv32", "riscv64", "s390", "s390x", "tilegx", "x86", "x86-64")
+
+
+def test_every_discoverable_partitions_identifier_names_its_type() -> None:
+    """systemd-repart's and the specification's identifiers (root-ARCH, usr-ARCH, -verity, -verity-sig) and
+    sfdisk's aliases are accepted wherever a type is typed: 114 root and /usr types, each its own GUID."""
+    found = {f"{kind}-{arch}{suffix}": labels.type_code("gpt", f"{kind}-{arch}{suffix}")
+             for kind in ("root", "usr") for arch in SYSTEMD_ARCHES for suffix in ("", "-verity", "-verity-sig")}
+    assert len(set(found.values())) == len(found) == 114
+    dps = {g for g, n in GPT_NAMES.items() if n.startswith(("Linux root", "Linux /usr"))}
+    assert set(found.values()) == dps
+    assert ptypes.describe(found["usr-parisc-verity-sig"]) == "Linux /usr verity sign. (HPPA/PARISC)"
+    aliases = {"linux": "Linux filesystem", "uefi": "EFI System", "xbootldr": "Linux extended boot",
+               "home": "Linux home", "srv": "Linux server data", "var": "Linux variable data",
+               "tmp": "Linux temporary data", "user-home": "Linux user's home", "linux-generic": "Linux filesystem"}
+    assert {a: GPT_NAMES[labels.type_code("gpt", a)] for a in aliases} == aliases

@@ -130,8 +130,11 @@ def type_code(label: str, text: str) -> str:
             return text.upper()
         if named:
             return named
-        names = ", ".join(t.name for t in ptypes.TYPES if t.gpt)
-        raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID or one of {names}")
+        aliased = ptypes.alias_type(text)
+        if aliased:
+            return aliased
+        raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID, a name `sfdisk --label gpt -T` "
+                         "lists (\"Linux root (x86-64)\", linux-root-x86-64), or an alias (uefi, root-x86-64)")
     if known is not None and known.mbr is not None:
         return f"0x{known.mbr:02x}"
     if named and not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,2}", text):  # "83" is an id before it is a name
