@@ -145,6 +145,12 @@ def test_export_then_apply_round_trips_every_type_and_bit(tmp_path: pathlib.Path
     assert [_sgdisk_info(copy, n) for n in range(1, 7)] == [_sgdisk_info(src, n) for n in range(1, 7)]
     again = diskplan("apply", str(tmp_path / "plan.json"), str(copy), "--yes", "--backup", str(tmp_path / "c"))
     assert again.returncode == 0 and "nothing to do" in again.stdout + again.stderr
+    script = diskplan("export", str(src), "--format", "sfdisk").stdout  # the sfdisk script carries them too
+    (tmp_path / "plan.sfdisk").write_text(script)
+    third = _blank(tmp_path, 32 * MiB, "third.img")
+    proc = diskplan("apply", str(tmp_path / "plan.sfdisk"), str(third), "--yes", "--backup", str(tmp_path / "d"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _dump_parts(third) == _dump_parts(src)
 
 
 def test_a_patch_cut_short_leaves_a_backup_that_restore_brings_back(tmp_path: pathlib.Path) -> None:
