@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from conftest import need_tool, run
 from diskplan.model import labels, ptypes
 from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
@@ -62,3 +65,15 @@ def test_every_discoverable_partitions_identifier_names_its_type() -> None:
                "home": "Linux home", "srv": "Linux server data", "var": "Linux variable data",
                "tmp": "Linux temporary data", "user-home": "Linux user's home", "linux-generic": "Linux filesystem"}
     assert {a: GPT_NAMES[labels.type_code("gpt", a)] for a in aliases} == aliases
+
+
+@given(st.sets(st.sampled_from(sorted(labels.GPT_ATTRIBUTES))), st.integers(0, (1 << 64) - 1))
+def test_attribute_flags_and_bits_say_the_same_and_the_reserved_bits_are_not_planned(flags: set[str],
+                                                                                       other: int) -> None:
+    bits = labels.gpt_attribute_bits(sorted(flags))
+    assert labels.gpt_attribute_flags(bits) == tuple(sorted(flags))
+    assert bits & ~labels.GPT_PLANNED_BITS == 0
+    written = labels.with_planned_bits(other, sorted(flags))  # what a write puts over an entry's ``other`` bits
+    reserved = ((1 << 45) - 1) << 3  # bits 3-47: kept as they are
+    assert labels.gpt_attribute_flags(written) == tuple(sorted(flags))
+    assert written & reserved == other & reserved

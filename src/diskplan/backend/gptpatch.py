@@ -37,13 +37,12 @@ class EntryWish:
     first: int
     last: int
     type_guid: str  # upper case; "" keeps the type libparted wrote
-    bits: int  # of labels.GPT_PLANNED_BITS; the others stay as they are
+    flags: tuple[str, ...]  # the planned attribute bits (labels.with_planned_bits); the others stay as they are
 
 
 def wishes(partitions: Iterable[Partition]) -> tuple[EntryWish, ...]:
     """The entries a GPT write creates or changes, as the plan wants them."""
-    return tuple(EntryWish(p.number, p.start, p.end, p.type.upper(), labels.gpt_attribute_bits(p.flags))
-                 for p in partitions)
+    return tuple(EntryWish(p.number, p.start, p.end, p.type.upper(), p.flags) for p in partitions)
 
 
 def _patched(copy: GptCopy, wanted: tuple[EntryWish, ...], said: list[str] | None) -> bytes:
@@ -62,7 +61,7 @@ def _patched(copy: GptCopy, wanted: tuple[EntryWish, ...], said: list[str] | Non
                              f"{w.first}..{w.last} after libparted's commit: nothing patched")
         guid = uuid.UUID(w.type_guid).bytes_le if w.type_guid else bytes(e[:16])
         old_bits = int.from_bytes(e[48:56], "little")
-        bits = old_bits & ~labels.GPT_PLANNED_BITS | w.bits
+        bits = labels.with_planned_bits(old_bits, w.flags)
         if said is not None and bytes(e[:16]) != guid:
             said.append(f"partition {w.number}: type {describe(w.type_guid)} written into the raw entries")
         if said is not None and bits != old_bits:

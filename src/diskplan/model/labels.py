@@ -80,6 +80,12 @@ def gpt_attribute_bits(flags: tuple[str, ...] | list[str]) -> int:
     return sum(1 << _ATTRIBUTE_BITS[f] for f in set(flags) if f in _ATTRIBUTE_BITS)
 
 
+def with_planned_bits(bits: int, flags: tuple[str, ...] | list[str]) -> int:
+    """An entry's 64 attribute ``bits`` with the ones a plan says (0, 1, 2, 48-63) as ``flags`` name them,
+    the others (3-47) kept: what a write puts in the entry."""
+    return bits & ~GPT_PLANNED_BITS | gpt_attribute_bits(flags)
+
+
 def attribute_flags(label: str) -> tuple[str, ...]:
     """The flags a user may set on a partition of ``label`` (the UI's choices)."""
     return tuple(GPT_ATTRIBUTES) if label == "gpt" else MSDOS_FLAGS
