@@ -16,6 +16,7 @@ from diskplan.backend import commit
 from diskplan.backend.write import DiskState, Verdict
 from diskplan.discovery import inuse
 from diskplan.model.extent import Partition
+from diskplan.model.planfile import PlanFileError, load_plan
 from diskplan.model.table import Table
 from diskplan.model.typenames import GPT_NAMES
 from helpers.cli import diskplan
@@ -203,3 +204,20 @@ def test_an_unknown_type_name_is_refused_with_the_reason(tmp_path: pathlib.Path,
                                                                                   "type": bad}]}))
     proc = diskplan("apply", str(tmp_path / "p.json"), str(img), "--yes")
     assert proc.returncode != 0 and "not a GPT partition type" in proc.stdout + proc.stderr
+
+
+def _loaded(attributes: object, label: str = "gpt") -> tuple[str, ...]:
+    doc = {"label": label, "partitions": [{"start": 2048, "size": 2048, "flags": ["hidden"], "attributes": attributes}]}
+    return load_plan(json.dumps(doc)).partitions[0].flags
+
+
+def test_a_plan_file_takes_attribute_bits_as_check_prints_them_or_as_sfdisk_writes_them() -> None:
+    want = ("guid:60", "hidden", "no_automount")
+    assert _loaded("0x9000000000000000") == _loaded(0x9000000000000000) == _loaded("GUID:60,63") == want
+    assert _loaded("RequiredPartition NoBlockIOProtocol GUID:48") == ("guid:48", "hidden", "no_block_io")
+    with pytest.raises(PlanFileError, match="set bit 5, which no plan sets"):
+        _loaded("0x20")
+    with pytest.raises(PlanFileError, match="attributes are GPT's"):
+        _loaded("0x1", "msdos")
+    with pytest.raises(PlanFileError, match="unknown GPT attribute"):
+        _loaded("Bootable")
