@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import differences, plan_changes, unwritable_flags, validate
+from diskplan.model.operations import differences, plan_changes, plan_writes, validate
 from diskplan.model.table import Table
 
 L, E = Role.LOGICAL, Role.EXTENDED
@@ -124,14 +124,14 @@ def test_kept_partitions_are_never_touched_and_the_result_is_the_plan(
     assert differences(result, result) == []
 
 
-def test_flags_libparted_cannot_write_are_refused_not_dropped() -> None:
+def test_every_gpt_attribute_flag_is_a_planned_change_not_a_refusal() -> None:
+    """Bits libparted 3.5 cannot set (1, 48-63) are written by the raw patch: planned like any change."""
     disk = Table("gpt", 34, 100000, (part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191)))
-    kept_as_is = [part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191)]
-    assert unwritable_flags("gpt", disk, kept_as_is) == []  # already on disk and unchanged: nothing to write
-    turned_on = [part(1, 2048, 4095, flags=("no_automount",)), part(2, 4096, 8191, flags=("no_automount",))]
-    assert [m.split(":")[0] for m in unwritable_flags("gpt", disk, turned_on)] == ["partition 2"]
-    turned_off = [part(1, 2048, 4095), part(2, 4096, 8191, flags=("legacy_boot",))]
-    assert [m.split(":")[0] for m in unwritable_flags("gpt", disk, turned_off)] == ["partition 1"]
-    new = [*kept_as_is, part(3, 8192, 9999, state=State.PROPOSED, flags=("no_block_io", "hidden"))]
-    (msg,) = unwritable_flags("gpt", disk, new)
-    assert "partition 3" in msg and "no_block_io" in msg
+    geom = Geometry(sectors=100034 + 33, logical=512, physical=512)
+    wanted = replace(disk, partitions=(part(1, 2048, 4095), part(2, 4096, 8191, flags=("guid:60", "no_block_io")),
+                                       part(3, 8192, 9999, state=State.PROPOSED, flags=("guid:48",))))
+    ops = plan_writes(disk, wanted, geom)
+    assert not ops.problems
+    assert [str(op) for op in ops.operations if op.kind == "change"] == [
+        "change 1 (2048..4095): no_automount flag off", "change 2 (4096..8191): no_block_io flag on, guid:60 flag on"]
+    assert differences(ops.result(disk), disk)  # the comparison after the write sees every bit

@@ -1,5 +1,5 @@
-"""GPT attribute bits 48-63, which libparted 3.5 does not report, read from the raw entries: exported as sfdisk
-writes them, and kept (never silently dropped) when diskplan writes the table again."""
+"""GPT attribute bits 1 and 48-63, which libparted 3.5 neither reports nor sets, read from the raw entries:
+exported as sfdisk writes them, kept when diskplan writes the table again, and changed as a plan says."""
 
 from __future__ import annotations
 
@@ -56,8 +56,12 @@ def test_a_plan_that_keeps_the_bits_writes_and_keeps_them(sparse_image: Callable
     dump = run("sfdisk", "--dump", str(img))
     assert 'name="renamed"' in dump
     assert _attrs(dump) == {1: "RequiredPartition LegacyBIOSBootable GUID:48,56,63", 2: "GUID:60"}
-    plan["partitions"][1]["flags"] = []  # dropping bit 60: libparted cannot, so it is refused before writing
+    plan["partitions"][1]["flags"] = []  # dropping bit 60: libparted cannot, the raw patch after its commit does
+    plan["partitions"][2]["flags"] = ["no_block_io", "guid:55"]
+    del plan["made_against"]  # the disk was written since the export
     path.write_text(json.dumps(plan))
     proc = diskplan("apply", str(path), str(img), "--yes", "--backup", str(tmp_path / "c.dpbackup"))
-    assert proc.returncode == 1 and "guid:60" in proc.stdout + proc.stderr
-    assert _attrs(run("sfdisk", "--dump", str(img)))[2] == "GUID:60"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "guid:60 flag off" in proc.stdout
+    assert _attrs(run("sfdisk", "--dump", str(img))) == {1: "RequiredPartition LegacyBIOSBootable GUID:48,56,63",
+                                                        3: "NoBlockIOProtocol GUID:55"}

@@ -12,6 +12,7 @@ from diskplan.model import demos
 from diskplan.model.extent import Extent, State
 from diskplan.model.grain import SnapTarget
 from diskplan.model.planfile import load_plan
+from diskplan.model.typenames import GPT_NAMES
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import PartitionScreen, PathScreen, SnapScreen
 from diskplan.ui.panels import ViewsPanel
@@ -351,3 +352,22 @@ async def test_a_key_drag_step_repaints_only_the_rows_of_the_edges() -> None:
         assert app.session.shown.partition(n).start == 2 * MiB_SECTORS  # type: ignore[union-attr]
         assert set(rendered) <= {first_row, last_row}, rendered  # not the rows in between
         await pilot.press("enter")
+
+
+@run
+async def test_the_type_picker_offers_every_gpt_type_libfdisk_names() -> None:
+    app = PlannerApp(start=blank_gpt())
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        n = propose(app, MiB_SECTORS, 64 * MiB_SECTORS)
+        smap.move_to(MiB_SECTORS)
+        await pilot.press("t")
+        assert isinstance(app.screen, PartitionScreen)
+        field = app.screen.query_one("#type", Input)
+        await pilot.press("up")  # before the first name: the last type libfdisk names
+        assert field.value == list(GPT_NAMES.values())[-1] == "NX emuMMC"
+        field.value = "Linux root (x86-64)"  # a Discoverable Partitions type, which libparted 3.5 cannot set
+        await pilot.press("down")
+        assert field.value == "Linux root (Alpha)"  # the next one in libfdisk's order
+        await pilot.press("up", "enter")
+        assert part(app, n).type == "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"

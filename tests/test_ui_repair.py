@@ -5,6 +5,7 @@ made by sgdisk; the referees are `sgdisk -v` and `gdisk -l` (through helpers.ima
 from __future__ import annotations
 
 import asyncio
+import os
 
 from diskplan.backend.write import Verdict
 from diskplan.model.plan import REPAIR_PENDING
@@ -12,6 +13,7 @@ from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from helpers.images import damaged_gpt, sgdisk_clean
 from helpers.pilot import image_target, text_of, wait_for
+from helpers.tools import need_tool, run
 from helpers.units import MiB
 
 
@@ -76,6 +78,45 @@ def test_the_planner_offers_plans_and_writes_the_gpt_repair(tmp_path, monkeypatc
             await pilot.press("ctrl+a", "ctrl+k", *"4MiB", "enter")
             await pilot.pause()
             assert len(fresh.plan.changes()) == 1 and fresh.plan.changes()[0].kind == "create"
+
+    asyncio.run(go())
+    assert sgdisk_clean(img)
+
+
+def test_the_planner_moves_a_grown_disks_backup_gpt_and_the_new_space_can_be_planned(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    img = tmp_path / "grown.img"
+    with open(img, "wb") as f:
+        f.truncate(32 * MiB)
+    run(need_tool("sgdisk"), "-n1:0:+8M", "-n2:0:0", str(img))  # the old disk is full
+    os.truncate(img, 48 * MiB)
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(img))
+        async with app.run_test(size=(110, 34)) as pilot:
+            await wait_for(pilot, lambda: app.session is not None)
+            await pilot.pause()
+            s = app.session
+            assert s is not None and s.plan.offer is not None and s.plan.offer.moved_from == 32 * MiB // 512 - 1
+            assert s.plan.table.last_usable == 32 * MiB // 512 - 34
+            await pilot.press("R", "w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            await pilot.press(*"yes", "enter")
+            await wait_for(pilot, lambda: screen.outcome is not None)
+            assert screen.outcome is not None and screen.outcome.verdict is Verdict.WRITTEN, screen.outcome
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.session is not s)
+            await pilot.pause()
+            fresh = app.session
+            assert fresh is not None and fresh.plan.offer is None
+            assert fresh.plan.table.last_usable == 48 * MiB // 512 - 34
+            app.sector_map.move_to(40 * MiB // 512)  # in the space the disk grew by
+            await pilot.press("n")
+            await pilot.press("ctrl+a", "ctrl+k", *"4MiB", "enter")
+            await pilot.pause()
+            assert [c.kind for c in fresh.plan.changes()] == ["create"]
 
     asyncio.run(go())
     assert sgdisk_clean(img)

@@ -1,6 +1,6 @@
-"""GPT attribute bits libparted 3.5 does not report, read from the raw entries: the type-specific bits 48-62
-and bit 63 (what Microsoft calls "do not automount"; the Discoverable Partitions Specification's no-auto and
-read-only and grow-fs flags live there too)."""
+"""GPT attribute bits read from the raw entries: libparted 3.5 reports bits 0 and 2 only, not bit 1, the
+type-specific bits 48-62 or bit 63 (what Microsoft calls "do not automount"; the Discoverable Partitions
+Specification's no-auto, read-only and grow-fs flags live there too)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from diskplan.backend.gptcheck import GptState
 from diskplan.backend.rawtable import GptEntry
 from diskplan.model.labels import gpt_attribute_flags
 from diskplan.model.table import Table
-
-HIGH_BITS = 48
 
 
 def raw_entries(table: Table, gpt: GptState | None) -> dict[int, GptEntry]:
@@ -25,14 +23,14 @@ def raw_entries(table: Table, gpt: GptState | None) -> dict[int, GptEntry]:
 
 
 def with_raw_attributes(table: Table, gpt: GptState | None) -> Table:
-    """``table`` with each partition's bits 48-63 from its raw entry; a partition whose entry does not match
-    (another number, other ends) is left as libparted read it."""
+    """``table`` with each partition's named attribute bits (0, 1, 2, 48-63) from its raw entry; a partition
+    whose entry does not match (another number, other ends) is left as libparted read it."""
     entries = raw_entries(table, gpt)
     if not entries:
         return table
     parts = []
     for p in table.partitions:
         e = entries.get(p.number)
-        high = gpt_attribute_flags(e.attributes, HIGH_BITS) if e is not None else ()
+        high = gpt_attribute_flags(e.attributes) if e is not None else ()
         parts.append(replace(p, flags=tuple(sorted({*p.flags, *high}))) if high else p)
     return replace(table, partitions=tuple(parts))

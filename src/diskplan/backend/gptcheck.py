@@ -127,13 +127,16 @@ def copies_differ(state: GptState) -> str:
     return ""
 
 
-def _rebuilt_header(good: GptCopy, current: int, alternate: int, entries_lba: int, logical: int) -> bytes:
+def _rebuilt_header(good: GptCopy, current: int, alternate: int, entries_lba: int, logical: int,
+                    last_usable: int | None = None) -> bytes:
     assert good.header is not None
     size = int.from_bytes(good.raw_header[12:16], "little")
     h = bytearray(good.raw_header[:size])
     h[16:20] = b"\0\0\0\0"
     h[24:32] = current.to_bytes(8, "little")
     h[32:40] = alternate.to_bytes(8, "little")
+    if last_usable is not None:
+        h[48:56] = last_usable.to_bytes(8, "little")
     h[72:80] = entries_lba.to_bytes(8, "little")
     h[16:20] = (zlib.crc32(bytes(h)) & 0xFFFFFFFF).to_bytes(4, "little")
     return bytes(h) + bytes(logical - size)
@@ -170,6 +173,67 @@ def plan_repair(state: GptState) -> GptRepair | None:
         reason=bad.problem,
         writes=((header_lba, header), (entries_lba, entries)),
     )
+
+
+def grown_repair(path: str, state: GptState) -> GptRepair | None:
+    """The backup GPT moved to the end of a grown disk, as ``sgdisk -e`` moves it: both headers say the new
+    backup LBA and a last usable LBA that takes in the new space, the entry array is copied before the last
+    LBA, the protective MBR's 0xEE entry is stretched over the disk (when it covered the old one exactly), and
+    the old backup header is erased. None unless both copies are good, equal, and the backup sits where
+    the primary says but before the last LBA."""
+    p, b, logical, n = state.primary, state.backup, state.logical, state.sectors
+    h = p.header
+    if not (p.ok and b.ok) or h is None or copies_differ(state) or b.lba != h.backup or b.lba >= n - 1:
+        return None
+    count = _entry_sectors(h, logical)
+    header_lba, entries_lba = n - 1, n - 1 - count
+    last_usable = entries_lba - 1
+    if last_usable < h.last_usable:
+        return None
+    entries = p.raw_entries + read_bytes(path, h.entries_lba * logical + len(p.raw_entries),
+                                         count * logical - len(p.raw_entries))
+    # In this order, so that a write cut short leaves a primary that points at a valid backup: the new
+    # backup first, then the primary header that points at it, then the MBR and the old header.
+    writes = [
+        (entries_lba, entries.ljust(count * logical, b"\0")),
+        (header_lba, _rebuilt_header(p, header_lba, 1, entries_lba, logical, last_usable)),
+        (1, _rebuilt_header(p, 1, header_lba, h.entries_lba, logical, last_usable)),
+    ]
+    pmbr = _stretched_pmbr(read_bytes(path, 0, logical), n, b.lba + 1)
+    if pmbr:
+        writes.append((0, pmbr))
+    if b.lba < entries_lba:  # a stale header in the new free space would be found by tools that scan for one
+        writes.append((b.lba, bytes(logical)))
+    return GptRepair(
+        good="primary",
+        rewrite="backup",
+        header_lba=header_lba,
+        entries_lba=entries_lba,
+        entries_sectors=count,
+        reason=f"the backup GPT is at LBA {b.lba}, not at the last LBA {n - 1}",
+        writes=tuple(writes),
+        moved_from=b.lba,
+        grown=(h.last_usable, last_usable),
+    )
+
+
+def _stretched_pmbr(sector0: bytes, sectors: int, old_sectors: int) -> bytes:
+    """Sector 0 with its protective entry covering ``sectors`` (capped at 2^32-1), or b"" when it has no
+    protective entry that covered the old disk exactly (a hybrid MBR, or one another tool sized otherwise)."""
+    if len(sector0) < 512 or sector0[510:512] != b"\x55\xaa":
+        return b""
+    for i in range(4):
+        at = 446 + 16 * i
+        e = sector0[at : at + 16]
+        start, size = int.from_bytes(e[8:12], "little"), int.from_bytes(e[12:16], "little")
+        if e[4] == 0xEE and start == 1 and size == min(old_sectors - 1, 0xFFFFFFFF):
+            new = min(sectors - 1, 0xFFFFFFFF)
+            if new == size:
+                return b""
+            out = bytearray(sector0)
+            out[at + 12 : at + 16] = new.to_bytes(4, "little")
+            return bytes(out)
+    return b""
 
 
 def gpt_table(copy: GptCopy, sectors: int, read_only: str) -> Table:

@@ -63,6 +63,11 @@ REPAIRED = {"primary": (GPT_PRIMARY_DAMAGED,), "backup": (GPT_BACKUP_DAMAGED,),
             PROTECTIVE_MBR: (GPT_NO_PROTECTIVE_MBR,)}
 
 
+def _repaired(r: GptRepair) -> tuple[str, ...]:
+    """The findings a repair makes go away."""
+    return (GPT_BACKUP_NOT_AT_END,) if r.moved_from else REPAIRED.get(r.rewrite, ())
+
+
 def _extents(table: Table) -> list[tuple[int, int, int]]:
     return sorted((p.number, p.start, p.end) for p in table.partitions)
 
@@ -118,9 +123,6 @@ def prepare_repair(
             refusals.append(f"the repair would write sectors {e.start}..{e.end}, past the last LBA {geom.last_lba}")
         refusals += [f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}"
                      for p in data if p.extent.overlaps(e)]
-    if r is None and any(f.code == GPT_BACKUP_NOT_AT_END for f in current.findings):
-        notes.append("the backup GPT is not at the end of the disk (it grew): writing any change to the table "
-                     "moves it there; diskplan repair does not")
     blocking, idle = unsafe(target, host)
     refusals += blocking
     notes += idle
@@ -200,7 +202,7 @@ def verify_repair(p: Proposal, before: GptState | None) -> tuple[list[str], Disk
     elif _extents(disk.table) != _extents(p.current.table):
         found = ", ".join(f"{n}:{s}..{e}" for n, s, e in _extents(disk.table)) or "none"
         out.append(f"the partitions read back are {found}, not the ones the disk had")
-    left = [f.message for f in disk.findings if f.code in REPAIRED.get(r.rewrite, ())]
+    left = [f.message for f in disk.findings if f.code in _repaired(r)]
     out += [f"still: {m}" for m in left]
     return out, disk
 
@@ -270,7 +272,8 @@ class RepairWrite(ProposalWrite):
             self.step(5, "telling the kernel")
             kernel = _tell_kernel(p, self.host, disk)
         what = (f"{p.target} has a protective MBR again" if r.rewrite == PROTECTIVE_MBR
-                else f"the {r.rewrite} GPT on {p.target} is rebuilt from the {r.good} copy")
+                else f"the backup GPT on {p.target} is moved to the end of the disk (last usable LBA {r.grown[1]})"
+                if r.moved_from else f"the {r.rewrite} GPT on {p.target} is rebuilt from the {r.good} copy")
         return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, kernel=kernel,
                        details=tuple(details), message=f"repaired and verified: {what}")
 

@@ -24,7 +24,7 @@ from diskplan.model import ptypes
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
-from diskplan.model.labels import HIGH_ATTRIBUTE_FLAGS
+from diskplan.model.labels import attribute_flags, gpt_attribute_flags
 from diskplan.model.operations import ATTRIBUTE_FLAGS, type_key
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
@@ -307,15 +307,20 @@ def _kind_role(kind: int) -> Role:
 
 
 def _set_type(ped: _ped.Partition, p: Partition, label: str) -> None:
-    """libparted 3.5 sets a type GUID / MBR id only through a flag or a filesystem type; refuse a type
-    it cannot express rather than write a different one."""
+    """libparted 3.5 sets a type GUID / MBR id only through a flag or a filesystem type. A GPT type it
+    cannot express is left to the raw patch after the commit (backend.gptpatch); an MBR id it cannot
+    express is refused rather than written as another."""
     if not p.type or p.role is Role.EXTENDED:
         return
     t = _lookup(p.type)
+    if label == "gpt" and (t is None or t.gpt is None or not (t.fs or t.flag)):
+        return
     if t is None or (label == "gpt" and t.gpt is None) or (label == "msdos" and t.mbr is None) or not (t.fs or t.flag):
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
     flag = _flag_code(t.flag) if t.flag else None
     if t.fs is None and (flag is None or not ped.is_flag_available(flag)):
+        if label == "gpt":
+            return
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
     for name in _flags_set(ped):
         if name in _TYPE_FLAGS and name != "boot":
@@ -352,9 +357,8 @@ def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) 
         ped.set_name(p.name)
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
-        # GPT bits 48-63 (read from the raw entry): libparted keeps a kept entry's bits as they are, and a plan
-        # that would change them is refused before writing (model.operations.unwritable_flags)
-        if flag not in settable and flag not in _TYPE_FLAGS and flag not in HIGH_ATTRIBUTE_FLAGS:
+        # the GPT bits libparted 3.5 cannot set (1, 48-63) are written by the raw patch after the commit
+        if flag not in settable and flag not in _TYPE_FLAGS and flag not in attribute_flags(label):
             raise BackendError(f"libparted 3.5 cannot set the {flag} flag of partition {p.number} on {label}")
     for name in settable:
         code = _flag_code(name)
@@ -648,9 +652,9 @@ def _no_filesystem_probing() -> Iterator[None]:
 
 def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[str, ...]]:
     """What ``path`` holds now, for verifying a write: a new libparted disk read from the device (not
-    the one that was committed), with types from the raw entries, and what is wrong with the raw bytes
-    themselves (a GPT copy failing its CRCs, copies that disagree, a broken EBR chain). Returns (table,
-    problems); raises BackendError when libparted cannot read it at all. Run it in a child: the commit
+    the one that was committed), with types and attribute bits from the raw entries, and what is wrong
+    with the raw bytes themselves (a GPT copy failing its CRCs, copies that disagree, a broken EBR chain).
+    Returns (table, problems); raises BackendError when libparted cannot read it at all. Run it in a child: the commit
     child calls it right after the write, so writing and verifying cost one fork.
 
     Lean on purpose (it runs on every write): no filesystem probing, partitions walked on the _ped disk
@@ -678,11 +682,13 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
                 problems += [f"the extended partition {n} has no EBR at LBA {lba}" for n, lba in layout.missing_ebr]
                 problems += [f"the EBR chain of partition {n} is damaged: {why}" for n, why in layout.chain_problems]
         types = _raw_types(path, label, sector_size, gpt)
+        bits = {e.number: e.attributes for e in gpt.good.entries} if gpt is not None and gpt.good else {}
         named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
         parts = [
             Partition(
                 number=q.num, start=q.geom.start, end=q.geom.end, type=types.get(q.num, ""),
-                name=_ped_name(q) if named else "", flags=tuple(_flags_set(q)), role=_kind_role(q.type),
+                name=_ped_name(q) if named else "", role=_kind_role(q.type),
+                flags=tuple(sorted({*_flags_set(q), *gpt_attribute_flags(bits.get(q.num, 0))})),
                 state=State.EXISTING,
             )
             for q in _walk(disk)

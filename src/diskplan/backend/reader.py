@@ -281,7 +281,10 @@ class _Survey:
             if differ:
                 self.findings.append(tf.gpt_copies_differ(differ))
             if b.lba != geom.sectors - 1:
-                self.findings.append(tf.gpt_backup_not_at_end(b.lba, geom.last_lba, geom.logical))
+                grown = gptcheck.grown_repair(self.path, gpt)
+                self.repair = self.repair or grown
+                self.findings.append(tf.gpt_backup_not_at_end(b.lba, geom.last_lba, geom.logical,
+                                                              grown.summary if grown else ""))
 
     def _ebr_chain(self, mbr: rawtable.MbrLayout) -> None:
         for number, lba in mbr.missing_ebr:

@@ -10,7 +10,8 @@
 2. ``execute_table(proposal, answer, host)`` runs ``TableWrite`` through ``Write.run``: under the write
    lock it checks again (someone may have mounted it meanwhile, or written another table: the table is
    read again and must be the one the proposal was made against), saves the backup, then in one child
-   writes the table with one libparted commit, tells the kernel and reads the table back (a new
+   writes the table with one libparted commit, writes into the raw GPT entries the types and attribute
+   bits libparted 3.5 cannot set (backend.gptpatch), tells the kernel and reads the table back (a new
    libparted disk from the device, plus diskplan's own checks of the raw GPT copies or EBR chain); the
    parent compares it with the plan sector for sector.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from diskplan.backend import backup as bk
+from diskplan.backend import gptpatch
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.backend.write import (
@@ -172,12 +174,24 @@ class _Written:
     messages: tuple[str, ...]
     found: Table | None
     problems: tuple[str, ...]
+    patched: tuple[str, ...] = ()  # what the raw patch after libparted's commit changed (backend.gptpatch)
 
 
 def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
-    """Write with one libparted commit, tell the kernel, then read the table back from the device with a
-    new libparted disk and diskplan's raw checks: one fork (and one pyparted start) for all of it."""
+    """Write with one libparted commit, patch into the raw GPT entries the types and attribute bits
+    libparted cannot write, tell the kernel, then read the table back from the device with a new libparted
+    disk and diskplan's raw checks: one fork (and one pyparted start) for all of it."""
     from diskplan.backend.libparted import BackendError, commit_table, read_back
+
+    patched: list[str] = []
+
+    def after_write() -> None:  # between libparted's write and the kernel's update: the kernel sees the patch
+        if fault:
+            fault("write")
+        if p.result.label == "gpt":
+            wanted = gptpatch.wishes((*p.create, *p.change))
+            patched.extend(gptpatch.patch_entries(p.target, p.sector_size, p.sectors, wanted,
+                                                  after_first=(lambda: fault("patch")) if fault else None))
 
     try:
         same = identity(p.target) == p.identity
@@ -195,7 +209,7 @@ def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
         sectors=p.sectors,
         sector_size=p.sector_size,
         expect=p.placed,
-        after_write=(lambda: fault("write")) if fault else None,
+        after_write=after_write,
     )
     if fault:
         fault("verify")
@@ -203,8 +217,8 @@ def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
         found, problems = read_back(p.target, p.sectors, p.sector_size)
     except Exception as exc:  # the table is written: a failed read-back is a failed verification, not a failed write
         why = " ".join(str(exc).split()) or type(exc).__name__
-        return _Written(told, why_not, messages, None, (f"the disk cannot be read back: {why}",))
-    return _Written(told, why_not, messages, found, problems)
+        return _Written(told, why_not, messages, None, (f"the disk cannot be read back: {why}",), tuple(patched))
+    return _Written(told, why_not, messages, found, problems, tuple(patched))
 
 
 class TableWrite(ProposalWrite):
@@ -241,7 +255,7 @@ class TableWrite(ProposalWrite):
                 )
         msg = f"written and verified: {self.p.target} holds the plan"
         return replace(base, verdict=Verdict.WRITTEN, state=DiskState.PLANNED, message=msg, kernel=kernel,
-                       details=tuple(w.messages))
+                       details=(*w.patched, *w.messages))
 
 
 def execute_table(

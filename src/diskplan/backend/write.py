@@ -47,7 +47,9 @@ BLKROGET = 0x125E
 BLKGETDISKSEQ = 0x80081280
 
 Progress = Callable[[int, int, str], None]  # (step, steps, what is happening now)
-Fault = Callable[[str], None]  # tests: called at "backup", "write" (in the child, after the write), "verify"
+# tests: called at "backup", "write" (in the child, after the write), "patch" (in the child, after the first
+# sector of the raw GPT patch, backend.gptpatch), "verify"
+Fault = Callable[[str], None]
 
 
 class Usage(Protocol):

@@ -1,5 +1,5 @@
 """``diskplan repair TARGET [--yes] [--backup PATH]``: rebuild a damaged GPT copy (or a lost protective
-MBR) from the good copy, safely.
+MBR) from the good copy, or move the backup GPT to the end of a grown disk, safely.
 
 Shows what is damaged, every sector the repair writes and the partitions (unchanged), and writes nothing
 without ``--yes``. With ``--yes``: checks that nothing uses the disk and that it still needs the same
@@ -38,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan repair",
         description="Rebuild a damaged GPT copy (primary or backup header and entries) or a lost protective MBR "
-        "from the good copy. Partitions, GUIDs and names stay exactly as the good copy has them.",
+        "from the good copy, or move the backup GPT to the end of a grown disk (as sgdisk -e does). Partitions, "
+        "GUIDs and names stay exactly as the good copy has them.",
         epilog="Exit status: 0 repaired or nothing to repair, 1 refused or not confirmed (nothing written), "
         "2 failed (see the message for the disk's state and the restore command).",
     )

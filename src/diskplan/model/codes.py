@@ -76,7 +76,7 @@ GPT_BACKUP_DAMAGED = _code("gpt-backup-damaged", WARNING, "the backup GPT fails 
                            "and `repair` says how to rebuild the backup (`diskplan repair` writes it)")
 GPT_BOTH_DAMAGED = _code("gpt-both-damaged", ERROR, "no good GPT copy")
 GPT_BACKUP_NOT_AT_END = _code("gpt-backup-not-at-end", NOTICE, "the backup GPT is not at the last LBA (a grown "
-                              "disk)")
+                              "disk): `diskplan repair` moves it to the end, as `sgdisk -e` does")
 GPT_COPIES_DIFFER = _code("gpt-copies-differ", WARNING, "two valid GPT copies that disagree: the primary is "
                           "shown")
 GPT_NO_PROTECTIVE_MBR = _code("gpt-without-protective-mbr", WARNING, "a valid GPT without a protective MBR "
@@ -96,7 +96,7 @@ HYBRID_ISO = _code("hybrid-iso-image", NOTICE, "an ISO 9660 image that also has 
 
 # Findings that say the table needs a repair: when the disk offers none, that is a refusal, not "nothing to do".
 NEEDS_REPAIR = (GPT_PRIMARY_DAMAGED, GPT_BACKUP_DAMAGED, GPT_BOTH_DAMAGED, GPT_COPIES_DIFFER, GPT_NO_PROTECTIVE_MBR,
-                TABLE_LARGER_THAN_DISK)
+                TABLE_LARGER_THAN_DISK, GPT_BACKUP_NOT_AT_END)
 
 
 def severity(code: str) -> str:

@@ -65,7 +65,9 @@ _ATTRIBUTE_BITS = {"hidden": 0, "no_block_io": 1, "legacy_boot": 2, "no_automoun
                    **{f"guid:{n}": n for n in range(48, 63)}}
 
 
-HIGH_ATTRIBUTE_FLAGS = frozenset(f for f, n in _ATTRIBUTE_BITS.items() if n >= 48)  # libparted 3.5 sees none
+# The attribute bits a plan says (0, 1, 2, 48-63): a write sets exactly these and keeps the others (3-47,
+# reserved by the UEFI specification) as they are.
+GPT_PLANNED_BITS = sum(1 << n for n in _ATTRIBUTE_BITS.values())
 
 
 def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
@@ -74,8 +76,14 @@ def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
 
 
 def gpt_attribute_bits(flags: tuple[str, ...] | list[str]) -> int:
-    """The GPT entry's 64 attribute bits for these flags (the inverse of gpt_attribute_flags)."""
-    return sum(1 << _ATTRIBUTE_BITS[f] for f in set(flags))
+    """The attribute bits ``flags`` name (other words, such as libparted's type flags, are ignored)."""
+    return sum(1 << _ATTRIBUTE_BITS[f] for f in set(flags) if f in _ATTRIBUTE_BITS)
+
+
+def with_planned_bits(bits: int, flags: tuple[str, ...] | list[str]) -> int:
+    """An entry's 64 attribute ``bits`` with the ones a plan says (0, 1, 2, 48-63) as ``flags`` name them,
+    the others (3-47) kept: what a write puts in the entry."""
+    return bits & ~GPT_PLANNED_BITS | gpt_attribute_bits(flags)
 
 
 def attribute_flags(label: str) -> tuple[str, ...]:
@@ -128,8 +136,11 @@ def type_code(label: str, text: str) -> str:
             return text.upper()
         if named:
             return named
-        names = ", ".join(t.name for t in ptypes.TYPES if t.gpt)
-        raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID or one of {names}")
+        aliased = ptypes.alias_type(text)
+        if aliased:
+            return aliased
+        raise LabelError(f"{text!r} is not a GPT partition type: give a type GUID, a name `sfdisk --label gpt -T` "
+                         "lists (\"Linux root (x86-64)\", linux-root-x86-64), or an alias (uefi, root-x86-64)")
     if known is not None and known.mbr is not None:
         return f"0x{known.mbr:02x}"
     if named and not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,2}", text):  # "83" is an id before it is a name

@@ -30,7 +30,9 @@ from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
 
 DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.WRITTEN_LABELS}  # what libparted gives
-ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}  # flags libparted 3.5 can set
+# Flags libparted 3.5 can set; every other GPT attribute bit, and every type GUID it cannot express, is
+# written into the raw entries right after its commit (backend.gptpatch).
+ATTRIBUTE_FLAGS = {"gpt": ("hidden", "legacy_boot"), "msdos": ("boot",)}
 LABEL_NAMES = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
 _order = attrgetter("start", "number")
 
@@ -140,7 +142,7 @@ def type_key(label: str, text: str) -> str:
 
 def _flags(label: str, p: Partition) -> set[str]:
     """The attribute flags that count (libparted also lists types as flags: "swap", "esp", ...)."""
-    return set(p.flags) & set(ATTRIBUTE_FLAGS.get(label, ()))
+    return set(p.flags) & set(labels.attribute_flags(label))
 
 
 def differences(expected: Table, found: Table) -> list[str]:
@@ -237,29 +239,13 @@ def validate(table: Table, geom: Geometry) -> list[str]:
     return out
 
 
-def unwritable_flags(label: str, base: Table, live: list[Partition]) -> list[str]:
-    """Attribute flags the plan sets or clears that libparted 3.5 cannot write (it writes only
-    ATTRIBUTE_FLAGS): refused up front, so a confirmed change is never silently dropped."""
-    attributes = set(labels.GPT_ATTRIBUTES if label == "gpt" else labels.MSDOS_FLAGS)
-    on_disk = {(q.number, q.start, q.end): q for q in base.partitions if q.state is not State.PROPOSED}
-    out = []
-    for p in live:
-        old = on_disk.get((p.number, p.start, p.end))
-        have = set(old.flags) & attributes if old else set()
-        changed = (set(p.flags) & attributes) ^ have
-        for flag in sorted(changed - set(ATTRIBUTE_FLAGS.get(label, ()))):
-            out.append(f"partition {p.number}: libparted 3.5 cannot set the {flag} flag "
-                       f"(it writes {', '.join(ATTRIBUTE_FLAGS.get(label, ())) or 'none'})")
-    return out
-
-
 def _attributes_differ(label: str, old: Partition, new: Partition) -> list[str]:
     out = []
     if new.type and type_key(label, new.type) != type_key(label, old.type):
         out.append(f"type {ptypes.describe(old.type) or '?'} -> {ptypes.describe(new.type)}")
     if label == "gpt" and new.name != old.name:
         out.append(f"name {old.name!r} -> {new.name!r}")
-    for flag in ATTRIBUTE_FLAGS.get(label, ()):
+    for flag in labels.attribute_flags(label):
         if (flag in new.flags) != (flag in old.flags):
             out.append(f"{flag} flag " + ("on" if flag in new.flags else "off"))
     return out
@@ -273,7 +259,7 @@ class Changes:
     label: str
     fresh: bool  # a new label: libparted starts from an empty table
     current: Table = field(default_factory=lambda: Table(None, 0, -1))  # the table on disk it was built from
-    problems: tuple[str, ...] = ()  # why it cannot be written (validate, flags libparted cannot set)
+    problems: tuple[str, ...] = ()  # why it cannot be written (validate)
     notes: tuple[str, ...] = ()  # what the user should know (a whole-disk filesystem or another label replaced)
     delete: list[Partition] = field(default_factory=list)
     create: list[Partition] = field(default_factory=list)
@@ -468,7 +454,6 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
     base = new_table(label, geom) if fresh else current
     if not refusals:
         refusals += validate(replace(base, partitions=tuple(live)), geom)
-    refusals += unwritable_flags(label, base, live)
     ops = plan_changes(label, current, live, fresh)
     ops.sector_size = geom.logical
     if ops.move and ops.table_changes:

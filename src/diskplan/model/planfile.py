@@ -50,7 +50,7 @@ FORMAT = "diskplan-plan"
 VERSION = 1
 _TOP_KEYS = {"format", "version", "label", "sector_size", "sectors", "first_lba", "last_lba", "partitions", "comment",
              "made_against"}
-_PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "role", "comment"}
+_PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "attributes", "role", "comment"}
 
 
 class PlanFileError(ValueError):
@@ -351,6 +351,8 @@ def _entry_partition(label: str, where: str, item: dict[str, object], start: int
     name = item.get("name", "")
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise PlanFileError(f"{where}: flags must be a list of strings")
+    if "attributes" in item:
+        flags = [*flags, *_attributes(label, item["attributes"], where)]
     if not isinstance(name, str):
         raise PlanFileError(f"{where}: name must be a string")
     number = _int(item["number"], f"{where}: number", minimum=1) if "number" in item else None
@@ -371,6 +373,23 @@ def _relative_spec(label: str, ss: int, wants: tuple[relplan.Want, ...], against
     except relplan.RelativeError as exc:
         raise PlanFileError(str(exc)) from exc
     return PlanSpec(label, ss, (), None, None, None, against, relative=wants)
+
+
+def _attributes(label: str, value: object, where: str) -> list[str]:
+    """GPT attribute bits as ``check --json`` prints them ("0x9000000000000000", or a number) or as sfdisk
+    writes them ("RequiredPartition GUID:60,63"): the flags they name."""
+    if label != "gpt":
+        raise PlanFileError(f"{where}: attributes are GPT's (msdos has the boot flag)")
+    if isinstance(value, str) and re.fullmatch(r"0[xX][0-9A-Fa-f]{1,16}", value.strip()):
+        value = int(value.strip(), 16)
+    if isinstance(value, str):
+        return _gpt_attrs(value, f"{where}: attributes")
+    bits = _int(value, f"{where}: attributes")
+    if bits & ~labels.GPT_PLANNED_BITS:
+        rest = bits & ~labels.GPT_PLANNED_BITS
+        raise PlanFileError(f"{where}: attributes 0x{bits:x} set bit {rest.bit_length() - 1}, which no plan sets "
+                            "(bits 3-47 are reserved; a write keeps them as they are)")
+    return list(labels.gpt_attribute_flags(bits))
 
 
 def _partition(label: str, where: str, number: int | None, start: int, end: int, ptype: object, name: str,

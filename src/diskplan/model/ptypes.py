@@ -2,10 +2,13 @@
 
 libparted 3.5 (Debian 12) cannot set a type GUID or MBR id directly (pyparted needs parted > 3.5 for
 that); it derives them from a flag or a filesystem type. ``flag``/``fs`` say which one yields the type.
+Any other GPT type (by GUID, libfdisk name or alias) is written into the raw entries right after
+libparted's commit (backend.gptpatch).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
@@ -74,6 +77,30 @@ def by_name(label: str, text: str) -> str | None:
     if label == "gpt":
         return next((g for g, name in GPT_NAMES.items() if _norm(name) == key), None)
     return next((f"0x{c:02x}" for c, name in MBR_NAMES.items() if _norm(name) == key), None)
+
+
+# GPT types by the short identifiers people write in scripts: sfdisk's aliases (libfdisk's parttype_cuts)
+# and the Discoverable Partitions Specification's / systemd-repart's (root-ARCH, usr-ARCH, -verity, -verity-sig
+# and these), each mapped to libfdisk's name for the type.
+_GPT_ALIASES = {
+    "linux": "Linux filesystem", "linux-generic": "Linux filesystem", "uefi": "EFI System", "esp": "EFI System",
+    "xbootldr": "Linux extended boot", "swap": "Linux swap", "home": "Linux home", "srv": "Linux server data",
+    "var": "Linux variable data", "tmp": "Linux temporary data", "user-home": "Linux user's home",
+}
+_DPS = re.compile(r"(root|usr)-([a-z0-9-]+?)(-verity(-sig)?)?")
+_DPS_ARCH = {"mips-le": "mips-32-le", "mips64-le": "mips-64-le", "parisc": "hppa/parisc"}  # systemd vs libfdisk
+
+
+def alias_type(text: str) -> str | None:
+    """The GPT GUID of an alias ("uefi", "xbootldr", "root-x86-64", "usr-arm64-verity-sig"), or None."""
+    key = text.strip().lower()
+    name = _GPT_ALIASES.get(key)
+    m = _DPS.fullmatch(key) if name is None else None
+    if m is not None:
+        kind, arch, verity, sig = m.groups()
+        name = ("Linux root" if kind == "root" else "Linux /usr") + (" verity sign." if sig else " verity" if verity
+                                                                      else "") + f" ({_DPS_ARCH.get(arch, arch)})"
+    return by_name("gpt", name) if name else None
 
 
 def describe(type_code: str) -> str:

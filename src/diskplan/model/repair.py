@@ -27,9 +27,18 @@ class GptRepair:
     entries_sectors: int
     reason: str  # why the rewritten copy is bad, one line
     writes: tuple[tuple[int, bytes], ...] = field(default=(), repr=False, compare=False)  # (LBA, bytes)
+    # A grown disk (what ``sgdisk -e`` does): the backup GPT moves from ``moved_from`` to the last LBA and
+    # the last usable LBA grows from ``grown[0]`` to ``grown[1]``; 0 and (0, 0) for a rebuild.
+    moved_from: int = 0
+    grown: tuple[int, int] = (0, 0)
 
     @property
     def summary(self) -> str:
+        if self.moved_from:
+            last = self.entries_lba + self.entries_sectors - 1
+            return (f"move the backup GPT to the end of the disk: header from LBA {self.moved_from} to "
+                    f"{self.header_lba}, entries to LBA {self.entries_lba}..{last}; "
+                    f"the last usable LBA grows from {self.grown[0]} to {self.grown[1]} (what `sgdisk -e` does)")
         if self.rewrite == PROTECTIVE_MBR:
             return "write a protective MBR at LBA 0 (one 0xEE entry from LBA 1 over the disk; boot code kept)"
         last = self.entries_lba + self.entries_sectors - 1
@@ -47,7 +56,9 @@ class GptRepair:
         out = []
         for lba, data in sorted(self.writes, key=lambda w: w[0]):
             where = Extent(lba, lba + max(1, -(-len(data) // sector_size)) - 1)
-            if self.rewrite == PROTECTIVE_MBR:
+            if self.moved_from:
+                what = self._moved_run(lba)
+            elif self.rewrite == PROTECTIVE_MBR:
                 what = "protective MBR (one 0xEE entry; boot code and disk signature kept)"
             elif lba == self.header_lba:
                 what = f"{self.rewrite} GPT header, rebuilt from the {self.good} header"
@@ -57,6 +68,17 @@ class GptRepair:
                 what = f"{self.rewrite} GPT"
             out.append((where, what))
         return tuple(out)
+
+    def _moved_run(self, lba: int) -> str:
+        if lba == 0:
+            return "protective MBR: its 0xEE entry covers the grown disk (boot code kept)"
+        if lba == 1:
+            return f"primary GPT header: backup at LBA {self.header_lba}, last usable LBA {self.grown[1]}"
+        if lba == self.header_lba:
+            return "backup GPT header at the disk's last LBA"
+        if lba == self.entries_lba:
+            return "backup GPT entry array, copied from the primary copy"
+        return "the old backup GPT header, erased (no stale copy is left behind)"
 
     def extents(self, sector_size: int) -> tuple[Extent, ...]:
         return tuple(e for e, _ in self.runs(sector_size))

@@ -104,17 +104,19 @@ def gpt_both_damaged(primary: str, backup: str) -> Finding:
     )
 
 
-def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int) -> Finding:
+def gpt_backup_not_at_end(backup_lba: int, last_lba: int, logical: int, repair: str) -> Finding:
+    """``repair``: the planned move of the backup to the end (model.repair's summary), "" when none is offered."""
     grown = (last_lba - backup_lba) * logical
+    last = (f"Repair, offered as a planned operation (nothing is written until you commit): {repair}. {HOW_TO_REPAIR}"
+            if repair else "No repair is offered: the two GPT copies must first be good and equal.")
     return Finding(
         GPT_BACKUP_NOT_AT_END,
         f"the backup GPT is at LBA {backup_lba}, not at the disk's last LBA {last_lba}",
         (
             f"The disk is {last_lba - backup_lba} sectors ({human_bytes(grown)}) larger than when the table "
             "was written (a grown image, a cloned disk): that space cannot be partitioned until the backup "
-            "moves to the end.",
-            "diskplan does not move it yet (a write keeps the backup where it is): `sgdisk -e DISK`, or parted's "
-            "'Fix' when it asks, moves the backup header and entries to the end.",
+            "moves to the end. A table write (apply, the planner's commit) keeps the backup where it is.",
+            last,
         ),
     )
 

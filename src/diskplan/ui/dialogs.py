@@ -30,6 +30,7 @@ from diskplan.model.plan import Outcome, Plan
 from diskplan.model.safetext import safe
 from diskplan.model.sizes import SizeError, format_size, parse_lba, parse_size
 from diskplan.model.snap import Gap
+from diskplan.model.typenames import GPT_NAMES
 from diskplan.model.units import human_bytes
 
 FORM_CSS = """
@@ -98,16 +99,19 @@ class TypeInput(Input):
 
     def action_cycle(self, direction: int) -> None:
         current = ptypes.lookup(self.value)
+        name = current.name if current is not None else self.value
         names = self.names
-        index = names.index(current.name) if current is not None and current.name in names else -direction
+        index = names.index(name) if name in names else -direction
         self.value = names[(index + direction) % len(names)]
         self.cursor_position = len(self.value)
 
 
 def type_names(label: str, role: Role | None = None) -> list[str]:
-    """The named types a label can hold (msdos: extended ones too, unless ``role`` says logical)."""
+    """The named types a label can hold (msdos: extended ones too, unless ``role`` says logical). GPT: ours,
+    then every other type libfdisk names (the raw patch after libparted's commit writes any GUID)."""
     if label == "gpt":
-        return [t.name for t in ptypes.TYPES if t.gpt]
+        ours = [t.name for t in ptypes.TYPES if t.gpt]
+        return ours + [n for g, n in GPT_NAMES.items() if g not in {t.gpt for t in ptypes.TYPES}]
     names = [t.name for t in ptypes.TYPES if t.mbr is not None]
     if role is Role.LOGICAL:
         names = [n for n in names if not labels.is_extended_type(labels.type_code("msdos", n))]
