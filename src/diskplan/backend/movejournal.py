@@ -59,6 +59,12 @@ class Header:
     fs_label: str = ""
     created: str = ""
     ptype: str = ""  # the entry's type before it was hidden (backend.moveentry); "": never hidden
+    # a logical msdos partition (model.ebrmove; all 0 otherwise): its EBR before and after, the free sector
+    # its hidden entry is parked on, the extended partition's end afterwards
+    ebr: int = 0
+    new_ebr: int = 0
+    park: int = 0
+    ext_end: int = 0
 
     @property
     def end(self) -> int:
@@ -246,7 +252,8 @@ _counts: dict[str, int] = {}
 def fault(point: str) -> None:
     """Tests: DISKPLAN_MOVE_KILL=POINT:N[:SIGNAL] sends this process SIGNAL (default KILL; INT is a Ctrl+C)
     the N-th time it reaches POINT (record: a journal record written but not fsynced; hidden: the entry hidden,
-    the kernel not yet told; read: recorded, before the data write; torn: half a chunk written; write: a chunk
+    the kernel not yet told; parked: a logical entry hidden, its EBR not yet moved; ebr: the new EBR written, the
+    link to it not; read: recorded, before the data write; torn: half a chunk written; write: a chunk
     written, not synced; synced; verified; table). Nothing otherwise."""
     spec = os.environ.get("DISKPLAN_MOVE_KILL")
     if not spec:
