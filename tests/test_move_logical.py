@@ -213,3 +213,40 @@ def test_killed_logical_move_resumes(loop_device, tmp_path, point, n) -> None:
     d.start = 38_912
     assert_whole(disks)
     assert ebr_of(d.dev, 6) == 38_849
+
+
+def test_many_random_logical_kills(loop_device, tmp_path) -> None:
+    """DISKPLAN_FAULT_RUNS=N: N moves of partition 6 (left past its EBR, right by less than a chunk, right past
+    the extended partition's end), each killed at a random point, then resumed."""
+    import random
+
+    from diskplan.model.move import BATCH_BYTES, schedule
+    from test_move_disk import POINTS
+
+    runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))
+    if not runs:
+        pytest.skip("set DISKPLAN_FAULT_RUNS=N for N random kills (the long run)")
+    rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "14")))
+    for i in range(runs):
+        to = rng.choice((38_912, 40_960, 30_200, 140_000))
+        point = rng.choice((*POINTS, "parked", "ebr") if to < 39_000 else POINTS)
+        plan = schedule(39_063, to, SIZE, 512)
+        groups = len(list(plan.groups(0, BATCH_BYTES // (plan.chunk * 512))))
+        n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups)}.get(
+            point, 1 if point in ("verified", "table", "hidden", "parked", "ebr") else rng.randint(1, plan.count))
+        sub = tmp_path / f"run{i}"
+        sub.mkdir()
+        disks = make(loop_device, sub)
+        d = disks[6]
+        try:
+            got = diskplan(d, "move", d.dev, "--partition", "6", "--to", str(to), "--yes", kill=f"{point}:{n}")
+            assert got.returncode == -signal.SIGKILL, f"not killed: {got.stdout} {got.stderr}"
+            assert set(dump(d.dev)) == {1, 5, 6}
+            done = diskplan(d, "resume", d.dev, "--yes")
+            assert done.returncode == 0, done.stdout + done.stderr
+            d.start = to
+            assert_whole(disks, ext_size=max(EXT[1], to + SIZE - EXT[0]))
+        except AssertionError as exc:
+            raise AssertionError(f"run {i}: 39063 -> {to}, kill at {point}:{n}: {exc}") from exc
+        finally:
+            subprocess.run(["losetup", "--detach", d.dev], capture_output=True)
