@@ -164,6 +164,12 @@ def test_move_with_size_resizes_in_the_order_that_has_room(
 def test_fat_grows_and_shrinks_with_libparted_and_keeps_its_label(loop_device, tmp_path) -> None:
     """backend.fatfs: fatresize's engine on a view of the partition, the table entry diskplan's (PARTUUID kept)."""
     d = make_disk(loop_device, tmp_path, start=2048, size=200_000, fs="vfat", disk_mib=160)
+    with open(d.dev, "r+b") as f:  # as mkfs.fat on the partition node writes it: "hidden sectors" = its start
+        f.seek(2048 * 512 + 28)
+        f.write((2048).to_bytes(4, "little"))
+    with open(d.dev, "rb") as f:
+        f.seek(2048 * 512)
+        oem = f.read(11)[3:]
     partuuid = entry(d)[2]
     dry = diskplan(d, "resize", d.dev, "--partition", "1", "--size", "150000s")
     assert "can shrink to" in dry.stdout and "1. resize the vfat filesystem" in dry.stdout, dry.stdout + dry.stderr
@@ -178,6 +184,8 @@ def test_fat_grows_and_shrinks_with_libparted_and_keeps_its_label(loop_device, t
             assert {"TYPE=vfat", "LABEL_FATBOOT=MOVED", "LABEL=MOVED", "VERSION=FAT16"} <= set(ids), ids
             assert file_sums(v, "vfat", list(d.sums)) == d.sums
             with open(v, "rb") as f:
+                boot = f.read(32)  # libparted wrote its own OEM name and hidden sectors 0 (the view's start)
+                assert (boot[3:11], int.from_bytes(boot[28:32], "little")) == (oem, 2048)
                 f.seek(19)  # the boot sector's sector count: the filesystem fills its partition
                 small = int.from_bytes(f.read(2), "little")
                 f.seek(32)

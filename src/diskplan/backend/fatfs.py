@@ -130,21 +130,24 @@ def _label_at(boot: bytes) -> int:
 
 
 def resize(path: str, new_bytes: int) -> None:
-    """Make the FAT on ``path`` ``new_bytes`` long (a grow: ``path`` is already that long). libparted writes
-    a new boot sector labelled "NO NAME" (fsck.fat -n then says the label in the root directory differs and
-    exits 1): the label is put back, in the FAT32 backup boot sector too."""
+    """Make the FAT on ``path`` ``new_bytes`` long (a grow: ``path`` is already that long). libparted writes a
+    new boot sector with its own OEM name ("MSWIN4.1"), "hidden sectors" set to the start of what it was
+    given (0 here: the view) and the label "NO NAME" (then ``fsck.fat -n`` finds the root directory's label
+    differs and exits 1): those three fields are put back as they were, in the FAT32 backup boot sector too."""
     with open(path, "rb") as f:
         old = f.read(512)
-    label = old[_label_at(old) : _label_at(old) + 11]
+    kept = [(3, old[3:11]), (28, old[28:32]), (_label_at(old), old[_label_at(old) : _label_at(old) + 11])]
     _run(path, new_bytes)
     with open(path, "r+b") as f:
         new = f.read(512)
-        at = _label_at(new)
+        if _label_at(new) != _label_at(old):
+            raise FatError("libparted changed the FAT type")  # cannot happen: conversions are cancelled
         sectors = [0]
-        if at == 71 and (backup := int.from_bytes(new[50:52], "little")):
+        if _label_at(new) == 71 and (backup := int.from_bytes(new[50:52], "little")):
             sectors.append(backup)
         for lba in sectors:
-            f.seek(lba * 512 + at)
-            f.write(label)
+            for at, field in kept:
+                f.seek(lba * 512 + at)
+                f.write(field)
         f.flush()
         os.fsync(f.fileno())
