@@ -32,10 +32,12 @@ renumbering anything), and, for a move left past its own EBR, the EBR moves to j
 start (written, then linked); the chain is whole at every step. Step 6 rewrites the EBR's entry and the
 previous EBR's link size. No other EBR is ever written, and no partition's data covers an EBR.
 
-Resume always finishes rather than rolls back: both directions need the same intact or saved chunk, but
-finishing is what was asked and costs only what is left. A Ctrl+C stops between chunks, says so, and
-``resume`` finishes. Until then the partition must not be mounted: its old entry points at bytes that
-are partly overwritten (the write lock keeps other partitioners off only while diskplan runs).
+Resume finishes rather than rolls back: both directions need the same intact or saved chunk, but
+finishing is what was asked and costs only what is left. ``resume --rollback`` (backend.moveundo) puts
+the partition back instead only while that needs no data copy (no byte of its old place overwritten).
+A Ctrl+C stops between chunks, says so, and ``resume`` finishes. Until then the partition must not be
+mounted: its old entry points at bytes that are partly overwritten (the write lock keeps other
+partitioners off only while diskplan runs).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.ebrmove import LogicalMove, plan_logical, window
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.labels import LabelError, check_label
-from diskplan.model.move import JournalError, Schedule, resume_point, schedule
+from diskplan.model.move import BATCH_BYTES, JournalError, Schedule, old_place_touched, resume_point, schedule
 from diskplan.model.units import human_bytes
 
 
@@ -104,6 +106,7 @@ class MoveProposal:
     journal: str = ""  # resume: the journal to finish
     protect: tuple[Extent, ...] = ()  # every partition's data and the new place: never in the table backup
     logical: LogicalMove | None = None  # a logical msdos partition: its EBR, parked entry, extended's end
+    rollback: bool = False  # resume: put the partition back at its old place instead (backend.moveundo)
 
     @property
     def nbytes(self) -> int:
@@ -124,7 +127,8 @@ class MoveProposal:
 
     @property
     def prompt(self) -> str:
-        what = "finish the move on" if self.journal else f"move partition {self.number} on"
+        what = ("roll back the move on" if self.rollback else "finish the move on") if self.journal else (
+            f"move partition {self.number} on")
         return f"Type {self.confirm_word} to {what} {self.target}"
 
     @property
@@ -421,7 +425,7 @@ def tell_kernel(target: str, kind: str) -> str:
     return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
 
 
-def _at_old_place(entry: Entry, h: Header) -> bool:
+def at_old_place(entry: Entry, h: Header) -> bool:
     """The entry as the move found it, or hidden there (a hidden msdos entry has no size; a hidden logical
     one is parked, in its EBR before or after the EBR moved)."""
     if entry.ebr:
@@ -439,7 +443,7 @@ def _hide(h: Header) -> None:
     if h.ebr:
         ebrchain.grow_extended(h.target, ebrchain.read_chain(h.target, ss), h.ext_end, ss)
     entry = read_entry(h.target, h.label, h.number, ss, sectors, hidden=True)
-    if entry.guid != h.guid or not _at_old_place(entry, h):
+    if entry.guid != h.guid or not at_old_place(entry, h):
         raise EntryError(f"partition {h.number} is not where the journal says it was ({h.start}..{h.end})")
     if not entry.hidden:
         hide(h.target, entry, ss, sectors, park=h.park)
@@ -505,9 +509,9 @@ def _finish(
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
             moved = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
-            if _at_old_place(entry, h) and h.ptype:
+            if at_old_place(entry, h) and h.ptype:
                 reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
-            elif _at_old_place(entry, h):
+            elif at_old_place(entry, h):
                 rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
             elif not moved:
                 raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
@@ -543,9 +547,10 @@ def _finish(
 # --- resuming ---------------------------------------------------------------------------------------
 
 
-def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveProposal:
+def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollback: bool = False) -> MoveProposal:
     """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
-    finishing it. Raises CommitError when there is none or the target cannot be read."""
+    finishing it (or, ``rollback``, undoing it: backend.moveundo). Raises CommitError when there is none or
+    the target cannot be read."""
     try:
         ident = identity(target)
     except OSError as exc:
@@ -566,26 +571,45 @@ def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveP
     finally:
         j.close()
     refusals: list[str] = []
-    if "done" in marks:
-        refusals.append(f"the move in {paths[0]} is already done")
+    if "done" in marks or "undone" in marks:
+        refusals.append(f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
+    plan = Schedule(h.start, h.to, h.length, h.chunk)
+    if rollback:
+        refusals += _rollback_refusals(target, h, plan, done, marks)
+    elif "rollback" in marks:
+        refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
     if ident.size != h.size:
         refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
     entry = None
     try:
         entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
         new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
-        if entry.guid != h.guid or not (_at_old_place(entry, h) or new):
+        if entry.guid != h.guid or not (at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
     blocking, idle = unsafe_now(target, host)
     refusals += blocking
-    plan = Schedule(h.start, h.to, h.length, h.chunk)
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
              + (", table entry rewritten" if "table" in marks else ""))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", "", h.size // h.sector_size,
                         h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *idle), ident,
-                        fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]))
+                        fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]),
+                        rollback=rollback)
+
+
+def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks: list[str]) -> list[str]:
+    """Why the move cannot be rolled back: only a table write may undo it, so no byte of the old place
+    may have been overwritten (model.move.old_place_touched), and a verified move is finished instead."""
+    if "verified" in marks:
+        return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
+                f"{target} --yes`) only rewrites the table entry"]
+    hit = old_place_touched(plan, done, BATCH_BYTES // (plan.chunk * h.sector_size))
+    if hit is not None:
+        return [f"chunk {hit.index} ({hit.dst}..{hit.dest.end}) may already be written over the partition's old "
+                f"place ({h.start}..{h.end}): only finishing the move makes it whole "
+                f"(`diskplan resume {target} --yes`)"]
+    return []
 
 
 def execute_resume(

@@ -8,6 +8,7 @@ One text file beside the table backup (``<backup>.dpmove``), append-only, fsynce
     W 0                                                                       *crc
     R 1 ...
     verified / table / done                                                   *crc
+    (or rollback / undone: backend.moveundo put it back at its old place)     *crc
 
 Each chunk's source checksum is recorded in its ``R`` line just before the chunk is written, not all in the
 header: putting them in the header would need a whole extra read of the partition before the first byte
@@ -32,7 +33,8 @@ from dataclasses import asdict, dataclass
 from diskplan.model.move import Read, Written
 
 FORMAT = 1
-MARKS = ("verified", "table", "done")  # phases after the copy, in order
+MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended
+ENDED = ("done", "undone")
 
 
 class JournalDamaged(Exception):
@@ -225,8 +227,8 @@ def journal_path(backup: str) -> str:
 
 
 def unfinished(directory: str, target: str, size: int) -> list[str]:
-    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done,
-    newest first."""
+    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done or
+    undone, newest first."""
     try:
         names = sorted((n for n in os.listdir(directory) if n.endswith(".dpmove")), reverse=True)
     except OSError:
@@ -239,7 +241,7 @@ def unfinished(directory: str, target: str, size: int) -> list[str]:
         except JournalDamaged:
             continue
         same = os.path.realpath(header.target) == os.path.realpath(target) and header.size == size
-        if same and "done" not in marks:
+        if same and not set(ENDED) & set(marks):
             out.append(path)
     return out
 

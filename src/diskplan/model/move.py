@@ -196,3 +196,15 @@ def realign_start(part: Extent, grain: Grain, usable: Extent, others: Iterable[E
     down = min(max(grain.align_down(part.start), first), last)
     up = min(max(grain.align_up(part.start), first), last)
     return down if part.start - down < up - part.start else up
+
+
+def old_place_touched(plan: Schedule, done: int, batch: int) -> Step | None:
+    """The first chunk that may have been written over the partition's old place when chunks
+    ``0..done-1`` are recorded as written: those, and the group in flight (at most ``batch`` chunks from
+    ``done``, written before their records, see ``Schedule.groups``). None: every source byte is intact,
+    so the move can be rolled back by rewriting only the table entry."""
+    old = Extent(plan.start, plan.start + plan.length - 1)
+    for k in range(min(plan.count, done + max(1, batch))):
+        if plan.step(k).dest.overlaps(old):
+            return plan.step(k)
+    return None
