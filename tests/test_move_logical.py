@@ -250,3 +250,13 @@ def test_many_random_logical_kills(loop_device, tmp_path) -> None:
             raise AssertionError(f"run {i}: 39063 -> {to}, kill at {point}:{n}: {exc}") from exc
         finally:
             subprocess.run(["losetup", "--detach", d.dev], capture_output=True)
+
+
+def test_move_with_size_on_a_logical(loop_device, tmp_path) -> None:
+    """`move --size`: realign 6 left past its EBR and grow it (the move first, then the grow)."""
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    moved(disks, 6, "move", d.dev, "--partition", "6", "--to", "38912", "--size", "45000s")
+    d.start, d.size = 38_912, 45_000
+    assert_whole(disks)
+    assert ebr_of(d.dev, 6) == 38_849
