@@ -131,11 +131,11 @@ def grow_extended(path: str, chain: Chain, end: int, sector_size: int) -> None:
     _write(path, [(0, bytes(mbr))], sector_size)
 
 
-def set_entry(path: str, link: Link, start: int, size: int, type_id: int, sector_size: int) -> None:
-    """The EBR at ``link.lba`` says its partition is ``size`` sectors at ``start``, of type ``type_id``."""
-    ebr = bytearray(bk.read_sectors(path, link.lba, 1, sector_size))
-    _set(ebr, 0, link.lba, start, size, type_id)
-    _write(path, [(link.lba, bytes(ebr))], sector_size)
+def set_entry(path: str, lba: int, start: int, size: int, type_id: int, sector_size: int) -> None:
+    """The EBR at ``lba`` says its partition is ``size`` sectors at ``start``, of type ``type_id``."""
+    ebr = bytearray(bk.read_sectors(path, lba, 1, sector_size))
+    _set(ebr, 0, lba, start, size, type_id)
+    _write(path, [(lba, bytes(ebr))], sector_size)
 
 
 def set_link(path: str, chain: Chain, number: int, ebr: int, end: int, sector_size: int) -> None:

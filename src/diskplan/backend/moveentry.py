@@ -119,7 +119,7 @@ def _rewrite_logical(path: str, entry: Entry, to: int, length: int, ptype: str, 
     if link.lba != entry.ebr or to <= link.lba:
         raise EntryError(f"partition {entry.number}'s EBR is at LBA {link.lba}, not before {to}")
     ebrchain.grow_extended(path, chain, to + length - 1, sector_size)
-    ebrchain.set_entry(path, link, to, length, int(ptype, 16), sector_size)
+    ebrchain.set_entry(path, link.lba, to, length, int(ptype, 16), sector_size)
     ebrchain.set_link(path, chain, entry.number, link.lba, to + length - 1, sector_size)
 
 
@@ -187,8 +187,7 @@ def hide(path: str, entry: Entry, sector_size: int, sectors: int, *, park: int =
         return rewrite_entry(path, entry, entry.start, sector_size, sectors, ptype="")
     if park <= entry.ebr:
         raise EntryError(f"no free sector to park partition {entry.number}'s entry on while it is hidden")
-    ebrchain.set_entry(path, ebrchain.Link(entry.ebr, entry.start, entry.size, 0, 0), park, 1,
-                       ebrchain.PARKED_TYPE, sector_size)
+    ebrchain.set_entry(path, entry.ebr, park, 1, ebrchain.PARKED_TYPE, sector_size)
     now = read_entry(path, entry.label, entry.number, sector_size, sectors, hidden=True)
     if not now.hidden or now.ebr != entry.ebr:
         raise EntryError(f"partition {entry.number}'s entry reads back at {now.start}..{now.end}, not hidden")
