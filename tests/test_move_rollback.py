@@ -63,6 +63,9 @@ def test_a_logical_move_rolls_back_its_ebr_too(loop_device, tmp_path) -> None:
     got = diskplan(d, "move", d.dev, "--partition", "6", "--to", "16000", "--yes", kill="write:1")
     assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
     assert ebr_of(d.dev, 6) == 15_937
+    killed = diskplan(d, "resume", d.dev, "--rollback", "--yes", kill="ebr:1")  # old EBR written, not yet linked
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert ebr_of(d.dev, 6) == 15_937
     done = diskplan(d, "resume", d.dev, "--rollback", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert_whole(disks)
