@@ -159,15 +159,15 @@ def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:
     assert entry(d)[0] == 34 and not list((d.state / "diskplan" / "backups").glob("*.dpmove"))
 
 
-def test_a_logical_partition_is_refused(loop_device, sparse_image) -> None:
-    """util-linux #3568: sfdisk --move-data dropped msdos logical partitions; diskplan refuses to move one."""
+def test_the_extended_partition_is_refused(loop_device, sparse_image) -> None:
+    """Logical partitions move (tests/test_move_logical.py); the extended partition holding them does not."""
     img = sparse_image(64 * MiB)
     table = "label: dos\nstart=2048, size=100000, type=5\nstart=4096, size=20000, type=83\n"
     run("sfdisk", "-q", str(img), input=table)
     dev = loop_device(img)
-    d = Disk(dev, "dos", 5, 4096, 20000, "ext4", {}, pathlib.Path(img).parent / "state")
-    got = diskplan(d, "move", dev, "--partition", "5", "--to", "30000", "--yes")
-    assert got.returncode == 1 and "logical" in got.stderr, got.stdout + got.stderr
+    d = Disk(dev, "dos", 1, 2048, 100000, "ext4", {}, pathlib.Path(img).parent / "state")
+    got = diskplan(d, "move", dev, "--partition", "1", "--to", "4096", "--yes")
+    assert got.returncode == 1 and "is the extended partition" in got.stderr, got.stdout + got.stderr
 
 
 def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:

@@ -159,3 +159,52 @@ def test_move_with_size_resizes_in_the_order_that_has_room(
     assert "moved and verified" in got.stdout and ("grown" if new > size else "shrunk") in got.stdout
     d.start = to
     assert_resized(d, new, partuuid)
+
+
+def test_fat_grows_and_shrinks_with_libparted_and_keeps_its_label(loop_device, tmp_path) -> None:
+    """backend.fatfs: fatresize's engine on a view of the partition, the table entry diskplan's (PARTUUID kept)."""
+    d = make_disk(loop_device, tmp_path, start=2048, size=200_000, fs="vfat", disk_mib=160)
+    with open(d.dev, "r+b") as f:  # as mkfs.fat on the partition node writes it: "hidden sectors" = its start
+        f.seek(2048 * 512 + 28)
+        f.write((2048).to_bytes(4, "little"))
+    with open(d.dev, "rb") as f:
+        f.seek(2048 * 512)
+        oem = f.read(11)[3:]
+    partuuid = entry(d)[2]
+    dry = diskplan(d, "resize", d.dev, "--partition", "1", "--size", "150000s")
+    assert "can shrink to" in dry.stdout and "1. resize the vfat filesystem" in dry.stdout, dry.stdout + dry.stderr
+    for size in (250_000, 150_000):  # a FAT16 of 2 KiB clusters grows to 65524 clusters at most (about 262000s)
+        got = resize(d, size)
+        assert got.returncode == 0, got.stdout + got.stderr
+        assert entry(d) == (2048, size, partuuid)
+        with View(d.dev, 2048, size) as v:
+            check = subprocess.run([*CHECK["vfat"], v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr  # the boot sector's label put back
+            ids = run("blkid", "-p", "-o", "export", v).split()
+            assert {"TYPE=vfat", "LABEL_FATBOOT=MOVED", "LABEL=MOVED", "VERSION=FAT16"} <= set(ids), ids
+            assert file_sums(v, "vfat", list(d.sums)) == d.sums
+            with open(v, "rb") as f:
+                boot = f.read(32)  # libparted wrote its own OEM name and hidden sectors 0 (the view's start)
+                assert (boot[3:11], int.from_bytes(boot[28:32], "little")) == (oem, 2048)
+                f.seek(19)  # the boot sector's sector count: the filesystem fills its partition
+                small = int.from_bytes(f.read(2), "little")
+                f.seek(32)
+                assert (small or int.from_bytes(f.read(4), "little")) == size
+
+
+def test_a_fat_resize_that_needs_a_fat16_conversion_is_refused(loop_device, tmp_path) -> None:
+    """fatresize -f converts FAT32 to FAT16 when libparted asks; diskplan answers Cancel and writes nothing."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(220 << 20)
+    run("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=400000, type=L\n")
+    dev = loop_device(img)
+    with View(dev, 2048, 400_000, read_only=False) as v:
+        run("mkfs.vfat", "-I", "-F", "32", "-s", "8", "-n", "MOVED", v)
+    d = Disk(dev, "gpt", 1, 2048, 400_000, "vfat", {}, tmp_path / "state")
+    before = entry(d)
+    got = resize(d, 300_000)
+    assert got.returncode == 2 and "by converting to FAT16" in got.stderr, got.stdout + got.stderr
+    assert "nothing was changed" in got.stderr and entry(d) == before
+    with View(dev, 2048, 400_000) as v:
+        assert "VERSION=FAT32" in run("blkid", "-p", "-o", "export", v)

@@ -9,6 +9,8 @@ to rewrite (backend.moveentry), never a tool's.
 - btrfs: ``btrfs filesystem resize`` on such a mount; the minimum from ``btrfs inspect-internal
   min-dev-size`` on a read-only one.
 - NTFS: ``ntfsresize``; the minimum from ``ntfsresize --info``.
+- FAT: libparted's FAT resizer (backend.fatfs: fatresize's engine without fatresize's table write); the
+  minimum from its resize constraint; a size that needs a FAT16/FAT32 conversion is refused.
 - swap: ``mkswap`` again with the same UUID and label (a swap area holds nothing to keep).
 - LVM physical volume: ``pvresize --setphysicalvolumesize``, restricted to the view (``--devices``),
   nothing activated. Not tested here: this machine has no device-mapper.
@@ -17,13 +19,15 @@ to rewrite (backend.moveentry), never a tool's.
 from __future__ import annotations
 
 import contextlib
+import ctypes.util
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from diskplan.backend import fatfs
 from diskplan.backend.fscheck import Identity
 from diskplan.model.fsresize import MIN_SWAP, resizer
 
@@ -38,6 +42,8 @@ def missing(fs: str) -> str:
     """Why ``fs`` cannot be resized on this machine ("" when its tool is here, or it has none)."""
     r, _ = resizer(fs)
     if r is None or shutil.which(r.tool):
+        return ""
+    if r.tool.startswith("lib") and ctypes.util.find_library(r.tool[3:]):
         return ""
     return f"{r.tool} is needed to resize a {fs} filesystem (Debian package {r.package})"
 
@@ -80,6 +86,13 @@ def _number(pattern: str, text: str, what: str) -> int:
     return int(m.group(1))
 
 
+def _fat(step: Callable[..., int | None], *args: object) -> int | None:
+    try:
+        return step(*args)
+    except fatfs.FatError as exc:
+        raise ResizeError(str(exc)) from exc
+
+
 def minimum(loop: str, fs: str) -> int | None:
     """The smallest size in bytes the filesystem on ``loop`` can shrink to; None when it cannot shrink
     or its tool does not say."""
@@ -95,6 +108,8 @@ def minimum(loop: str, fs: str) -> int | None:
         return _number(r"resize at (\d+) bytes", said, "ntfsresize --info")
     if fs == "swap":
         return MIN_SWAP
+    if fs == "vfat":
+        return _fat(fatfs.minimum, loop)
     return None
 
 
@@ -117,6 +132,8 @@ def resize(loop: str, ident: Identity, new: int) -> None:
             _run("btrfs", "filesystem", "resize", "max" if new >= now else f"-{now - new}", where)
     elif fs == "ntfs":
         _run("ntfsresize", "--force", "--no-progress-bar", "--size", str(new), loop, stdin="y\n")
+    elif fs == "vfat":
+        _fat(fatfs.resize, loop, new)
     elif fs == "swap":
         _run("mkswap", *(["-U", ident.uuid] if ident.uuid else []), *(["-L", ident.label] if ident.label else []),
              loop)

@@ -26,10 +26,18 @@ anywhere leaves a journal that ``resume`` finishes:
 - after ``verified``: the entry is rewritten (idempotent: if it is already at the new place it is left);
 - after ``table``: the kernel is told and the filesystem checked, then ``done``.
 
-Resume always finishes rather than rolls back: both directions need the same intact or saved chunk, but
-finishing is what was asked and costs only what is left. A Ctrl+C stops between chunks, says so, and
-``resume`` finishes. Until then the partition must not be mounted: its old entry points at bytes that
-are partly overwritten (the write lock keeps other partitioners off only while diskplan runs).
+**A logical msdos partition** (model.ebrmove, backend.ebrchain): before the copy, the extended
+partition grows if the partition will end past it, the entry in its EBR is parked (hidden without
+renumbering anything), and, for a move left past its own EBR, the EBR moves to just before the new
+start (written, then linked); the chain is whole at every step. Step 6 rewrites the EBR's entry and the
+previous EBR's link size. No other EBR is ever written, and no partition's data covers an EBR.
+
+Resume finishes rather than rolls back: both directions need the same intact or saved chunk, but
+finishing is what was asked and costs only what is left. ``resume --rollback`` (backend.moveundo) puts
+the partition back instead only while that needs no data copy (no byte of its old place overwritten).
+A Ctrl+C stops between chunks, says so, and ``resume`` finishes. Until then the partition must not be
+mounted: its old entry points at bytes that are partly overwritten (the write lock keeps other
+partitioners off only while diskplan runs).
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
-from diskplan.backend import fscheck
+from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
@@ -64,9 +72,10 @@ from diskplan.backend.write import (
 )
 from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
+from diskplan.model.ebrmove import LogicalMove, plan_logical, window
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.labels import LabelError, check_label
-from diskplan.model.move import JournalError, Schedule, resume_point, schedule
+from diskplan.model.move import BATCH_BYTES, JournalError, Schedule, old_place_touched, resume_point, schedule
 from diskplan.model.units import human_bytes
 
 
@@ -96,6 +105,8 @@ class MoveProposal:
     rate: float = 0.0  # bytes/s read from this partition just now (0: not measured)
     journal: str = ""  # resume: the journal to finish
     protect: tuple[Extent, ...] = ()  # every partition's data and the new place: never in the table backup
+    logical: LogicalMove | None = None  # a logical msdos partition: its EBR, parked entry, extended's end
+    rollback: bool = False  # resume: put the partition back at its old place instead (backend.moveundo)
 
     @property
     def nbytes(self) -> int:
@@ -116,7 +127,8 @@ class MoveProposal:
 
     @property
     def prompt(self) -> str:
-        what = "finish the move on" if self.journal else f"move partition {self.number} on"
+        what = ("roll back the move on" if self.rollback else "finish the move on") if self.journal else (
+            f"move partition {self.number} on")
         return f"Type {self.confirm_word} to {what} {self.target}"
 
     @property
@@ -180,18 +192,52 @@ def placement(disk: Disk, number: int, to: int, length: int = 0) -> list[str]:
     p = t.by_number(number)
     if p is None:
         return [f"{disk.source} has no partition {number}"]
-    if p.role is not Role.PRIMARY:
-        return [f"partition {number} is {p.role.value}: diskplan moves and resizes primary and GPT partitions "
-                "only (a logical one's EBR would have to change too)"]
+    if p.role is Role.EXTENDED:
+        return [f"partition {number} is the extended partition: diskplan moves and resizes the partitions in it, "
+                "not it"]
     new = Extent(to, to + (length or p.size) - 1)
     if not new.within(t.usable):
         return [f"partition {number} at {new.start}..{new.end} would leave the usable area "
                 f"{t.usable.start}..{t.usable.end}"]
+    if p.role is Role.LOGICAL:
+        return []  # judged against the EBR chain (logical_move)
     for q in t.live:
         if q.number != number and q.extent.overlaps(new):
             return [f"partition {number} at {new.start}..{new.end} would overlap partition {q.number} "
                     f"({q.start}..{q.end})"]
     return []
+
+
+def _chain(target: str, disk: Disk, number: int) -> ebrchain.Chain | str:
+    try:
+        chain = ebrchain.read_chain(target, disk.geometry.logical)
+        chain.link(number)
+    except (ebrchain.ChainError, OSError, bk.BackupError) as exc:
+        return str(exc)
+    return chain
+
+
+def logical_window(target: str, disk: Disk, number: int) -> Extent | str:
+    """Where logical partition ``number`` may go within its extended partition (model.ebrmove.window)."""
+    chain = _chain(target, disk, number)
+    if isinstance(chain, str):
+        return chain
+    parts = [Extent(lk.start, lk.start + lk.size - 1) for lk in chain.links]
+    return window(number - 5, [lk.lba for lk in chain.links], parts, Extent(chain.ext_start, chain.ext_end))
+
+
+def logical_move(target: str, disk: Disk, number: int, to: int, length: int) -> LogicalMove | str:
+    """Where logical partition ``number``'s EBR goes (model.ebrmove), or why it cannot move there. The
+    extended partition may grow up to the next partition after it or the end of the usable area."""
+    t = disk.table
+    chain = _chain(target, disk, number)
+    if isinstance(chain, str):
+        return chain
+    ext = Extent(chain.ext_start, chain.ext_end)
+    after = [q.start for q in t.live if q.role is Role.PRIMARY and q.start > ext.end]
+    limit = min([t.usable.end, *(a - 1 for a in after)])
+    parts = [Extent(lk.start, lk.start + lk.size - 1) for lk in chain.links]
+    return plan_logical(number - 5, [lk.lba for lk in chain.links], parts, ext, limit, to, length)
 
 
 def entry_problems(target: str, entry: Entry, p: Partition | None, ss: int) -> list[str]:
@@ -240,10 +286,18 @@ def prepare_move(
     refusals: list[str] = []
     notes: list[str] = []
     entry = None
+    logical = None
     if not label:
         refusals.append(f"diskplan moves partitions on gpt and msdos tables, not {disk.table.label or 'no table'}")
     else:
         refusals += placement(disk, number, to, length)
+    if not refusals and p is not None and p.role is Role.LOGICAL:
+        logical = logical_move(target, disk, number, to, length)
+        if isinstance(logical, str):
+            refusals.append(logical)
+        elif not logical.park and to != p.start:
+            refusals.append(f"the extended partition has no free sector to park partition {number}'s entry on "
+                            "while it is hidden for the move")
     if not refusals:
         entry = checked_entry(target, label, number, ss, geom.sectors, p, refusals)
     refusals += in_use_or_half_moved(target, host, ident.size, notes)
@@ -268,7 +322,8 @@ def prepare_move(
     # sectors and the new place out (a partition inside the first or last MiB would otherwise be in it).
     protect = (*(q.extent for q in disk.table.live if q.role is not Role.EXTENDED), Extent(to, to + max(length, 1) - 1))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
-                        number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect)
+                        number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect,
+                        logical=logical if isinstance(logical, LogicalMove) else None)
 
 
 def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list[str]:
@@ -342,7 +397,7 @@ def execute_move(
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype)
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical))
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -353,6 +408,10 @@ def execute_move(
         return replace(base, message=f"refused: {exc}")
     except fscheck.CheckError as exc:
         return replace(base, message=f"refused: {exc}")
+
+
+def _ebr_fields(m: LogicalMove | None) -> tuple[int, int, int, int]:
+    return (m.ebr, m.new_ebr, m.park, m.ext_end) if m else (0, 0, 0, 0)
 
 
 def tell_kernel(target: str, kind: str) -> str:
@@ -366,21 +425,31 @@ def tell_kernel(target: str, kind: str) -> str:
     return "" if told else f"the kernel could not be told ({why}): run `partx -u {target}` or reboot before using it"
 
 
-def _at_old_place(entry: Entry, h: Header) -> bool:
-    """The entry as the move found it, or hidden there (a hidden msdos entry has no size)."""
+def at_old_place(entry: Entry, h: Header) -> bool:
+    """The entry as the move found it, or hidden there (a hidden msdos entry has no size; a hidden logical
+    one is parked, in its EBR before or after the EBR moved)."""
+    if entry.ebr:
+        return entry.ebr in (h.ebr, h.new_ebr) and (entry.hidden or (entry.start, entry.end) == (h.start, h.end))
     return entry.start == h.start and (entry.hidden or entry.end == h.end)
 
 
 def _hide(h: Header) -> None:
     """Before the first byte moves: hide the entry (backend.moveentry) unless the journal is of a move that
-    never hides (``ptype`` empty) or it is hidden already. Raises EntryError."""
+    never hides (``ptype`` empty) or it is hidden already; a logical partition's extended partition grown
+    first and its EBR moved after (each step skipped when done). Raises EntryError or ChainError."""
     if not h.ptype:
         return
-    entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
-    if entry.guid != h.guid or not _at_old_place(entry, h):
+    ss, sectors = h.sector_size, h.size // h.sector_size
+    if h.ebr:
+        ebrchain.grow_extended(h.target, ebrchain.read_chain(h.target, ss), h.ext_end, ss)
+    entry = read_entry(h.target, h.label, h.number, ss, sectors, hidden=True)
+    if entry.guid != h.guid or not at_old_place(entry, h):
         raise EntryError(f"partition {h.number} is not where the journal says it was ({h.start}..{h.end})")
     if not entry.hidden:
-        hide(h.target, entry, h.sector_size, h.size // h.sector_size)
+        hide(h.target, entry, ss, sectors, park=h.park)
+    if h.ebr and entry.ebr != h.new_ebr:
+        fault("parked")
+        ebrchain.relocate(h.target, ebrchain.read_chain(h.target, ss), h.number, h.new_ebr, h.to + h.length - 1, ss)
 
 
 def _finish(
@@ -400,7 +469,7 @@ def _finish(
     if "verified" not in journal.marks:
         try:
             _hide(journal.header)
-        except (EntryError, OSError, bk.BackupError) as exc:
+        except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
                            f"{h.number} could not be hidden for the move: {exc}")
         fault("hidden")
@@ -439,14 +508,17 @@ def _finish(
             entry = read_entry(h.target, h.label, h.number, ss, h.size // ss, hidden=True)
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
-            if _at_old_place(entry, h) and h.ptype:
+            moved = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+            if at_old_place(entry, h) and h.ptype:
                 reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
-            elif _at_old_place(entry, h):
+            elif at_old_place(entry, h):
                 rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
-            elif (entry.start, entry.end, entry.hidden) != (h.to, h.to + h.length - 1, False):
+            elif not moved:
                 raise EntryError(f"partition {h.number} is at {entry.start}..{entry.end}, neither its old nor its "
                                  "new place")
-        except (EntryError, OSError, bk.BackupError) as exc:
+            elif entry.ebr:  # revealed already: the previous EBR's link size may still be owed
+                rewrite_entry(h.target, entry, h.to, ss, h.size // ss)
+        except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
             # Not `diskplan restore`: the old entry would point at bytes the move has overwritten.
             return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
                            f"entry could not be rewritten: {exc}")
@@ -475,9 +547,10 @@ def _finish(
 # --- resuming ---------------------------------------------------------------------------------------
 
 
-def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveProposal:
+def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollback: bool = False) -> MoveProposal:
     """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
-    finishing it. Raises CommitError when there is none or the target cannot be read."""
+    finishing it (or, ``rollback``, undoing it: backend.moveundo). Raises CommitError when there is none or
+    the target cannot be read."""
     try:
         ident = identity(target)
     except OSError as exc:
@@ -498,26 +571,45 @@ def prepare_resume(target: str, host: Host, journal: str | None = None) -> MoveP
     finally:
         j.close()
     refusals: list[str] = []
-    if "done" in marks:
-        refusals.append(f"the move in {paths[0]} is already done")
+    if "done" in marks or "undone" in marks:
+        refusals.append(f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
+    plan = Schedule(h.start, h.to, h.length, h.chunk)
+    if rollback:
+        refusals += _rollback_refusals(target, h, plan, done, marks)
+    elif "rollback" in marks:
+        refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
     if ident.size != h.size:
         refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
     entry = None
     try:
         entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
         new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
-        if entry.guid != h.guid or not (_at_old_place(entry, h) or new):
+        if entry.guid != h.guid or not (at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
     blocking, idle = unsafe_now(target, host)
     refusals += blocking
-    plan = Schedule(h.start, h.to, h.length, h.chunk)
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
              + (", table entry rewritten" if "table" in marks else ""))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", "", h.size // h.sector_size,
                         h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *idle), ident,
-                        fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]))
+                        fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]),
+                        rollback=rollback)
+
+
+def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks: list[str]) -> list[str]:
+    """Why the move cannot be rolled back: only a table write may undo it, so no byte of the old place
+    may have been overwritten (model.move.old_place_touched), and a verified move is finished instead."""
+    if "verified" in marks:
+        return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
+                f"{target} --yes`) only rewrites the table entry"]
+    hit = old_place_touched(plan, done, BATCH_BYTES // (plan.chunk * h.sector_size))
+    if hit is not None:
+        return [f"chunk {hit.index} ({hit.dst}..{hit.dest.end}) may already be written over the partition's old "
+                f"place ({h.start}..{h.end}): only finishing the move makes it whole "
+                f"(`diskplan resume {target} --yes`)"]
+    return []
 
 
 def execute_resume(

@@ -6,7 +6,8 @@ may name) and re-writes every other entry; on msdos, re-creating entries is wher
 dropped logical partitions (util-linux #3568). Here exactly the entry's LBA fields change: on GPT in
 both copies (entry array, its CRC, the header CRC), on msdos in the MBR (LBA and CHS start). Every other
 byte of the table stays as it was, and the rewrite is idempotent, so ``resume`` can simply do it again.
-Logical msdos partitions are refused earlier (their EBR would have to move with them).
+A logical msdos partition's entry is in its EBR (backend.ebrchain: the entry, the previous EBR's link and
+the extended partition's size; hidden by parking it rather than emptying it, so no number changes).
 
 **Hidden while half-moved** (``hide``/``reveal``): before the first byte moves, the entry is marked
 unused the way every reader (the kernel, blkid, udev, udisks, systemd-gpt-auto, partitioners) skips it:
@@ -24,6 +25,7 @@ import zlib
 from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
+from diskplan.backend import ebrchain
 from diskplan.backend.gptcheck import GptCopy, check_gpt
 
 
@@ -42,6 +44,7 @@ class Entry:
     guid: str = ""
     ptype: str = ""  # the type as raw hex (GPT type GUID bytes, msdos type byte); "" when hidden
     size: int = 0  # msdos: the size field (0 when hidden); GPT: end - start + 1
+    ebr: int = 0  # a logical msdos partition: where its EBR is (0 for every other entry)
 
     @property
     def hidden(self) -> bool:
@@ -77,9 +80,11 @@ def read_entry(path: str, label: str, number: int, sector_size: int, sectors: in
         if (zero and not hidden) or not any(raw[:48]):
             raise EntryError(f"the GPT has no partition {number}")
         return Entry("gpt", number, first, last, guid, "" if zero else raw[:16].hex(), last - first + 1)
+    if label == "msdos" and number > 4:
+        return _logical(path, number, sector_size, hidden)
     if label == "msdos":
-        if not 1 <= number <= 4:
-            raise EntryError("moving a logical partition needs its EBR moved too: not supported yet")
+        if number < 1:
+            raise EntryError(f"the MBR has no partition {number}")
         mbr = bk.read_sectors(path, 0, 1, sector_size)
         raw = mbr[446 + 16 * (number - 1) : 446 + 16 * number]
         start, size, kind = int.from_bytes(raw[8:12], "little"), int.from_bytes(raw[12:16], "little"), raw[4]
@@ -91,13 +96,31 @@ def read_entry(path: str, label: str, number: int, sector_size: int, sectors: in
     raise EntryError(f"diskplan moves partitions on gpt and msdos tables, not {label}")
 
 
-def _chs(lba: int) -> bytes:
-    """CHS for the usual 255 heads × 63 sectors geometry; the 'beyond CHS' marker past cylinder 1023."""
-    c, rest = divmod(lba, 255 * 63)
-    if c > 1023:
-        return bytes((0xFE, 0xFF, 0xFF))
-    h, s = divmod(rest, 63)
-    return bytes((h, (s + 1) | ((c >> 2) & 0xC0), c & 0xFF))
+def _logical(path: str, number: int, sector_size: int, hidden: bool) -> Entry:
+    """A logical partition's entry in its EBR; a parked one (backend.ebrchain) is hidden."""
+    try:
+        link = ebrchain.read_chain(path, sector_size).link(number)
+    except ebrchain.ChainError as exc:
+        raise EntryError(str(exc)) from exc
+    if link.parked and hidden:
+        return Entry("msdos", number, link.start, link.start, "", "", 0, link.lba)
+    end = link.start + link.size - 1
+    return Entry("msdos", number, link.start, end, "", f"{link.type_id:02x}", link.size, link.lba)
+
+
+def _rewrite_logical(path: str, entry: Entry, to: int, length: int, ptype: str, sector_size: int) -> None:
+    """Grow the extended partition if the partition now ends past it (synced first: nothing may point
+    outside it), then the entry in its EBR, then the previous EBR's link size."""
+    try:
+        chain = ebrchain.read_chain(path, sector_size)
+        link = chain.link(entry.number)
+    except ebrchain.ChainError as exc:
+        raise EntryError(str(exc)) from exc
+    if link.lba != entry.ebr or to <= link.lba:
+        raise EntryError(f"partition {entry.number}'s EBR is at LBA {link.lba}, not before {to}")
+    ebrchain.grow_extended(path, chain, to + length - 1, sector_size)
+    ebrchain.set_entry(path, link.lba, to, length, int(ptype, 16), sector_size)
+    ebrchain.set_link(path, chain, entry.number, link.lba, to + length - 1, sector_size)
 
 
 def entry_writes(
@@ -128,8 +151,8 @@ def entry_writes(
     mbr = bytearray(bk.read_sectors(path, 0, 1, sector_size))
     base = 446 + 16 * (entry.number - 1)
     mbr[base + 8 : base + 12] = to.to_bytes(4, "little")
-    mbr[base + 1 : base + 4] = _chs(to)
-    mbr[base + 5 : base + 8] = _chs(to + length - 1)
+    mbr[base + 1 : base + 4] = ebrchain.chs(to)
+    mbr[base + 5 : base + 8] = ebrchain.chs(to + length - 1)
     if ptype is not None:
         mbr[base + 4] = int(ptype, 16) if ptype else 0
     mbr[base + 12 : base + 16] = (length if ptype != "" else 0).to_bytes(4, "little")
@@ -142,8 +165,11 @@ def rewrite_entry(
     """Move the entry to ``to`` (and set its type, see ``entry_writes``), sync, and read it back: the
     entry now, which must be at ``to`` with the same GUID and the type asked. Raises EntryError when not."""
     length = length or entry.end - entry.start + 1
-    bk.write_sectors(path, entry_writes(path, entry, to, sector_size, sectors, length=length, ptype=ptype),
-                     sector_size)
+    if entry.ebr:
+        _rewrite_logical(path, entry, to, length, entry.ptype if ptype is None else ptype, sector_size)
+    else:
+        bk.write_sectors(path, entry_writes(path, entry, to, sector_size, sectors, length=length, ptype=ptype),
+                         sector_size)
     now = read_entry(path, entry.label, entry.number, sector_size, sectors, hidden=True)
     want = entry.ptype if ptype is None else ptype
     end = to + length - 1 if want or entry.label == "gpt" else to
@@ -154,9 +180,18 @@ def rewrite_entry(
     return now
 
 
-def hide(path: str, entry: Entry, sector_size: int, sectors: int) -> Entry:
-    """Mark the entry unused in place (see the module's doc); ``entry`` as read, not hidden."""
-    return rewrite_entry(path, entry, entry.start, sector_size, sectors, ptype="")
+def hide(path: str, entry: Entry, sector_size: int, sectors: int, *, park: int = 0) -> Entry:
+    """Mark the entry unused in place (see the module's doc); ``entry`` as read, not hidden. A logical
+    entry is parked on the free sector ``park`` instead (backend.ebrchain)."""
+    if not entry.ebr:
+        return rewrite_entry(path, entry, entry.start, sector_size, sectors, ptype="")
+    if park <= entry.ebr:
+        raise EntryError(f"no free sector to park partition {entry.number}'s entry on while it is hidden")
+    ebrchain.set_entry(path, entry.ebr, park, 1, ebrchain.PARKED_TYPE, sector_size)
+    now = read_entry(path, entry.label, entry.number, sector_size, sectors, hidden=True)
+    if not now.hidden or now.ebr != entry.ebr:
+        raise EntryError(f"partition {entry.number}'s entry reads back at {now.start}..{now.end}, not hidden")
+    return now
 
 
 def reveal(path: str, entry: Entry, to: int, length: int, ptype: str, sector_size: int, sectors: int) -> Entry:

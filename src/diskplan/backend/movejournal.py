@@ -8,6 +8,7 @@ One text file beside the table backup (``<backup>.dpmove``), append-only, fsynce
     W 0                                                                       *crc
     R 1 ...
     verified / table / done                                                   *crc
+    (or rollback / undone: backend.moveundo put it back at its old place)     *crc
 
 Each chunk's source checksum is recorded in its ``R`` line just before the chunk is written, not all in the
 header: putting them in the header would need a whole extra read of the partition before the first byte
@@ -32,7 +33,8 @@ from dataclasses import asdict, dataclass
 from diskplan.model.move import Read, Written
 
 FORMAT = 1
-MARKS = ("verified", "table", "done")  # phases after the copy, in order
+MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended
+ENDED = ("done", "undone")
 
 
 class JournalDamaged(Exception):
@@ -59,6 +61,12 @@ class Header:
     fs_label: str = ""
     created: str = ""
     ptype: str = ""  # the entry's type before it was hidden (backend.moveentry); "": never hidden
+    # a logical msdos partition (model.ebrmove; all 0 otherwise): its EBR before and after, the free sector
+    # its hidden entry is parked on, the extended partition's end afterwards
+    ebr: int = 0
+    new_ebr: int = 0
+    park: int = 0
+    ext_end: int = 0
 
     @property
     def end(self) -> int:
@@ -219,8 +227,8 @@ def journal_path(backup: str) -> str:
 
 
 def unfinished(directory: str, target: str, size: int) -> list[str]:
-    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done,
-    newest first."""
+    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done or
+    undone, newest first."""
     try:
         names = sorted((n for n in os.listdir(directory) if n.endswith(".dpmove")), reverse=True)
     except OSError:
@@ -233,7 +241,7 @@ def unfinished(directory: str, target: str, size: int) -> list[str]:
         except JournalDamaged:
             continue
         same = os.path.realpath(header.target) == os.path.realpath(target) and header.size == size
-        if same and "done" not in marks:
+        if same and not set(ENDED) & set(marks):
             out.append(path)
     return out
 
@@ -246,7 +254,8 @@ _counts: dict[str, int] = {}
 def fault(point: str) -> None:
     """Tests: DISKPLAN_MOVE_KILL=POINT:N[:SIGNAL] sends this process SIGNAL (default KILL; INT is a Ctrl+C)
     the N-th time it reaches POINT (record: a journal record written but not fsynced; hidden: the entry hidden,
-    the kernel not yet told; read: recorded, before the data write; torn: half a chunk written; write: a chunk
+    the kernel not yet told; parked: a logical entry hidden, its EBR not yet moved; ebr: the new EBR written, the
+    link to it not; read: recorded, before the data write; torn: half a chunk written; write: a chunk
     written, not synced; synced; verified; table). Nothing otherwise."""
     spec = os.environ.get("DISKPLAN_MOVE_KILL")
     if not spec:

@@ -29,6 +29,7 @@ from diskplan.backend.move import (
     MoveOutcome,
     checked_entry,
     in_use_or_half_moved,
+    logical_move,
     movable_label,
     placement,
     refused_before,
@@ -102,6 +103,10 @@ def prepare_resize(
         refusals += placement(disk, number, p.start, length)
     else:
         refusals.append(f"{target} has no partition {number}")
+    if not refusals and p is not None and p.role is Role.LOGICAL:
+        lm = logical_move(target, disk, number, p.start, length)  # the next EBR, the extended's growth
+        if isinstance(lm, str):
+            refusals.append(lm)
     if not refusals:
         entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
     refusals += in_use_or_half_moved(target, host, ident.size, notes)

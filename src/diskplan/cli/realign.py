@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.move import execute_move, prepare_move
+from diskplan.backend.move import execute_move, logical_window, prepare_move
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
@@ -47,10 +47,17 @@ def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int]], list[s
             if only is not None:
                 notes.append(f"partition {p.number} already starts on a {grain.sectors}-sector boundary")
             continue
-        if p.role is not Role.PRIMARY:
-            notes.append(f"partition {p.number} is {p.role.value}: not realigned (its EBR would have to move too)")
+        if p.role is Role.EXTENDED:
+            notes.append(f"partition {p.number} is the extended partition: not realigned (its logical ones are)")
             continue
-        to = realign_start(p.extent, grain, disk.table.usable, [q.extent for q in live if q.number != p.number])
+        if p.role is Role.LOGICAL:  # between its neighbours in the EBR chain (model.ebrmove)
+            area = logical_window(disk.source, disk, p.number)
+            if isinstance(area, str):
+                notes.append(f"partition {p.number}: {area}")
+                continue
+            to = realign_start(p.extent, grain, area, [])
+        else:
+            to = realign_start(p.extent, grain, disk.table.usable, [q.extent for q in live if q.number != p.number])
         if to is None:
             notes.append(f"partition {p.number}: no aligned start leaves room for it; it would have to shrink first")
             continue

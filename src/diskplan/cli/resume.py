@@ -1,5 +1,6 @@
-"""``diskplan resume TARGET [--yes] [--journal PATH]``: finish a move that was interrupted (a crash, a
-power cut, Ctrl+C, an I/O error), from its journal (backend.move says what it does at each point).
+"""``diskplan resume TARGET [--yes] [--journal PATH] [--rollback]``: finish a move that was interrupted (a
+crash, a power cut, Ctrl+C, an I/O error), from its journal (backend.move says what it does at each point),
+or, with ``--rollback`` and while no byte of its old place was overwritten, put it back (backend.moveundo).
 
 Exit status: 0 finished, 1 refused or not confirmed (nothing written), 2 failed or stopped again.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from diskplan.backend.move import execute_resume, prepare_resume
+from diskplan.backend.moveundo import execute_rollback
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
@@ -19,6 +21,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="finish it (without it, only show where it stands)")
     p.add_argument("--journal", metavar="PATH", help="the move journal (default: the newest unfinished one for TARGET)")
+    p.add_argument("--rollback", action="store_true",
+                   help="put the partition back at its old place (only while none of its bytes was overwritten)")
     return p
 
 
@@ -27,9 +31,11 @@ def main(argv: list[str]) -> int:
     console, err = consoles()
     preload()
     try:
-        p = prepare_resume(args.target, host(), args.journal)
+        p = prepare_resume(args.target, host(), args.journal, rollback=args.rollback)
     except CommitError as exc:
         err.print(f"diskplan resume: {exc}")
         return 2
     console.print(f"unfinished move recorded in {p.journal}")
+    if args.rollback:
+        return run(p, args.yes, "roll it back", console, err, execute_rollback)
     return run(p, args.yes, "finish the move", console, err, execute_resume)

@@ -32,6 +32,7 @@ RESIZERS: dict[str, Resizer] = {
     "xfs": Resizer("xfs_growfs", "xfsprogs", shrink=False, mounted=True, why_not="an XFS filesystem cannot shrink"),
     "btrfs": Resizer("btrfs", "btrfs-progs", mounted=True),
     "ntfs": Resizer("ntfsresize", "ntfs-3g"),
+    "vfat": Resizer("libparted-fs-resize", "libparted-fs-resize0"),  # a library: what fatresize runs (backend.fatfs)
     "swap": Resizer("mkswap", "util-linux"),
     "LVM2_member": Resizer("pvresize", "lvm2"),
 }
@@ -39,8 +40,6 @@ RESIZERS: dict[str, Resizer] = {
 REFUSED: dict[str, str] = {
     "crypto_LUKS": "a LUKS container: diskplan cannot resize what is inside it (open it, resize its filesystem and "
     "`cryptsetup resize` it yourself)",
-    "vfat": "a FAT filesystem: fatresize resizes the partition itself through libparted, which diskplan does not let "
-    "rewrite its table entry; not supported yet",
     "": "no filesystem blkid knows: diskplan cannot tell how much of the partition is in use",
 }
 

@@ -224,3 +224,15 @@ def realign_shrunk(part: Extent, grain: Grain, block: int, room: Extent) -> Exte
         if best is None or abs(s - part.start) <= abs(best.start - part.start):
             best = Extent(s, s + size - 1)
     return best
+
+
+def old_place_touched(plan: Schedule, done: int, batch: int) -> Step | None:
+    """The first chunk that may have been written over the partition's old place when chunks
+    ``0..done-1`` are recorded as written: those, and the group in flight (at most ``batch`` chunks from
+    ``done``, written before their records, see ``Schedule.groups``). None: every source byte is intact,
+    so the move can be rolled back by rewriting only the table entry."""
+    old = Extent(plan.start, plan.start + plan.length - 1)
+    for k in range(min(plan.count, done + max(1, batch))):
+        if plan.step(k).dest.overlaps(old):
+            return plan.step(k)
+    return None

@@ -335,8 +335,8 @@ class Plan:
             raise _Refused(f"partition {number} is on the disk and holds data: m moves it with its data, r resizes "
                            "it with its filesystem, A realigns it; x marks it for deletion to plan in its space")
         if p.state is State.EXISTING and p.role is not Role.PRIMARY:
-            raise _Refused(f"partition {number} is {p.role.value}: diskplan moves the data of primary and GPT "
-                           "partitions only (a logical one's EBR would have to move too)")
+            raise _Refused(f"partition {number} is {p.role.value}: the planner moves the data of primary and GPT "
+                           "partitions only (`diskplan move`, `realign` and `resize` move logical ones with their EBR)")
         return p, at[0], at[1]
 
     def why_not_changed(self, number: int, *, data: bool = False) -> str:

@@ -1,0 +1,262 @@
+"""Moving and resizing msdos logical partitions that hold ext4 on loop devices (model.ebrmove, backend.ebrchain).
+
+The disk is laid out the way DOS-era fdisk did (each EBR 63 sectors before its partition, nothing aligned):
+the extended partition at 63, partition 5's EBR at 63 (data at 126), partition 6's EBR at 39000 (data at
+39063). Afterwards sfdisk reads the whole chain with the same numbers (util-linux #3568 lost the partitions
+after a moved one), `sfdisk --verify` and parted accept it, e2fsck finds both filesystems clean and every
+file has its SHA-256; after a kill anywhere, `diskplan resume` gets there too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+
+import pytest
+
+from helpers.movedisk import CHECK, Disk, View, diskplan, file_sums, populate
+from helpers.tools import need_tool, run
+from helpers.units import MiB
+
+EXT = (63, 150_000)  # the extended partition: start, size (ends at 150062)
+LAYOUT = {5: (63, 126), 6: (39_000, 39_063)}  # number: (EBR, data start)
+SIZE = 30_000
+
+
+def _entry(sector: bytearray, slot: int, rel: int, size: int, type_id: int) -> None:
+    at = 446 + 16 * slot
+    sector[at + 4] = type_id
+    sector[at + 8 : at + 16] = rel.to_bytes(4, "little") + size.to_bytes(4, "little")
+
+
+def write_chain(img: pathlib.Path, ext: tuple[int, int], logicals: list[tuple[int, int, int]]) -> None:
+    """An MBR with the extended partition only (sfdisk), then the EBR chain by hand: (EBR, start, size) each."""
+    run("sfdisk", "-q", str(img), input=f"label: dos\nstart={ext[0]}, size={ext[1]}, type=5\n")
+    with open(img, "r+b") as f:
+        for i, (ebr, start, size) in enumerate(logicals):
+            sector = bytearray(512)
+            sector[510:512] = b"\x55\xaa"
+            _entry(sector, 0, start - ebr, size, 0x83)
+            if i + 1 < len(logicals):
+                nxt, nstart, nsize = logicals[i + 1]
+                _entry(sector, 1, nxt - ext[0], nstart + nsize - nxt, 0x05)
+            f.seek(ebr * 512)
+            f.write(sector)
+
+
+def make(
+    loop_device, tmp: pathlib.Path, layout: dict[int, tuple[int, int]] = LAYOUT, size: int = SIZE
+) -> dict[int, Disk]:
+    need_tool("mkfs.ext4")
+    img = tmp / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(96 * MiB)
+    write_chain(img, EXT, [(ebr, start, size) for ebr, start in layout.values()])
+    dev = loop_device(img)
+    disks = {}
+    for n, (_, start) in layout.items():
+        with View(dev, start, size, read_only=False) as v:
+            run("mkfs.ext4", "-q", "-L", f"part{n}", v)
+            sums = populate(v, "ext4", tmp, seed=n)
+        disks[n] = Disk(dev, "dos", n, start, size, "ext4", sums, tmp / "state")
+    return disks
+
+
+def dump(dev: str) -> dict[int, tuple[int, int, str]]:
+    """number: (start, size, type) as sfdisk reads the table."""
+    table = json.loads(run("sfdisk", "--json", dev))["partitiontable"]["partitions"]
+    return {int(p["node"].rsplit("p", 1)[1]): (p["start"], p["size"], p["type"]) for p in table}
+
+
+def assert_whole(disks: dict[int, Disk], ext_size: int = EXT[1]) -> None:
+    """The chain reads back with every number (sfdisk, parted), and each filesystem is clean with its files."""
+    dev = next(iter(disks.values())).dev
+    want = {1: (EXT[0], ext_size, "5"), **{n: (d.start, d.size, "83") for n, d in disks.items()}}
+    assert dump(dev) == want
+    verify = subprocess.run(["sfdisk", "--verify", dev], capture_output=True, text=True)
+    assert verify.returncode == 0 and "No errors detected" in verify.stdout, verify.stdout + verify.stderr
+    parted = run("parted", "-s", "-m", dev, "unit", "s", "print")
+    for n, d in disks.items():
+        assert f"\n{n}:{d.start}s:{d.start + d.size - 1}s:" in parted, parted
+    for n, d in disks.items():
+        with View(dev, d.start, d.size) as v:
+            check = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+            assert f"LABEL=part{n}" in run("blkid", "-p", "-o", "export", v)
+            assert file_sums(v, "ext4", list(d.sums)) == d.sums
+
+
+def ebr_of(dev: str, number: int) -> int:
+    from diskplan.backend.ebrchain import read_chain
+
+    return read_chain(dev, 512).link(number).lba
+
+
+def moved(disks: dict[int, Disk], number: int, *args: str) -> str:
+    got = diskplan(disks[number], *args, "--yes")
+    assert got.returncode == 0, got.stdout + got.stderr
+    return got.stdout
+
+
+def test_realign_both_logicals_from_63_style_offsets(loop_device, tmp_path) -> None:
+    """5: 126 -> 2048 (right, its EBR stays at the extended's start); 6: 39063 -> 38912 (left past its own EBR
+    at 39000: the EBR moves to 38849, the same 63 sectors before it, and 5's EBR links there)."""
+    disks = make(loop_device, tmp_path)
+    dry = diskplan(disks[5], "realign", disks[5].dev)
+    assert dry.returncode == 1 and "126..30125 to 2048..32047" in dry.stdout and "39063..69062 to 38912..68911" in (
+        dry.stdout), dry.stdout + dry.stderr
+    moved(disks, 5, "realign", disks[5].dev)
+    disks[5].start, disks[6].start = 2048, 38_912
+    assert_whole(disks)
+    assert (ebr_of(disks[5].dev, 5), ebr_of(disks[5].dev, 6)) == (63, 38_849)
+
+
+def test_move_right_past_the_extended_end_grows_it_then_back_left(loop_device, tmp_path) -> None:
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    moved(disks, 6, "move", d.dev, "--partition", "6", "--to", "140000")
+    d.start = 140_000
+    assert_whole(disks, ext_size=140_000 + SIZE - EXT[0])  # grown to the partition's new end
+    assert ebr_of(d.dev, 6) == 39_000  # still before it: only the entry's relative start changed
+    moved(disks, 6, "move", d.dev, "--partition", "6", "--to", "30200")  # left of its EBR, next to partition 5
+    d.start = 30_200
+    assert_whole(disks, ext_size=140_000 + SIZE - EXT[0])
+    assert ebr_of(d.dev, 6) == 30_126  # its old distance (101000) is not there: the first sector after partition 5
+
+
+def test_grow_and_shrink_a_logical(loop_device, tmp_path) -> None:
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    for size in (60_000, 40_000):
+        got = diskplan(d, "resize", d.dev, "--partition", "6", "--size", f"{size}s", "--yes")
+        assert got.returncode == 0, got.stdout + got.stderr
+        d.size = size
+        assert_whole(disks)
+    got = diskplan(d, "resize", d.dev, "--partition", "6", "--size", "200000s", "--yes")  # past the disk's end
+    assert got.returncode == 1 and "would leave the usable area" in got.stderr, got.stdout + got.stderr
+    got = diskplan(d, "resize", d.dev, "--partition", "6", "--size", "140000s", "--yes")  # the extended grows
+    assert got.returncode == 0, got.stdout + got.stderr
+    d.size = 140_000
+    assert_whole(disks, ext_size=39_063 + 140_000 - EXT[0])
+
+
+def test_the_plan_keeps_the_chain_in_order_and_every_ebr_free() -> None:
+    from diskplan.model.ebrmove import LogicalMove, free_sector, plan_logical, window
+    from diskplan.model.extent import Extent
+
+    ebrs, parts, ext = [63, 39_000], [Extent(126, 30_125), Extent(39_063, 69_062)], Extent(63, 150_062)
+    assert plan_logical(1, ebrs, parts, ext, 150_062, 38_912, SIZE) == LogicalMove(39_000, 38_849, 69_063, 150_062)
+    assert plan_logical(0, ebrs, parts, ext, 150_062, 2048, SIZE) == LogicalMove(63, 63, 64, 150_062)
+    assert plan_logical(1, ebrs, parts, ext, 160_000, 130_000, SIZE) == LogicalMove(39_000, 39_000, 39_001, 159_999)
+    assert "free space after it (up to 150062)" in str(plan_logical(1, ebrs, parts, ext, 150_062, 130_000, SIZE))
+    assert "no sector for its EBR" in str(plan_logical(1, ebrs, parts, ext, 150_062, 30_126, SIZE))
+    assert "not in disk order" in str(plan_logical(0, [63, 100], parts, ext, 150_062, 2048, SIZE))
+    assert window(1, ebrs, parts, ext) == Extent(30_127, 150_062) and window(0, ebrs, parts, ext) == Extent(64, 38_999)
+    # the parked entry's sector is free of every partition, EBR, source and destination
+    assert free_sector(10, 20, [Extent(11, 12), Extent(14, 14), Extent(13, 13)]) == 15
+    assert free_sector(10, 14, [Extent(11, 14)]) == 0
+
+
+def test_nothing_is_moved_over_the_next_ebr(loop_device, tmp_path) -> None:
+    """util-linux #3568: sfdisk --move-data moved partition 7's data over partition 8's EBR, and 8 was gone."""
+    disks = make(loop_device, tmp_path)
+    d = disks[5]
+    for cmd in (("move", d.dev, "--partition", "5", "--to", "9100"), ("resize", d.dev, "--partition", "5", "--size",
+                                                                       "38950s")):
+        got = diskplan(d, *cmd, "--yes")
+        assert got.returncode == 1 and "would overwrite the EBR of partition 6 at LBA 39000" in got.stderr, (
+            got.stdout + got.stderr)
+    got = diskplan(d, "move", d.dev, "--partition", "5", "--to", "63", "--yes")
+    assert got.returncode == 1 and "does not move the extended partition" in got.stderr
+    assert_whole(disks)
+
+
+def test_a_half_moved_logical_is_parked_and_keeps_every_number(loop_device, tmp_path) -> None:
+    """Killed mid-copy: the kernel and sfdisk still number 5 and 6 (6 is a one-sector 0xDA entry on a free
+    sector, holding no filesystem); resume puts it at its new place."""
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    run("partx", "-u", d.dev)
+    got = diskplan(d, "move", d.dev, "--partition", "6", "--to", "38912", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    table = dump(d.dev)
+    assert table[5] == (126, SIZE, "83") and table[6][1:] == (1, "da"), table
+    subprocess.run(["partx", "-u", d.dev], capture_output=True)
+    node = f"/sys/class/block/{os.path.basename(d.dev)}p6"
+    assert pathlib.Path(node, "size").read_text().strip() == "1"
+    probe = subprocess.run(["blkid", "-p", "-o", "export", f"{d.dev}p6"], capture_output=True, text=True)
+    assert not any(x.startswith(("TYPE=", "UUID=")) for x in probe.stdout.split()), probe.stdout
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    d.start = 38_912
+    assert_whole(disks)
+    assert pathlib.Path(node, "start").read_text().strip() == "38912"
+
+
+SAMPLE = [  # kills around the EBR steps and in the copy of 6 moving left past its EBR
+    ("parked", 1), ("ebr", 1), ("hidden", 1), ("torn", 1), ("table", 1),
+]
+
+
+@pytest.mark.parametrize(("point", "n"), SAMPLE)
+def test_killed_logical_move_resumes(loop_device, tmp_path, point, n) -> None:
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    got = diskplan(d, "move", d.dev, "--partition", "6", "--to", "38912", "--yes", kill=f"{point}:{n}")
+    assert got.returncode == -signal.SIGKILL, f"{point}: not killed: {got.stdout} {got.stderr}"
+    assert set(dump(d.dev)) == {1, 5, 6}  # the chain is whole at every kill point
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, f"{point}: {done.stdout} {done.stderr}"
+    d.start = 38_912
+    assert_whole(disks)
+    assert ebr_of(d.dev, 6) == 38_849
+
+
+def test_many_random_logical_kills(loop_device, tmp_path) -> None:
+    """DISKPLAN_FAULT_RUNS=N: N moves of partition 6 (left past its EBR, right by less than a chunk, right past
+    the extended partition's end), each killed at a random point, then resumed."""
+    import random
+
+    from diskplan.model.move import BATCH_BYTES, schedule
+    from test_move_disk import POINTS
+
+    runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))
+    if not runs:
+        pytest.skip("set DISKPLAN_FAULT_RUNS=N for N random kills (the long run)")
+    rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "14")))
+    for i in range(runs):
+        to = rng.choice((38_912, 40_960, 30_200, 140_000))
+        point = rng.choice((*POINTS, "parked", "ebr") if to < 39_000 else POINTS)
+        plan = schedule(39_063, to, SIZE, 512)
+        groups = len(list(plan.groups(0, BATCH_BYTES // (plan.chunk * 512))))
+        n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups)}.get(
+            point, 1 if point in ("verified", "table", "hidden", "parked", "ebr") else rng.randint(1, plan.count))
+        sub = tmp_path / f"run{i}"
+        sub.mkdir()
+        disks = make(loop_device, sub)
+        d = disks[6]
+        try:
+            got = diskplan(d, "move", d.dev, "--partition", "6", "--to", str(to), "--yes", kill=f"{point}:{n}")
+            assert got.returncode == -signal.SIGKILL, f"not killed: {got.stdout} {got.stderr}"
+            assert set(dump(d.dev)) == {1, 5, 6}
+            done = diskplan(d, "resume", d.dev, "--yes")
+            assert done.returncode == 0, done.stdout + done.stderr
+            d.start = to
+            assert_whole(disks, ext_size=max(EXT[1], to + SIZE - EXT[0]))
+        except AssertionError as exc:
+            raise AssertionError(f"run {i}: 39063 -> {to}, kill at {point}:{n}: {exc}") from exc
+        finally:
+            subprocess.run(["losetup", "--detach", d.dev], capture_output=True)
+
+
+def test_move_with_size_on_a_logical(loop_device, tmp_path) -> None:
+    """`move --size`: realign 6 left past its EBR and grow it (the move first, then the grow)."""
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    moved(disks, 6, "move", d.dev, "--partition", "6", "--to", "38912", "--size", "45000s")
+    d.start, d.size = 38_912, 45_000
+    assert_whole(disks)
+    assert ebr_of(d.dev, 6) == 38_849

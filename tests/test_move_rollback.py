@@ -1,0 +1,72 @@
+"""``diskplan resume --rollback`` (backend.moveundo): a move killed while no byte of its old place can have been
+overwritten goes back there with a table write only; one that may have overwritten it is refused (resume
+finishes it). Referees as for every move: sfdisk, the filesystem's checker, blkid, the files' SHA-256."""
+
+from __future__ import annotations
+
+import signal
+
+from helpers.movedisk import assert_intact, diskplan, entry, make_disk
+from test_move_logical import assert_whole, ebr_of, make
+
+
+def test_a_move_into_free_space_rolls_back(loop_device, tmp_path) -> None:
+    """90000 -> 2048: the destination never touches the old place, so after a kill mid-copy the partition can be put
+    back, its type and PARTUUID as before, and nothing is left to resume."""
+    d = make_disk(loop_device, tmp_path, start=90_000, size=40960, disk_mib=72)
+    partuuid = entry(d)[2]
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    dry = diskplan(d, "resume", d.dev, "--rollback")
+    assert dry.returncode == 1 and "roll it back" in dry.stdout + dry.stderr, dry.stdout + dry.stderr
+    done = diskplan(d, "resume", d.dev, "--rollback", "--yes")
+    assert done.returncode == 0 and "rolled back" in done.stdout, done.stdout + done.stderr
+    assert_intact(d, 90_000, partuuid)
+    assert diskplan(d, "resume", d.dev).returncode == 2  # no unfinished move any more
+    again = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes")  # and other writes may go on
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert_intact(d, 2048, partuuid)
+
+
+def test_a_move_over_its_old_place_is_finished_not_rolled_back(loop_device, tmp_path) -> None:
+    d = make_disk(loop_device, tmp_path, start=34, size=40960, disk_mib=48)
+    partuuid = entry(d)[2]
+    got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL
+    refused = diskplan(d, "resume", d.dev, "--rollback", "--yes")
+    assert refused.returncode == 1 and "may already be written over the partition's old place" in refused.stderr, (
+        refused.stdout + refused.stderr)
+    done = diskplan(d, "resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_intact(d, 2048, partuuid)
+
+
+def test_a_begun_rollback_is_not_resumed_the_other_way(loop_device, tmp_path) -> None:
+    """Once a rollback is begun (and killed), plain resume refuses: the copy must not start again."""
+    d = make_disk(loop_device, tmp_path, start=90_000, size=40960, disk_mib=72)
+    partuuid = entry(d)[2]
+    assert diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="synced:1").returncode < 0
+    killed = diskplan(d, "resume", d.dev, "--rollback", "--yes", kill="record:1")  # its "rollback" mark written
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    got = diskplan(d, "resume", d.dev, "--yes")
+    assert got.returncode == 1 and "--rollback" in got.stderr, got.stdout + got.stderr
+    assert diskplan(d, "resume", d.dev, "--rollback", "--yes").returncode == 0
+    assert_intact(d, 90_000, partuuid)
+
+
+def test_a_logical_move_rolls_back_its_ebr_too(loop_device, tmp_path) -> None:
+    """6 moving left past its EBR into free space (EBR 39000 -> 15937): killed mid-copy, rolled back, the EBR is
+    at 39000 again and 5's EBR links there."""
+    layout = {5: (63, 126), 6: (39_000, 39_063)}
+    disks = make(loop_device, tmp_path, layout, size=14_000)
+    d = disks[6]
+    got = diskplan(d, "move", d.dev, "--partition", "6", "--to", "16000", "--yes", kill="write:1")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    assert ebr_of(d.dev, 6) == 15_937
+    killed = diskplan(d, "resume", d.dev, "--rollback", "--yes", kill="ebr:1")  # old EBR written, not yet linked
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert ebr_of(d.dev, 6) == 15_937
+    done = diskplan(d, "resume", d.dev, "--rollback", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_whole(disks)
+    assert ebr_of(d.dev, 6) == 39_000
