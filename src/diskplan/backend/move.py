@@ -153,7 +153,7 @@ class MoveOutcome:
 # --- preparing --------------------------------------------------------------------------------------
 
 
-def _measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
+def measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
     """Bytes/s of a short direct read of the partition (an estimate, not a promise)."""
     n = min(length, (32 << 20) // sector_size)
     try:
@@ -262,7 +262,7 @@ def prepare_move(
             refusals.append(f"cannot check the filesystem before and after the move: {missing}")
         if fscheck.checker(fs.fs) is None:
             notes.append(f"partition {number} holds {fs}: moved as raw bytes, with no filesystem check")
-        rate = _measure_rate(target, start, length, ss)
+        rate = measure_rate(target, start, length, ss)
         notes += boot_warnings(target, label, fs.fs, start, ss)
     # Restoring the backup must never roll back partition data: the backup leaves every partition's
     # sectors and the new place out (a partition inside the first or last MiB would otherwise be in it).

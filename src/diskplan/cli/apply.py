@@ -98,6 +98,12 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: refused: {exc}")
         return 1
     h = host()
+    if spec.keeps:  # partitions kept with their content: moved and resized first, or refused (cli.applymoves)
+        from diskplan.cli.applymoves import run_plan_moves
+
+        code = run_plan_moves(args, spec, disk, desired, h, console, err)
+        if code is not None:
+            return code
     try:
         proposal = prepare(args.target, desired, h, sector_size=spec.sector_size, current=disk,
                            made_against=spec.made_against)
