@@ -3,7 +3,8 @@ it needs, checked up front for the whole plan, then run one at a time by the dat
 
 ``prepare_plan_moves(target, disk, spec, desired, host)`` writes nothing. It refuses a plan whose
 ``keeps`` does not name the disk's own partitions (an unknown number, another GPT unique GUID, another
-role or label, a table the plan was not made against), orders the steps (model.move.data_steps: shrinks,
+role or label) or that would move data on a table it was not made against (``made_against``; on msdos,
+which has no GUIDs, a plan that moves data must carry it). It orders the steps (model.move.data_steps: shrinks,
 then moves in an order where each goes into room the ones before left, then grows) and checks every
 step against the layout the steps before it leave: the first step of each partition with the engine's
 own ``prepare_move``/``prepare_resize`` on that layout (its filesystem, checker and resize tool, the
@@ -97,8 +98,6 @@ def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table) -> l
     if spec.label != label:
         return [f"the plan keeps partitions of a {spec.label} table; {target} holds "
                 f"{disk.table.label or 'no table'}: a kept partition must be on the disk, in a table of the same label"]
-    if spec.made_against and spec.made_against != disk_fingerprint(disk):
-        return [plan_made_against_another(target)]
     guids = partition_guids(disk)
     out = []
     for k in spec.keeps:
@@ -140,6 +139,12 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
         p, w = disk.table.by_number(k.number), desired.by_number(k.number)
         if p is not None and w is not None and (p.start, p.end) != (w.start, w.end):
             wanted[k.number] = w.extent
+    if wanted and spec.made_against and spec.made_against != disk_fingerprint(disk):
+        return PlanMoves(target, kind, (), (plan_made_against_another(target),), sector_size=ss)
+    if wanted and disk.table.label == "msdos" and not spec.made_against:
+        return PlanMoves(target, kind, (), ("an msdos partition has no GUID to say which one a plan keeps: a plan "
+                                            "that moves or resizes one must carry made_against (export and the "
+                                            "planner's Ctrl+S write it)",), sector_size=ss)
     layout = {p.number: p.extent for p in disk.table.live}
     try:
         steps = data_steps(layout, wanted)

@@ -158,12 +158,15 @@ def save_plan(plan: Plan, made_against: str | None = None, guids: Mapping[int, s
     """The plan's wanted table as a JSON plan file (what the UI saves); ``made_against``: the fingerprint
     of ``plan.base`` on its disk. Every partition of the disk the plan still holds is written with
     ``keeps`` (``guids``: number -> GPT unique GUID, as on the disk), so a data move the plan holds is
-    applied as a move (``diskplan apply``), never as a deletion and a new partition. A plan with data moves
-    but no GUIDs for a GPT disk is refused: its moves could not say which partition they move."""
+    applied as a move (``diskplan apply``), never as a deletion and a new partition. On GPT a partition
+    whose GUID is unknown (a demo disk) gets no ``keeps``, and a plan that moves one is refused: it could
+    not say which partition it moves."""
     guids = guids or {}
-    kept = {p.number: guids.get(p.number, "") for p in plan.table.live if p.state is State.EXISTING}
+    msdos = plan.base.label == "msdos"  # no GUIDs: keeps by number (and made_against) alone
+    kept = {p.number: guids.get(p.number, "") for p in plan.table.live
+            if p.state is State.EXISTING and (msdos or guids.get(p.number))}
     moved = [op.number for op in plan.changes() if op.kind == "move"]
-    if moved and plan.base.label == "gpt" and not all(kept.get(n) for n in moved):
+    if not all(n in kept for n in moved):
         raise PlanFileError(f"the GPT unique GUID of partition {moved[0]} is unknown, so the plan file could not "
                             "say which partition it moves: write the moves (w), or undo them before saving")
     return to_json(replace(spec_from_table(plan.table, plan.geometry, kept), made_against=made_against))
@@ -177,6 +180,11 @@ def load_into(plan: Plan, text: str) -> Outcome:
         table = table_from_spec(spec, plan.geometry, plan.base)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
+    moving = [k.number for k in spec.keeps if (q := plan.base.by_number(k.number)) is not None
+              and (w := table.by_number(k.number)) is not None and (q.start, q.end) != (w.start, w.end)]
+    if moving:  # the planner would read it as a deletion and a new partition: its data left behind
+        return Outcome(plan, plan, False, f"this plan moves or resizes partition {moving[0]} with its data: "
+                       "`diskplan apply PLAN DISK` applies it (the planner loads plans that move no data)")
     outcome = plan.adopt(table)
     return replace(outcome, message="; ".join((outcome.message, *spec.notes))) if spec.notes else outcome
 
