@@ -92,8 +92,10 @@ class PlanMoves(ConfirmedByName):
         return 3 * self.nbytes / self.rate if self.rate else 0.0
 
 
-def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table) -> list[str]:
-    """Why the plan's ``keeps`` do not name this disk's partitions ([] when they do)."""
+def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table, *, moving: bool) -> list[str]:
+    """Why the plan's ``keeps`` do not name this disk's partitions ([] when they do). A kept partition must
+    exist; its GUID and role are checked when the plan ``moving`` moves or resizes any partition (a plan
+    that moves nothing keeps what is on the disk untouched, whatever its GUIDs, as before)."""
     label = movable_label(disk)
     if spec.label != label:
         return [f"the plan keeps partitions of a {spec.label} table; {target} holds "
@@ -104,6 +106,8 @@ def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table) -> l
         p, w = disk.table.by_number(k.number), desired.by_number(k.number)
         if p is None or p.state is not State.EXISTING:
             out.append(f"the plan keeps partition {k.number}, which {target} does not have")
+        elif not moving:
+            continue
         elif label == "gpt" and not k.guid:
             out.append(f"the plan keeps partition {k.number} without its GUID: on a GPT disk, keeps names the "
                        f"partition's unique GUID too (partition {k.number} of {target} has "
@@ -131,14 +135,14 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     the target cannot be read."""
     kind = "block" if disk.kind == "block" else "file"
     ss = disk.geometry.logical
-    bad = keeps_problems(target, disk, spec, desired)
-    if bad:
-        return PlanMoves(target, kind, (), tuple(bad), sector_size=ss)
     wanted = {}
     for k in spec.keeps:
         p, w = disk.table.by_number(k.number), desired.by_number(k.number)
         if p is not None and w is not None and (p.start, p.end) != (w.start, w.end):
             wanted[k.number] = w.extent
+    bad = keeps_problems(target, disk, spec, desired, moving=bool(wanted))
+    if bad:
+        return PlanMoves(target, kind, (), tuple(bad), sector_size=ss)
     if wanted and spec.made_against and spec.made_against != disk_fingerprint(disk):
         return PlanMoves(target, kind, (), (plan_made_against_another(target),), sector_size=ss)
     if wanted and disk.table.label == "msdos" and not spec.made_against:

@@ -13,30 +13,19 @@ message says what state the disk is in and how to restore it).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.proposal_text import proposal_lines
-from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome, preload
+from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
-from diskplan.discovery import inuse
+from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.textout import Out, consoles
 from diskplan.model.planfile import PlanFileError, load_plan, table_from_spec
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
          "op:delete": "red", "op:create": "green", "op:change": "yellow", "op:rewrite": "cyan", "op:keep": "dim"}
-
-
-def consoles() -> tuple[Out, Out]:
-    """stdout and stderr: whole lines, colour only on a terminal."""
-    return Out(sys.stdout), Out(sys.stderr)
-
-
-def host() -> Host:
-    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
 
 
 def parser() -> argparse.ArgumentParser:
