@@ -4,6 +4,8 @@ Shows every operation and the resulting table (sector-exact, with the device's m
 nothing without ``--yes``. With ``--yes``: checks that nothing uses the disk, saves a backup of the old
 table (its path is printed), writes with one libparted commit, tells the kernel, reads the table back and
 compares it with the plan. On a block device, when run from a terminal, the device name must be typed too.
+A plan whose ``keeps`` entries put a partition elsewhere or make it another size moves and resizes it with
+its data instead, step by step (cli.applymoves, backend.planmoves).
 
 Exit status: 0 written (or nothing to do), 1 refused (unsafe, invalid for this disk, or not confirmed:
 nothing written), 2 failed (the plan or the target could not be read, or the write went wrong; the
