@@ -40,9 +40,10 @@ class Img:
                 self.sums[i] = populate(v, "ext4", tmp, seed=i)
         self.state = tmp / PY_STATE
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, kill: str = "") -> subprocess.CompletedProcess[str]:
+        env = state_env(self.state, **({"DISKPLAN_MOVE_KILL": kill} if kill else {}))
         proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
-                              env=state_env(self.state), timeout=300, stdin=subprocess.DEVNULL)
+                              env=env, timeout=300, stdin=subprocess.DEVNULL)
         assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
         return proc
 
@@ -124,6 +125,25 @@ def test_two_moves_run_in_the_order_the_room_allows(loop_device, tmp_path) -> No
     d.intact(2, 51200, 20480, uuids[2])
     dump = run("sfdisk", "--dump", d.dev)
     assert "start=       30720, size=       20480" in dump and "start=       51200, size=       20480" in dump
+
+
+def test_a_plan_killed_in_its_first_move_is_finished_by_resume_then_apply(tmp_path) -> None:
+    d = Img(tmp_path, [(2048, 20480), (22528, 20480)], mib=48)
+    doc = place(place(d.export(), 1, 30720), 2, 51200)
+    uuids = {n: d.table()[n]["uuid"] for n in (1, 2)}
+    killed = d.cli("apply", d.plan(doc), d.dev, "--yes", kill="verified:1")  # step 1 (partition 2), read back
+    assert killed.returncode == -9 and "moved and verified" not in killed.stdout
+    done = d.cli("resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    d.intact(2, 51200, 20480, uuids[2])
+    stale = d.cli("apply", d.plan(doc), d.dev, "--yes")  # the disk is no longer the table the plan was made on
+    assert stale.returncode == 1 and "made_against" in stale.stderr
+    del doc["made_against"]
+    rest = d.cli("apply", d.plan(doc), d.dev, "--yes")  # what is left: partition 1 only
+    assert rest.returncode == 0 and "step 1: move partition 1" in rest.stdout and "step 2" not in rest.stdout, \
+        rest.stdout + rest.stderr
+    d.intact(1, 30720, 20480, uuids[1])
+    d.intact(2, 51200, 20480, uuids[2])
 
 
 def test_shrink_then_move_in_one_plan(tmp_path) -> None:

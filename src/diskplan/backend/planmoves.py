@@ -76,10 +76,8 @@ class PlanMoves(ConfirmedByName):
 
     @property
     def prompt(self) -> str:
-        n = len(self.steps)
-        return f"Type {self.confirm_word} to move and resize {n} partition{'s' * (n > 1)} on {self.target}" if n > 1 \
-            else f"Type {self.confirm_word} to {self.steps[0][0].kind} partition {self.steps[0][0].number} on " \
-            f"{self.target}"
+        n = len({s.number for s, _ in self.steps})
+        return f"Type {self.confirm_word} to move and resize {n} partition{'s' * (n != 1)} on {self.target}"
 
     @property
     def nbytes(self) -> int:
