@@ -42,7 +42,7 @@ from diskplan.backend.move import (
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.backend.tablewrite import plan_made_against_another
-from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict
+from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved
 from diskplan.model.disk import Disk
 from diskplan.model.extent import State
 from diskplan.model.fsresize import refusals as fs_refusals
@@ -133,6 +133,9 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     the target cannot be read."""
     kind = "block" if disk.kind == "block" else "file"
     ss = disk.geometry.logical
+    unfinished = half_moved(target, disk.geometry.sectors * ss)  # its entry is hidden: say that, not "no partition"
+    if unfinished:
+        return PlanMoves(target, kind, (), tuple(unfinished), sector_size=ss)
     wanted = {}
     for k in spec.keeps:
         p, w = disk.table.by_number(k.number), desired.by_number(k.number)
