@@ -161,6 +161,24 @@ def test_shrink_then_move_in_one_plan(tmp_path) -> None:
     d.intact(1, 2048, 32768, uuid)
 
 
+def test_move_then_grow_in_one_plan(tmp_path) -> None:
+    need_tool("resize2fs")
+    d = Img(tmp_path, [(34, 20480)], mib=32)
+    uuid = d.table()[1]["uuid"]
+    plan = d.plan(place(d.export(), 1, 2048, 30720))
+    dry = d.cli("apply", plan, d.dev)
+    assert "step 1: move partition 1: 34..20513 -> 2048..22527" in dry.stdout and "step 2: grow partition 1: " \
+        "2048..22527 -> 2048..32767" in dry.stdout, dry.stdout + dry.stderr
+    done = d.cli("apply", plan, d.dev, "--yes")
+    assert done.returncode == 0 and "grown" in done.stdout, done.stdout + done.stderr
+    d.intact(1, 2048, 30720, uuid)
+    with View(d.dev, 2048, 30720) as v:  # the filesystem fills the partition now
+        blocks = run("dumpe2fs", "-h", v)
+    count, size = (int(re.search(rf"^{k}:\s+([0-9]+)", blocks, re.M).group(1))  # type: ignore[union-attr]
+                   for k in ("Block count", "Block size"))
+    assert count * size == 30720 * 512
+
+
 def refused(d: Img, doc: dict[str, object], why: str) -> None:
     before = d.digest()
     got = d.cli("apply", d.plan(doc), d.dev, "--yes")
