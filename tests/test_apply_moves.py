@@ -250,3 +250,30 @@ def test_msdos_keeps_by_number_and_made_against(tmp_path, label) -> None:
     done = d.cli("apply", d.plan(doc), d.dev, "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     d.intact(1, 2048, 20480)
+
+
+def test_an_extended_partition_kept_and_grown_is_a_table_write_as_before(tmp_path) -> None:
+    """It holds no data of its own: its logical partitions' EBRs are rewritten in place by the table write."""
+    img = tmp_path / "ext.img"
+    with open(img, "wb") as f:
+        f.truncate(64 * MiB)
+    run("sfdisk", "-q", str(img), input="label: dos\nstart=2048, size=20480, type=83\nstart=22528, size=20480, "
+        "type=5\nstart=24576, size=8192, type=83\n")
+    env = state_env(tmp_path / "state")
+    doc = json.loads(run_env(env, "export", str(img)))
+    assert [p.get("keeps") for p in doc["partitions"]] == [{"number": 1}, {"number": 2}, {"number": 5}]
+    place(doc, 2, 22528, 40960)
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    got = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(tmp_path / "plan.json"), str(img), "--yes"],
+                         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300)
+    assert got.returncode == 0 and "step 1" not in got.stdout and "create 2 at 22528..63487" in got.stdout, \
+        got.stdout + got.stderr
+    dump = run("sfdisk", "--dump", str(img))
+    assert "start=       22528, size=       40960, type=5" in dump and "start=       24576, size=        8192" in dump
+
+
+def run_env(env: dict[str, str], *args: str) -> str:
+    got = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True, env=env,
+                         stdin=subprocess.DEVNULL, timeout=300)
+    assert got.returncode == 0, got.stderr
+    return got.stdout

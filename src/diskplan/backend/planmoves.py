@@ -42,9 +42,9 @@ from diskplan.backend.move import (
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.backend.tablewrite import plan_made_against_another
-from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved
+from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved, identity
 from diskplan.model.disk import Disk
-from diskplan.model.extent import State
+from diskplan.model.extent import Role, State
 from diskplan.model.fsresize import refusals as fs_refusals
 from diskplan.model.move import DataStep, SequenceError, data_steps, schedule
 from diskplan.model.operations import plan_writes
@@ -131,7 +131,10 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     """The plan's moves and resizes and what refuses them (see the module's doc); ``steps`` is empty when
     the plan keeps every partition where and as large as it is. Writes nothing. Raises CommitError when
     the target cannot be read."""
-    kind = "block" if disk.kind == "block" else "file"
+    try:
+        kind = "block" if identity(target).kind == "block" else "file"  # what confirms it: as each step's own
+    except OSError as exc:
+        raise CommitError(f"{target}: {exc.strerror}") from exc
     ss = disk.geometry.logical
     unfinished = half_moved(target, disk.geometry.sectors * ss)  # its entry is hidden: say that, not "no partition"
     if unfinished:
@@ -139,7 +142,8 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     wanted = {}
     for k in spec.keeps:
         p, w = disk.table.by_number(k.number), desired.by_number(k.number)
-        if p is not None and w is not None and (p.start, p.end) != (w.start, w.end):
+        # An extended partition holds no data of its own: its logical partitions are kept by the table write.
+        if p is not None and w is not None and (p.start, p.end) != (w.start, w.end) and p.role is not Role.EXTENDED:
             wanted[k.number] = w.extent
     bad = keeps_problems(target, disk, spec, desired, moving=bool(wanted))
     if bad:
@@ -170,6 +174,7 @@ def _checked(target: str, disk: Disk, kind: str, steps: list[DataStep], host: Ho
     ss = disk.geometry.logical
     checked: list[tuple[DataStep, StepProposal | None]] = []
     refusals: list[str] = []
+    said: set[str] = set()
     notes: list[str] = []
     first: dict[int, StepProposal] = {}
     done: list[DataStep] = []
@@ -183,14 +188,15 @@ def _checked(target: str, disk: Disk, kind: str, steps: list[DataStep], host: Ho
         else:
             p = _later(target, now, s, first[s.number], kind)
         rate = rate or getattr(p, "rate", 0.0)
-        refusals += [f"step {i} ({s.kind} partition {s.number}): {r}" for r in p.refusals if r not in refusals]
+        refusals += [f"step {i} ({s.kind} partition {s.number}): {r}" for r in p.refusals if r not in said]
+        said.update(p.refusals)  # the disk in use: said once, not for every step
         notes += [n for n in p.notes if n not in notes]
         checked.append((s, p))
         done.append(s)
     if not rate and any(s.kind == "move" for s in steps) and not refusals:
         s = next(s for s in steps if s.kind == "move")
         rate = measure_rate(target, s.start, s.length, ss)
-    return PlanMoves(target, kind, tuple(checked), tuple(dict.fromkeys(refusals)), tuple(notes), rate, ss)
+    return PlanMoves(target, kind, tuple(checked), tuple(refusals), tuple(notes), rate, ss)
 
 
 def _later(target: str, now: Disk, s: DataStep, first: StepProposal, kind: str) -> StepProposal:
