@@ -12,12 +12,15 @@ import pathlib
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from helpers.movedisk import View, file_sums, populate, state_env
 from helpers.tools import need_tool, run
 from helpers.units import MiB
+
+Doc = dict[str, Any]  # a plan or sfdisk's JSON, as parsed
 
 PY_STATE = "state"
 
@@ -47,9 +50,9 @@ class Img:
         assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
         return proc
 
-    def table(self) -> dict[int, dict[str, object]]:
+    def table(self) -> dict[int, Doc]:
         doc = json.loads(run("sfdisk", "--json", self.dev))["partitiontable"]
-        return {int(re.search(r"[0-9]+$", p["node"]).group()): p for p in doc["partitions"]}  # type: ignore[union-attr]
+        return {int(p["node"][len(p["node"].rstrip("0123456789")):]): p for p in doc["partitions"]}
 
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
@@ -64,20 +67,21 @@ class Img:
             assert f"LABEL=part{number}" in run("blkid", "-p", "-o", "export", v)
             assert file_sums(v, "ext4", list(self.sums[number])) == self.sums[number]
 
-    def export(self) -> dict[str, object]:
+    def export(self) -> Doc:
         got = self.cli("export", self.dev)
         assert got.returncode == 0, got.stderr
-        return json.loads(got.stdout)
+        doc: Doc = json.loads(got.stdout)
+        return doc
 
-    def plan(self, doc: dict[str, object]) -> str:
+    def plan(self, doc: Doc) -> str:
         path = self.tmp / "plan.json"
         path.write_text(json.dumps(doc))
         return str(path)
 
 
-def place(doc: dict[str, object], number: int, start: int, size: int | None = None) -> dict[str, object]:
+def place(doc: Doc, number: int, start: int, size: int | None = None) -> Doc:
     """The plan with partition ``number`` at ``start`` (and ``size`` sectors): start, end and size together."""
-    for p in doc["partitions"]:  # type: ignore[union-attr]
+    for p in doc["partitions"]:
         if p["number"] == number:
             size = size or p["size"]
             p.update(start=start, end=start + size - 1, size=size)
@@ -87,7 +91,7 @@ def place(doc: dict[str, object], number: int, start: int, size: int | None = No
 def test_export_edit_apply_realigns_a_partition_at_34(tmp_path) -> None:
     d = Img(tmp_path, [(34, 40960)])
     doc = d.export()
-    part = doc["partitions"][0]  # type: ignore[index]
+    part = doc["partitions"][0]
     uuid = d.table()[1]["uuid"]
     assert part["keeps"] == {"number": 1, "guid": uuid}  # export says which partition it is
     plan = d.plan(place(doc, 1, 2048))
@@ -174,12 +178,12 @@ def test_move_then_grow_in_one_plan(tmp_path) -> None:
     d.intact(1, 2048, 30720, uuid)
     with View(d.dev, 2048, 30720) as v:  # the filesystem fills the partition now
         blocks = run("dumpe2fs", "-h", v)
-    count, size = (int(re.search(rf"^{k}:\s+([0-9]+)", blocks, re.M).group(1))  # type: ignore[union-attr]
-                   for k in ("Block count", "Block size"))
+    fields = dict(re.findall(r"^(Block count|Block size):\s+([0-9]+)", blocks, re.M))
+    count, size = int(fields["Block count"]), int(fields["Block size"])
     assert count * size == 30720 * 512
 
 
-def refused(d: Img, doc: dict[str, object], why: str) -> None:
+def refused(d: Img, doc: Doc, why: str) -> None:
     before = d.digest()
     got = d.cli("apply", d.plan(doc), d.dev, "--yes")
     assert got.returncode == 1 and why in got.stderr, got.stdout + got.stderr
@@ -208,7 +212,7 @@ def test_keeps_that_do_not_name_the_disks_partition_are_refused(tmp_path) -> Non
 def test_without_keeps_a_moved_partition_is_deleted_and_created_as_before(tmp_path) -> None:
     d = Img(tmp_path, [(34, 20480)], mib=32)
     doc = place(d.export(), 1, 2048)
-    del doc["partitions"][0]["keeps"]  # type: ignore[index]
+    del doc["partitions"][0]["keeps"]
     before = d.digest()
     got = d.cli("apply", d.plan(doc), d.dev)
     assert got.returncode == 1 and "delete 1 (34..20513)" in got.stdout and "create 1 at 2048..22527" in got.stdout
@@ -224,17 +228,17 @@ def test_a_shrink_below_the_filesystems_minimum_is_refused(tmp_path) -> None:
 def test_a_plan_that_also_changes_the_table_is_refused_as_a_whole(tmp_path) -> None:
     d = Img(tmp_path, [(34, 20480)], mib=32)
     doc = place(d.export(), 1, 2048)
-    doc["partitions"].append({"number": 2, "start": 24576, "size": 8192})  # type: ignore[union-attr]
+    doc["partitions"].append({"number": 2, "start": 24576, "size": 8192})
     refused(d, doc, "also changes the table (create 2 at 24576..32767")
-    doc["partitions"].pop()  # type: ignore[union-attr]
-    doc["partitions"][0]["name"] = "renamed"  # type: ignore[index]
+    doc["partitions"].pop()
+    doc["partitions"][0]["name"] = "renamed"
     refused(d, doc, "apply it in two steps")
 
 
 def test_a_move_over_a_partition_the_plan_deletes_is_refused(tmp_path) -> None:
     d = Img(tmp_path, [(34, 20480), (20514, 16384)], mib=32)
     doc = place(d.export(), 1, 2048)
-    doc["partitions"].pop()  # type: ignore[union-attr]
+    doc["partitions"].pop()
     refused(d, doc, "over partition 2 (20514..36897), which stays there while data moves: apply in two steps")
 
 
@@ -242,7 +246,7 @@ def test_a_move_over_a_partition_the_plan_deletes_is_refused(tmp_path) -> None:
 def test_msdos_keeps_by_number_and_made_against(tmp_path, label) -> None:
     d = Img(tmp_path, [(63, 20480)], label=label, mib=32)
     doc = d.export()
-    assert doc["partitions"][0]["keeps"] == {"number": 1}  # type: ignore[index]
+    assert doc["partitions"][0]["keeps"] == {"number": 1}
     doc = place(doc, 1, 2048)
     blind = json.loads(json.dumps(doc))
     del blind["made_against"]

@@ -215,7 +215,7 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
     from diskplan.backend import lock as wlock
     from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
     from diskplan.backend.write import Verdict
-    from diskplan.cli.apply import host
+    from diskplan.cli.options import host
     from helpers.lockholders import holding
 
     d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from diskplan.backend.iotime import DirectIOUnsupported, measure
 from diskplan.backend.lock import LockBusy, take, whole_disk
 from diskplan.backend.write import ConfirmedByName
-from diskplan.cli.apply import consoles
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
+from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import device_kind
 from diskplan.discovery.inuse import culprits
 from diskplan.model.disk import Disk

@@ -258,8 +258,8 @@ def data_steps(layout: dict[int, Extent], wanted: dict[int, Extent]) -> list[Dat
                      key=lambda n: (wanted[n].start > place[n].start, place[n].start * (-1 if
                                     wanted[n].start > place[n].start else 1)))
     while pending:
-        n = next((n for n in pending if blocker(n) is None), None)
-        if n is None:
+        free = next((n for n in pending if blocker(n) is None), None)
+        if free is None:
             n = pending[0]
             m = blocker(n)
             assert m is not None
@@ -273,10 +273,10 @@ def data_steps(layout: dict[int, Extent], wanted: dict[int, Extent]) -> list[Dat
                 f"partition {n} would move to {new.start}..{new.end}, over partition {m} ({place[m].start}.."
                 f"{place[m].end}), which stays there while data moves: apply in two steps, first a plan that "
                 f"deletes or moves partition {m}, then this one")
-        now = place[n]
-        steps.append(DataStep("move", n, now.start, now.size, wanted[n].start, now.size))
-        place[n] = Extent(wanted[n].start, wanted[n].start + now.size - 1)
-        pending.remove(n)
+        now = place[free]
+        steps.append(DataStep("move", free, now.start, now.size, wanted[free].start, now.size))
+        place[free] = Extent(wanted[free].start, wanted[free].start + now.size - 1)
+        pending.remove(free)
     for n in sorted(wanted):
         now, want = place[n], wanted[n]
         if want.size > now.size:
