@@ -234,25 +234,33 @@ def execute_plan_moves(
     backup_path: str | None = None,
     progress: Callable[[int, DataStep], Progress | None] = lambda i, s: None,
     stop: Callable[[], bool] = lambda: False,
+    finished: Callable[[MoveOutcome], None] = lambda o: None,
 ) -> list[MoveOutcome]:
     """Run the steps in order (see the module's doc): the outcome of each step tried, the last the one
-    that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i."""
+    that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i;
+    ``finished``: told each step's outcome as soon as it is known."""
+    gate = None
     if pm.refusals:
-        return [MoveOutcome(Verdict.REFUSED, "refused: " + pm.refusals[0], pm.target, pm.refusals)]
-    if not pm.accepts(answer):
-        return [MoveOutcome(Verdict.REFUSED, f"not confirmed ({pm.prompt.lower()}); nothing written", pm.target)]
+        gate = MoveOutcome(Verdict.REFUSED, "refused: " + pm.refusals[0], pm.target, pm.refusals)
+    elif not pm.accepts(answer):
+        gate = MoveOutcome(Verdict.REFUSED, f"not confirmed ({pm.prompt.lower()}); nothing written", pm.target)
+    if gate is not None:
+        finished(gate)
+        return [gate]
     outcomes: list[MoveOutcome] = []
     for i, (s, _) in enumerate(pm.steps, 1):
         where = f"step {i} of {len(pm.steps)} ({s.kind} partition {s.number})"
         if i > 1 and stop():
             outcomes.append(MoveOutcome(Verdict.FAILED, f"stopped before {where}: the steps before it are done, each "
                                         "whole; apply the plan again (without made_against) to do the rest", pm.target))
+            finished(outcomes[-1])
             break
         try:
             p = (prepare_move(pm.target, s.number, s.to, host) if s.kind == "move"
                  else prepare_resize(pm.target, s.number, s.new_length, host))
         except CommitError as exc:
             outcomes.append(MoveOutcome(Verdict.FAILED, f"{where}: {exc}", pm.target))
+            finished(outcomes[-1])
             break
         at = p.plan.start if isinstance(p, MoveProposal) else p.entry.start if p.entry is not None else -1
         size = p.plan.length if isinstance(p, MoveProposal) else p.old
@@ -267,6 +275,7 @@ def execute_plan_moves(
         if i > 1 and o.verdict is not Verdict.WRITTEN:
             o = replace(o, message=f"{where}: {o.message} (steps 1..{i - 1} are done, each whole)")
         outcomes.append(o)
+        finished(o)
         if o.verdict is not Verdict.WRITTEN:
             break
     return outcomes

@@ -59,7 +59,5 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
     answer = confirm(pm, args.yes)
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcomes = execute_plan_moves(pm, answer, host, backup_path=args.backup, progress=lambda i, s: show,
-                                      stop=stop)
-    for o in outcomes:
-        render_outcome(o, console, err)
+                                      stop=stop, finished=lambda o: render_outcome(o, console, err))
     return outcomes[-1].exit_code
