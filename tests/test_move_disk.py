@@ -215,7 +215,7 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
     from diskplan.backend import lock as wlock
     from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
     from diskplan.backend.write import Verdict
-    from diskplan.cli.apply import host
+    from diskplan.cli.options import host
     from helpers.lockholders import holding
 
     d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)
@@ -282,6 +282,8 @@ def test_no_other_write_while_a_move_is_unfinished(loop_device, tmp_path) -> Non
     spec = json.loads(plan.read_text())
     spec.pop("made_against", None)
     spec["partitions"].append({"start": 60_000, "size": 2048})  # a change a table commit would write
+    for part in spec["partitions"]:  # a table commit: partition 1 put at 34 as a new one (keeps would move it)
+        part.pop("keeps", None)
     plan.write_text(json.dumps(spec))
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="synced:2")
     assert got.returncode == -signal.SIGKILL

@@ -3,6 +3,7 @@ partitions that never move, msdos rules, pending changes, undo and redo."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.operations import validate
 from diskplan.model.plan import Edge, History, Outcome, Plan
-from diskplan.model.planfile import PlanFileError, save_plan
+from diskplan.model.planfile import PlanFileError, load_into, save_plan
 from diskplan.model.table import new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -203,8 +204,13 @@ def test_existing_partitions_move_only_with_their_data_and_never_resize() -> Non
     mixed = ok(moved.propose(500_000, 4096))
     assert any("write the table changes first, then move" in why for why in mixed.problems())
     assert any("write the table changes first" in why for why in ok(moved.set_name(1, "x")).problems())
-    with pytest.raises(PlanFileError, match="do not carry data moves"):  # a file would recreate it empty
+    with pytest.raises(PlanFileError, match="GUID of partition 1 is unknown"):  # it could not say which it moves
         save_plan(moved)
+    guid = "0E8B5A1C-4D2F-4B8E-9C11-2A3B4C5D6E7F"
+    (saved,) = json.loads(save_plan(moved, guids={1: guid}))["partitions"]  # diskplan apply moves it
+    assert (saved["start"], saved["keeps"]) == (4096, {"number": 1, "guid": guid})
+    again = load_into(plan, save_plan(moved, guids={1: guid}))  # the planner would delete and create it
+    assert not again.ok and "moves or resizes partition 1 with its data" in again.message
     # Deleting a moved partition deletes it where it is on the disk.
     gone = ok(moved.delete(1))
     assert gone.deleted(1).extent == plan.partition(1).extent  # type: ignore[union-attr]

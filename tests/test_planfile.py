@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.planfile import (
+    Keep,
     PlanFileError,
     PlanSpec,
     load_plan,
@@ -101,6 +102,20 @@ def test_msdos_roles_follow_types_and_numbers() -> None:
         ("label: gpt\nunit: cylinders\n", ["unit"]),
         ("label: gpt\n\n2048,100,Q\n", ["line 3", "not a GPT type"]),
         ('label: gpt\n\nx1 : start=2048, size=100, type=L, attrs="Sticky"\n', ["Sticky"]),
+        ('{"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": 1}]}',
+         ["keeps must be an object"]),
+        ('{"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": {"nr": 1}}]}',
+         ["keeps: unknown key 'nr'"]),
+        ('{"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": {}}]}',
+         ["keeps needs the number"]),
+        ('{"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": {"number": 2}}]}',
+         ["keeps partition 2, so it must have number 2"]),
+        ('{"label": "gpt", "partitions": [{"start": 2048, "end": 9000, "keeps": {"number": 1}}]}',
+         ["must have number 1"]),
+        ('{"label": "gpt", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": {"number": 1, '
+         '"guid": "nope"}}]}', ["guid must be a GPT unique GUID"]),
+        ('{"label": "msdos", "partitions": [{"number": 1, "start": 2048, "end": 9000, "keeps": {"number": 1, '
+         '"guid": "0E8B5A1C-4D2F-4B8E-9C11-2A3B4C5D6E7F"}}]}', ["msdos partition has no GUID"]),
         ("\0\0\0label:", ["binary"]),
         ("hello", ["not a plan"]),
     ],
@@ -210,3 +225,20 @@ def test_the_ui_saves_and_loads_a_plan() -> None:
     assert again.ok and again.plan == plan
     refused = load_into(plan, '{"label": "gpt", "sector_size": 4096, "partitions": []}')
     assert not refused.ok and refused.plan is plan and "4096-byte sectors" in refused.message
+
+
+def test_keeps_round_trips_and_names_the_partition() -> None:
+    guid = "0e8b5a1c-4d2f-4b8e-9c11-2a3b4c5d6e7f"
+    text = json.dumps({"label": "gpt", "partitions": [
+        {"number": 1, "start": 2048, "end": 9000, "keeps": {"number": 1, "guid": guid}},
+        {"number": 2, "start": 9001, "end": 10000}]})
+    spec = load_plan(text)
+    assert spec.keeps == (Keep(1, guid.upper()),)  # upper case, as libfdisk and blkid write it
+    again = load_plan(to_json(spec))
+    assert again == spec and again.keeps == spec.keeps
+    doc = json.loads(to_json(spec))
+    assert doc["partitions"][0]["keeps"] == {"number": 1, "guid": guid.upper()} and "keeps" not in doc["partitions"][1]
+    geom = Geometry(2**21)
+    table = new_table("gpt", geom).with_partitions((Partition(1, 2048, 9000, LINUX),))
+    assert spec_from_table(table, geom, {1: guid.upper()}).keeps == (Keep(1, guid.upper()),)
+    assert spec_from_table(table, geom).keeps == ()  # keeps only when asked for

@@ -6,9 +6,11 @@ boundary, and the planner offering to finish it when the disk is opened again.""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -265,3 +267,35 @@ async def test_m_on_a_partition_that_holds_data_warns_then_moves_it_with_the_key
         app.clear_notifications()
         await pilot.press("A")
         assert "a re-snaps proposals" in " ".join(str(x.message) for x in app._notifications)
+
+
+@run
+async def test_a_saved_plan_with_a_realign_is_applied_as_a_move(tmp_path: pathlib.Path) -> None:
+    """Ctrl+S writes the move with ``keeps`` (number and PARTUUID), so ``diskplan apply`` moves the data
+    instead of deleting the partition and creating an empty one."""
+    need_tool("mkfs.ext4")
+    sectors = 16 * MiB_SECTORS
+    image = gpt_image(tmp_path / "save.img", 34, sectors)
+    run_tool("mkfs.ext4", "-q", "-F", "-L", "saved", "-E", f"offset={34 * SECTOR}", str(image), "16M")
+    uuid = sfdisk_uuids(image)[1]
+    saved = tmp_path / "realign.json"
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(34 + 100)
+        await pilot.press("A")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen.query("#path"), what="the save dialog")
+        app.screen.query_one("#path", Input).value = str(saved)
+        await pilot.press("enter")
+        await wait_for(pilot, saved.exists, what="the plan file")
+    (p,) = json.loads(saved.read_text())["partitions"]
+    assert (p["start"], p["keeps"]) == (2048, {"number": 1, "guid": uuid})
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    got = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(saved), str(image), "--yes"],
+                         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300)
+    assert got.returncode == 0 and "moved and verified" in got.stdout, got.stdout + got.stderr
+    assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(image)] == [(1, 2048, sectors)]
+    assert sfdisk_uuids(image)[1] == uuid
+    with view(image, 2048, sectors) as loop:
+        assert subprocess.run(["e2fsck", "-fn", loop], capture_output=True).returncode == 0

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from diskplan.backend.gptcheck import GptState
+from diskplan.backend.gptcheck import GptState, check_gpt
 from diskplan.backend.rawtable import GptEntry
+from diskplan.model.disk import Disk
 from diskplan.model.labels import gpt_attribute_flags
 from diskplan.model.table import Table
 
@@ -34,3 +35,12 @@ def with_raw_attributes(table: Table, gpt: GptState | None) -> Table:
         high = gpt_attribute_flags(e.attributes) if e is not None else ()
         parts.append(replace(p, flags=tuple(sorted({*p.flags, *high}))) if high else p)
     return replace(table, partitions=tuple(parts))
+
+
+def partition_guids(disk: Disk) -> dict[int, str]:
+    """Number -> unique GUID (upper case) of each partition of ``disk``'s table: on GPT from the raw entries
+    (libparted does not report it; a partition whose entry does not match is left out), "" on msdos."""
+    if disk.table.label != "gpt":
+        return {p.number: "" for p in disk.table.partitions}
+    gpt = check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors) if disk.source else None
+    return {n: e.part_guid.upper() for n, e in raw_entries(disk.table, gpt).items()}

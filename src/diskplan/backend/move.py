@@ -68,6 +68,7 @@ from diskplan.backend.write import (
     inform_kernel_child,
     read_target,
     recheck,
+    save_backup,
     take_lock,
 )
 from diskplan.backend.write import unsafe as unsafe_now
@@ -165,7 +166,7 @@ class MoveOutcome:
 # --- preparing --------------------------------------------------------------------------------------
 
 
-def _measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
+def measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
     """Bytes/s of a short direct read of the partition (an estimate, not a promise)."""
     n = min(length, (32 << 20) // sector_size)
     try:
@@ -316,7 +317,7 @@ def prepare_move(
             refusals.append(f"cannot check the filesystem before and after the move: {missing}")
         if fscheck.checker(fs.fs) is None:
             notes.append(f"partition {number} holds {fs}: moved as raw bytes, with no filesystem check")
-        rate = _measure_rate(target, start, length, ss)
+        rate = measure_rate(target, start, length, ss)
         notes += boot_warnings(target, label, fs.fs, start, ss)
     # Restoring the backup must never roll back partition data: the backup leaves every partition's
     # sectors and the new place out (a partition inside the first or last MiB would otherwise be in it).
@@ -387,13 +388,10 @@ def execute_move(
             if not clean:
                 return replace(base, message=f"refused: the {fs.fs} filesystem on partition {p.number} is not clean; "
                                "repair it first, nothing was written", details=(said,))
-            try:
-                extents = bk.backup_extents(p.target, ss, p.sectors, protect=p.protect)
-                saved = bk.capture(p.target, ss, p.sectors, extents, model=p.model)
-                path = bk.save(saved, backup_path or bk.default_path(p.target))
-            except (OSError, bk.BackupError) as exc:
-                why = getattr(exc, "strerror", None) or str(exc)
-                return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
+            got = save_backup(p, backup_path, base)
+            if not isinstance(got, tuple):
+                return got
+            path = got[1].backup_path
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,

@@ -36,7 +36,17 @@ from diskplan.backend.move import (
     tell_kernel,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
-from diskplan.backend.write import Host, Identity, Verdict, accepts, confirm_word, read_target, recheck, take_lock
+from diskplan.backend.write import (
+    Host,
+    Identity,
+    Verdict,
+    accepts,
+    confirm_word,
+    read_target,
+    recheck,
+    save_backup,
+    take_lock,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
 from diskplan.model.fsresize import Limits, steps
@@ -176,14 +186,10 @@ def execute_resize(
             why = "is not clean; repair it first" if not clean else "changed since it was read"
             return replace(base, message=f"refused: the {fs.fs} filesystem on partition {p.number} {why}; nothing "
                            "was written", details=(said,) if said else ())
-        try:
-            extents = bk.backup_extents(p.target, ss, p.sectors, protect=p.protect)
-            path = bk.save(bk.capture(p.target, ss, p.sectors, extents, model=p.model),
-                           backup_path or bk.default_path(p.target))
-        except (OSError, bk.BackupError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            return replace(base, verdict=Verdict.FAILED, message=f"no backup, so nothing was written: {why}")
-        base = replace(base, backup_path=path, verdict=Verdict.FAILED)
+        got = save_backup(p, backup_path, base)
+        if not isinstance(got, tuple):
+            return got
+        base = replace(got[1], verdict=Verdict.FAILED)
         done: list[str] = []
         for what in p.order:
             try:

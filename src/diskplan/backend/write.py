@@ -457,13 +457,33 @@ def stop_before_writing(
     return None
 
 
+class Backed(Protocol):
+    """A proposal of any kind of write, as its table backup needs it (a commit's, a move's, a resize's)."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def sector_size(self) -> int: ...
+
+    @property
+    def sectors(self) -> int: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def protect(self) -> tuple[Extent, ...]: ...
+
+
 def save_backup(
-    p: Proposal, backup_path: str | None, base: WriteOutcome
-) -> tuple[bk.TableBackup, WriteOutcome] | WriteOutcome:
-    """Save the backup of every sector the write may touch: the backup and ``base`` naming its file, or
-    the failed outcome (nothing is written without a backup)."""
+    p: Backed, backup_path: str | None, base: Refused, also: tuple[Extent, ...] = ()
+) -> tuple[bk.TableBackup, Refused] | Refused:
+    """Save the backup of every sector the write may touch (the table's, and ``also``: where a new table's
+    own sectors go): the backup and ``base`` naming its file, or the failed outcome (nothing is written
+    without a backup). ``base``: a table write's outcome or a data move's."""
     try:
-        extents = bk.backup_extents(p.target, p.sector_size, p.sectors, also=p.table_sectors, protect=p.protect)
+        extents = bk.backup_extents(p.target, p.sector_size, p.sectors, also=also, protect=p.protect)
         saved = bk.capture(p.target, p.sector_size, p.sectors, extents, model=p.model)
         path = bk.save(saved, backup_path or bk.default_path(p.target))
     except (OSError, bk.BackupError) as exc:
@@ -594,4 +614,4 @@ class ProposalWrite(Write[Proposal]):
 
     def back_up(self, base: WriteOutcome) -> tuple[bk.TableBackup, WriteOutcome] | WriteOutcome:
         self.step(2, self.saving)
-        return save_backup(self.p, self.backup_path, base)
+        return save_backup(self.p, self.backup_path, base, also=self.p.table_sectors)

@@ -4,6 +4,8 @@ Shows every operation and the resulting table (sector-exact, with the device's m
 nothing without ``--yes``. With ``--yes``: checks that nothing uses the disk, saves a backup of the old
 table (its path is printed), writes with one libparted commit, tells the kernel, reads the table back and
 compares it with the plan. On a block device, when run from a terminal, the device name must be typed too.
+A plan whose ``keeps`` entries put a partition elsewhere or make it another size moves and resizes it with
+its data instead, step by step (cli.applymoves, backend.planmoves).
 
 Exit status: 0 written (or nothing to do), 1 refused (unsafe, invalid for this disk, or not confirmed:
 nothing written), 2 failed (the plan or the target could not be read, or the write went wrong; the
@@ -13,30 +15,19 @@ message says what state the disk is in and how to restore it).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from diskplan.backend.commit import execute, prepare
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.proposal_text import proposal_lines
-from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome, preload
+from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
-from diskplan.discovery import inuse
+from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.textout import Out, consoles
 from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
          "op:delete": "red", "op:create": "green", "op:change": "yellow", "op:rewrite": "cyan", "op:keep": "dim"}
-
-
-def consoles() -> tuple[Out, Out]:
-    """stdout and stderr: whole lines, colour only on a terminal."""
-    return Out(sys.stdout), Out(sys.stderr)
-
-
-def host() -> Host:
-    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -101,6 +92,12 @@ def main(argv: list[str]) -> int:
         err.print(f"diskplan apply: refused: {exc}")
         return 1
     h = host()
+    if spec.keeps:  # partitions kept with their content: moved and resized first, or refused (cli.applymoves)
+        from diskplan.cli.applymoves import run_plan_moves
+
+        code = run_plan_moves(args, spec, disk, desired, h, console, err)
+        if code is not None:
+            return code
     try:
         proposal = prepare(args.target, desired, h, sector_size=spec.sector_size, current=disk,
                            made_against=spec.made_against)

@@ -13,6 +13,7 @@ import stat
 import sys
 from dataclasses import replace
 
+from diskplan.backend.gptattrs import partition_guids
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
@@ -84,7 +85,8 @@ def load_source(source: str) -> tuple[PlanSpec, str]:
         return _read_plan(source), "DEVICE"
     disk = open_target(source)
     try:
-        return replace(spec_from_table(disk.table, disk.geometry), made_against=disk_fingerprint(disk)), source
+        spec = spec_from_table(disk.table, disk.geometry, partition_guids(disk))  # every partition kept (keeps)
+        return replace(spec, made_against=disk_fingerprint(disk)), source
     except PlanFileError as exc:
         raise PlanFileError(f"{source}: {exc}") from exc
 

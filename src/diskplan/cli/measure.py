@@ -18,10 +18,9 @@ import stat
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, write_refusals
 from diskplan.backend.lock import LockBusy, take
-from diskplan.cli.apply import consoles
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
+from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import device_kind
 from diskplan.discovery.inuse import culprits
 from diskplan.model.measure import READ_TESTS, WRITE_TESTS, Result, Test, free_range, offsets, report, span

@@ -16,11 +16,10 @@ from collections.abc import Callable
 
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
 from diskplan.backend.write import CommitError, preload
-from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
-from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
+from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.textout import Out, consoles
 from diskplan.model.disk import Disk
 from diskplan.model.geometry import Geometry
 from diskplan.model.sizes import SizeError, parse_lba, parse_size

@@ -10,6 +10,7 @@ from diskplan.model.sizes import Amount, SizeError, parse_option
 from diskplan.model.stackfindings import with_stack_findings
 
 if TYPE_CHECKING:
+    from diskplan.backend.write import Host
     from diskplan.model.disk import Disk
 
 
@@ -101,3 +102,10 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     disk = replace(disk, stacks=tuple(read_stacks(path, disk).items()))
     return apply_overrides(disk, args) if args is not None else disk
 
+
+def host() -> Host:
+    """What only discovery can tell the backend: who uses a disk, and the kernel's partition list."""
+    from diskplan.backend.write import Host
+    from diskplan.discovery import inuse
+
+    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)

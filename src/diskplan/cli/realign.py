@@ -13,9 +13,9 @@ import argparse
 
 from diskplan.backend.move import execute_move, logical_window, prepare_move
 from diskplan.backend.write import CommitError, preload
-from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
-from diskplan.cli.options import TargetError, add_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, host, open_target
+from diskplan.cli.textout import consoles
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain

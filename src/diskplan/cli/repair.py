@@ -21,10 +21,10 @@ from diskplan.backend.gptrepair import execute_repair, prepare_repair
 from diskplan.backend.proposal_text import headline
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.write import CommitError, Proposal, Verdict, preload
-from diskplan.cli.apply import consoles, host, render_outcome
+from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
+from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.textout import Out, consoles
 from diskplan.model import ptypes
 from diskplan.model.codes import NEEDS_REPAIR
 from diskplan.model.safetext import columns

@@ -12,11 +12,10 @@ import argparse
 
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.write import CommitError, preload
-from diskplan.cli.apply import consoles, host
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import UNSTOPPABLE, progress_display, render_outcome, stop_on_interrupt
-from diskplan.cli.options import TargetError, open_target
-from diskplan.cli.textout import Out
+from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.textout import Out, consoles
 from diskplan.model.sizes import SizeError, parse_size
 from diskplan.model.units import human_bytes
 

@@ -15,9 +15,10 @@ import argparse
 
 from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
 from diskplan.backend.write import CommitError
-from diskplan.cli.apply import consoles, host, render_outcome
+from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.textout import Out
+from diskplan.cli.options import host
+from diskplan.cli.textout import Out, consoles
 
 
 def parser() -> argparse.ArgumentParser:

@@ -12,8 +12,9 @@ import argparse
 from diskplan.backend.move import execute_resume, prepare_resume
 from diskplan.backend.moveundo import execute_rollback
 from diskplan.backend.write import CommitError, preload
-from diskplan.cli.apply import consoles, host
 from diskplan.cli.move import run
+from diskplan.cli.options import host
+from diskplan.cli.textout import consoles
 
 
 def parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ control characters escaped, so a crafted name cannot move the cursor or retitle 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -53,3 +54,8 @@ class Out:
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def consoles() -> tuple[Out, Out]:
+    """stdout and stderr: whole lines, colour only on a terminal."""
+    return Out(sys.stdout), Out(sys.stderr)

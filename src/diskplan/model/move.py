@@ -236,3 +236,96 @@ def old_place_touched(plan: Schedule, done: int, batch: int) -> Step | None:
         if plan.step(k).dest.overlaps(old):
             return plan.step(k)
     return None
+
+
+# --- a plan's data steps, in an order the disk allows ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataStep:
+    """One write of a plan that keeps partitions with their content (``diskplan apply``): partition
+    ``number`` goes from ``length`` sectors at ``start`` to ``new_length`` at ``to``. ``kind``: "shrink"
+    (start kept), "move" (size kept) or "grow" (start kept)."""
+
+    kind: str
+    number: int
+    start: int
+    length: int
+    to: int
+    new_length: int
+
+    @property
+    def before(self) -> Extent:
+        return Extent(self.start, self.start + self.length - 1)
+
+    @property
+    def after(self) -> Extent:
+        return Extent(self.to, self.to + self.new_length - 1)
+
+
+class SequenceError(ValueError):
+    """No order moves the partitions one at a time: ``str(exc)`` says which and why."""
+
+
+def data_steps(layout: dict[int, Extent], wanted: dict[int, Extent]) -> list[DataStep]:
+    """The shrinks, moves and grows that take each partition of ``wanted`` (number -> its extent in the
+    plan) from where ``layout`` (number -> extent: every partition on the disk now, including those the
+    plan deletes afterwards) has it, one at a time, each into room the steps before it left:
+
+    - every shrink first, at its own start (it only frees room, and a moved partition is smaller to copy);
+    - then the moves, each chosen as soon as its new place is clear of every other partition where the
+      steps before left it (a move may overlap its own old place: backend.move copies in the safe
+      direction). Moving left frees room for a partition moving left behind it, moving right for one
+      ahead of it; when nothing can go first (two partitions that need each other's place, or room that
+      a partition still holds), there is no order and SequenceError says why;
+    - then every grow, into its final room (which the moves cleared).
+
+    Raises SequenceError. Pure; backend.planmoves checks each step against the disk as well."""
+    place = dict(layout)
+    steps: list[DataStep] = []
+    for n in sorted(wanted):
+        now, want = place[n], wanted[n]
+        if want.size < now.size:
+            steps.append(DataStep("shrink", n, now.start, now.size, now.start, want.size))
+            place[n] = Extent(now.start, now.start + want.size - 1)
+
+    def blocker(n: int) -> int | None:
+        new = Extent(wanted[n].start, wanted[n].start + place[n].size - 1)
+        return next((m for m in sorted(place, key=lambda m: place[m].start) if m != n and place[m].overlaps(new)),
+                    None)
+
+    pending = sorted((n for n in wanted if wanted[n].start != place[n].start),
+                     key=lambda n: (wanted[n].start > place[n].start, place[n].start * (-1 if
+                                    wanted[n].start > place[n].start else 1)))
+    while pending:
+        free = next((n for n in pending if blocker(n) is None), None)
+        if free is None:
+            n = pending[0]
+            m = blocker(n)
+            assert m is not None
+            new = Extent(wanted[n].start, wanted[n].start + place[n].size - 1)
+            if m in pending:
+                raise SequenceError(
+                    f"no order moves partitions {', '.join(map(str, sorted(pending)))} one at a time: partition {n} "
+                    f"needs {new.start}..{new.end}, where partition {m} is until it has moved, and it cannot move "
+                    "first (move one of them out of the way in a plan of its own, then apply this one)")
+            raise SequenceError(
+                f"partition {n} would move to {new.start}..{new.end}, over partition {m} ({place[m].start}.."
+                f"{place[m].end}), which stays there while data moves: apply in two steps, first a plan that "
+                f"deletes or moves partition {m}, then this one")
+        now = place[free]
+        steps.append(DataStep("move", free, now.start, now.size, wanted[free].start, now.size))
+        place[free] = Extent(wanted[free].start, wanted[free].start + now.size - 1)
+        pending.remove(free)
+    for n in sorted(wanted):
+        now, want = place[n], wanted[n]
+        if want.size > now.size:
+            m = next((m for m in sorted(place) if m != n and place[m].overlaps(want)), None)
+            if m is not None:
+                raise SequenceError(
+                    f"partition {n} would grow to {want.start}..{want.end}, over partition {m} ({place[m].start}.."
+                    f"{place[m].end}), which stays there while data moves: apply in two steps, first a plan "
+                    f"that deletes or moves partition {m}, then this one")
+            steps.append(DataStep("grow", n, now.start, now.size, now.start, want.size))
+            place[n] = want
+    return steps

@@ -13,7 +13,8 @@ JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs
       "partitions": [*
         {"number": 1, "start": 2048,* "end": 206847, "size": 204800,   sectors, end inclusive; end or size*
          "type": "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "type_name": "EFI system",
-         "name": "EFI", "flags": ["legacy_boot"], "role": "primary"}
+         "name": "EFI", "flags": ["legacy_boot"], "role": "primary",
+         "keeps": {"number": 1, "guid": "0E8B5A1C-..."}}   the disk's partition 1, data and all (below)
       ]
     }
 
@@ -23,6 +24,13 @@ the order and the type. Unknown keys are refused (a typo must not silently becom
 
 A *relative* plan, for disks of any size (model.relplan): ``"size": "50%"`` (of the disk's usable space) or
 ``"size": "rest"``, and ``start`` left out (the next grain boundary); ``placed_on`` resolves it on each disk.
+
+``keeps`` says that the entry *is* an existing partition of the disk, which keeps its content: its number
+(the same as the entry's: a kept partition keeps its number) and, on GPT, its unique GUID (PARTUUID), so a
+plan made for another disk or another table never moves the wrong bytes. Only such an entry may lie
+elsewhere or have another size than the partition on the disk: ``diskplan apply`` then moves and resizes
+it with its data (backend.planmoves). Without ``keeps`` a partition is placed as a new one, and an
+existing partition the plan does not keep exactly is deleted, as always.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import re
 import shlex
 import sys
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -50,7 +59,10 @@ FORMAT = "diskplan-plan"
 VERSION = 1
 _TOP_KEYS = {"format", "version", "label", "sector_size", "sectors", "first_lba", "last_lba", "partitions", "comment",
              "made_against"}
-_PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "attributes", "role", "comment"}
+_PART_KEYS = {"number", "start", "end", "size", "type", "type_name", "name", "flags", "attributes", "role", "comment",
+              "keeps"}
+_KEEPS_KEYS = {"number", "guid"}
+_GUID = re.compile(r"[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}")
 
 
 class PlanFileError(ValueError):
@@ -58,6 +70,15 @@ class PlanFileError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(safe(message))  # it may quote the plan: escaped once, wherever it is shown
+
+
+@dataclass(frozen=True)
+class Keep:
+    """A plan's partition ``number`` is the disk's partition ``number``, whose GPT unique GUID is ``guid``
+    ("" on msdos): it keeps its content wherever the plan puts it."""
+
+    number: int
+    guid: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,7 @@ class PlanSpec:
     # A relative plan (sizes in % or "rest", starts left to snapping; model.relplan), in the file's order:
     # ``partitions`` are resolved from it on each disk.
     relative: tuple[relplan.Want, ...] | None = field(default=None, compare=False)
+    keeps: tuple[Keep, ...] = ()  # partitions that are the disk's own, their content kept (JSON ``keeps``)
 
     @property
     def needs_disk(self) -> bool:
@@ -88,8 +110,9 @@ class PlanSpec:
 # --- from and to tables ---------------------------------------------------------------------------------
 
 
-def spec_from_table(table: Table, geometry: Geometry) -> PlanSpec:
-    """The live partitions of ``table`` (read from a disk, or a plan's wanted table) as a plan."""
+def spec_from_table(table: Table, geometry: Geometry, keeps: Mapping[int, str] | None = None) -> PlanSpec:
+    """The live partitions of ``table`` (read from a disk, or a plan's wanted table) as a plan. ``keeps``:
+    number -> GPT unique GUID ("" on msdos) of each partition the plan keeps with its content."""
     try:
         label = labels.check_label(table.label)
     except LabelError as exc:
@@ -100,8 +123,9 @@ def spec_from_table(table: Table, geometry: Geometry) -> PlanSpec:
         parts.append(Partition(p.number, p.start, p.end, code, p.name, labels.plan_flags(label, p.flags), p.role,
                                State.PROPOSED))
     gpt = label == "gpt"
+    kept = tuple(Keep(p.number, (keeps or {})[p.number]) for p in parts if p.number in (keeps or {}))
     return PlanSpec(label, geometry.logical, tuple(parts), geometry.sectors,
-                    table.first_usable if gpt else None, table.last_usable if gpt else None)
+                    table.first_usable if gpt else None, table.last_usable if gpt else None, keeps=kept)
 
 
 def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = None) -> Table:
@@ -161,15 +185,22 @@ def placed_on(spec: PlanSpec, geometry: Geometry, current: Table | None = None) 
                             notes=(*spec.notes, *notes)))
 
 
-def save_plan(plan: Plan, made_against: str | None = None) -> str:
+def save_plan(plan: Plan, made_against: str | None = None, guids: Mapping[int, str] | None = None) -> str:
     """The plan's wanted table as a JSON plan file (what the UI saves); ``made_against``: the fingerprint
-    of ``plan.base`` on its disk. A plan with data moves is refused: a plan file names partitions by place,
-    so a moved one would read back as deleted and created anew, its data left behind."""
-    moved = [op.number for op in plan.changes() if op.moves_data]
-    if moved:
-        raise PlanFileError(f"plan files do not carry data moves (partition{'s' if len(moved) > 1 else ''} "
-                            f"{', '.join(map(str, moved))}): write them (w), or undo them before saving")
-    return to_json(replace(spec_from_table(plan.table, plan.geometry), made_against=made_against))
+    of ``plan.base`` on its disk. Every partition of the disk the plan still holds is written with
+    ``keeps`` (``guids``: number -> GPT unique GUID, as on the disk), so a data move the plan holds is
+    applied as a move (``diskplan apply``), never as a deletion and a new partition. On GPT a partition
+    whose GUID is unknown (a demo disk) gets no ``keeps``, and a plan that moves one is refused: it could
+    not say which partition it moves."""
+    guids = guids or {}
+    msdos = plan.base.label == "msdos"  # no GUIDs: keeps by number (and made_against) alone
+    kept = {p.number: guids.get(p.number, "") for p in plan.table.live
+            if p.state is State.EXISTING and (msdos or guids.get(p.number))}
+    moved = [op.number for op in plan.changes() if op.kind == "move"]
+    if not all(n in kept for n in moved):
+        raise PlanFileError(f"the GPT unique GUID of partition {moved[0]} is unknown, so the plan file could not "
+                            "say which partition it moves: write the moves (w), or undo them before saving")
+    return to_json(replace(spec_from_table(plan.table, plan.geometry, kept), made_against=made_against))
 
 
 def load_into(plan: Plan, text: str) -> Outcome:
@@ -180,6 +211,11 @@ def load_into(plan: Plan, text: str) -> Outcome:
         table = table_from_spec(spec, plan.geometry, plan.base)
     except PlanFileError as exc:
         return Outcome(plan, plan, False, str(exc))
+    moving = [k.number for k in spec.keeps if (q := plan.base.by_number(k.number)) is not None
+              and (w := table.by_number(k.number)) is not None and (q.start, q.end) != (w.start, w.end)]
+    if moving:  # the planner would read it as a deletion and a new partition: its data left behind
+        return Outcome(plan, plan, False, f"this plan moves or resizes partition {moving[0]} with its data: "
+                       "`diskplan apply PLAN DISK` applies it (the planner loads plans that move no data)")
     outcome = plan.adopt(table)
     return replace(outcome, message="; ".join((outcome.message, *spec.notes))) if spec.notes else outcome
 
@@ -187,7 +223,12 @@ def load_into(plan: Plan, text: str) -> Outcome:
 # --- JSON -----------------------------------------------------------------------------------------------
 
 
+def _keeps_json(k: Keep) -> dict[str, object]:
+    return {"number": k.number, **({"guid": k.guid} if k.guid else {})}
+
+
 def to_json(spec: PlanSpec) -> str:
+    keeps = {k.number: k for k in spec.keeps}
     doc: dict[str, object] = {"format": FORMAT, "version": VERSION, "label": spec.label,
                               "sector_size": spec.sector_size}
     for key in ("sectors", "first_lba", "last_lba", "made_against"):
@@ -204,6 +245,7 @@ def to_json(spec: PlanSpec) -> str:
             "name": p.name,
             "flags": list(p.flags),
             "role": p.role.value,
+            **({"keeps": _keeps_json(keeps[p.number])} if p.number in keeps else {}),
         }
         for p in sorted(spec.partitions, key=lambda p: p.number)
     ]
@@ -296,6 +338,7 @@ def _from_json(text: str) -> PlanSpec:
         raise PlanFileError("partitions must be a list")
     parts: list[Partition] = []
     wants: list[relplan.Want] = []
+    keeps: list[Keep] = []
     for i, item in enumerate(raw, 1):
         where = f"partition entry {i}"
         if not isinstance(item, dict):
@@ -328,13 +371,40 @@ def _from_json(text: str) -> PlanSpec:
         part = _entry_partition(label, where, item, start, end)
         parts.append(part)
         wants.append(relplan.Want(part, where, start, relplan.Size(sectors=part.size)))
+        if "keeps" in item:
+            keeps.append(_keep(item["keeps"], part.number if "number" in item else None, label, where))
     against = doc.get("made_against")
     if against is not None and not isinstance(against, str):
         raise PlanFileError(f"made_against must be a string (a sha256: fingerprint), not a {type(against).__name__}")
     if any(w.relative for w in wants):
+        if keeps:
+            raise PlanFileError("keeps names partitions of one disk, in its sectors: a relative plan (sizes in % "
+                                "or \"rest\", starts left out) cannot keep a partition's content")
         return _relative_spec(label, ss, tuple(wants), against)
     return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
-                             extra["last_lba"], against))
+                             extra["last_lba"], against, keeps=tuple(keeps)))
+
+
+def _keep(value: object, number: int | None, label: str, where: str) -> Keep:
+    """A partition entry's ``keeps``: which partition of the disk it is (see the module's doc)."""
+    if not isinstance(value, dict):
+        raise PlanFileError(f"{where}: keeps must be an object like {{\"number\": 2, \"guid\": \"...\"}}")
+    unknown = sorted(set(value) - _KEEPS_KEYS)
+    if unknown:
+        raise PlanFileError(f"{where}: keeps: unknown key {unknown[0]!r} (keys: guid, number)")
+    if "number" not in value:
+        raise PlanFileError(f"{where}: keeps needs the number of the partition on the disk")
+    kept = _int(value["number"], f"{where}: keeps: number", minimum=1)
+    if number is None or kept != number:
+        raise PlanFileError(f"{where}: keeps partition {kept}, so it must have number {kept} too (a partition "
+                            "that keeps its content keeps its number)")
+    guid = value.get("guid", "")
+    if not isinstance(guid, str) or (guid and _GUID.fullmatch(guid.upper()) is None):
+        raise PlanFileError(f"{where}: keeps: guid must be a GPT unique GUID like "
+                            f"0E8B5A1C-4D2F-4B8E-9C11-2A3B4C5D6E7F, not {_shown(guid)}")
+    if guid and label != "gpt":
+        raise PlanFileError(f"{where}: keeps: an msdos partition has no GUID (give its number only)")
+    return Keep(kept, guid.upper())
 
 
 def _share(value: object, where: str) -> relplan.Size | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import work
@@ -586,6 +587,17 @@ class PlanActions(_Base):
             return None
         return table_fingerprint(s.plan.base, self.target.path, s.plan.geometry, self.target.disk.filesystem)
 
+    def _guids(self) -> dict[int, str]:
+        """The GPT unique GUIDs of the open disk's partitions (a saved plan's ``keeps`` name them)."""
+        from diskplan.backend.gptattrs import partition_guids
+
+        if self.target is None or not self.target.path:
+            return {}
+        try:
+            return partition_guids(replace(self.target.disk, source=self.target.path))
+        except OSError:
+            return {}
+
     def action_save_plan(self, then: Callable[[], object] | None = None) -> None:
         """Save the plan as a JSON file; ``then``: what to do once it is saved (not when cancelled)."""
         from diskplan.model.planfile import PlanFileError, save_plan
@@ -597,7 +609,7 @@ class PlanActions(_Base):
 
         def save(path: str) -> str | None:
             try:
-                text = save_plan(s.plan, self._made_against(s))
+                text = save_plan(s.plan, self._made_against(s), self._guids())
             except PlanFileError as exc:
                 return str(exc)
             try:

@@ -1,0 +1,63 @@
+"""``diskplan apply`` for a plan that keeps partitions with their content (``keeps``) and moves or resizes
+them: every step shown sector-exact, in the order it runs, with the bytes copied and an estimate; one
+confirmation; then the steps one at a time (backend.planmoves), each with its progress and outcome."""
+
+from __future__ import annotations
+
+import argparse
+
+from diskplan.backend.filekind import write_refusals
+from diskplan.backend.move import MoveProposal
+from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
+from diskplan.backend.write import CommitError, Host
+from diskplan.cli.confirm import before_writing, confirm
+from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
+from diskplan.cli.move import render_move
+from diskplan.cli.resize import render
+from diskplan.cli.textout import Out
+from diskplan.model.disk import Disk
+from diskplan.model.planfile import PlanSpec
+from diskplan.model.table import Table
+from diskplan.model.units import human_bytes
+
+
+def render_steps(pm: PlanMoves, console: Out) -> None:
+    """Every step in the order it runs, as ``diskplan move`` and ``diskplan resize`` show one."""
+    n = len(pm.steps)
+    console.print(f"Data moves and resizes, one partition at a time, in this order ({n} step{'s' * (n > 1)}):",
+                  style="bold")
+    for i, (s, p) in enumerate(pm.steps, 1):
+        console.print(f"step {i}: {s.kind} partition {s.number}: {s.start}..{s.start + s.length - 1} -> "
+                      f"{s.to}..{s.to + s.new_length - 1}", style="bold")
+        if isinstance(p, MoveProposal):
+            render_move(p, console)
+        elif p is not None:
+            render(p, console)
+    if pm.nbytes:
+        est = f"; estimate {duration(pm.estimate)} for the copies (read, written and read back at " \
+              f"{human_bytes(int(pm.rate))}/s)" if pm.estimate else ""
+        console.print(f"in all: {pm.nbytes:,} B = {human_bytes(pm.nbytes)} copied{est}")
+
+
+def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired: Table, host: Host,
+                   console: Out, err: Out) -> int | None:
+    """The exit status, or None when the plan moves and resizes nothing (the ordinary table write then)."""
+    try:
+        pm = prepare_plan_moves(args.target, disk, spec, desired, host)
+    except CommitError as exc:
+        err.print(f"diskplan apply: {exc}")
+        return 2
+    if not pm.steps and not pm.refusals:
+        return None
+    if pm.steps:
+        render_steps(pm, console)
+    refusals = (*pm.refusals, *write_refusals(args.target, disk.geometry.logical))
+    code = before_writing(refusals, "", args.yes, "move and resize them (each step backs up the table and "
+                          "journals its move first)", console, err)
+    if code is not None:
+        return code
+    answer = confirm(pm, args.yes)
+    with stop_on_interrupt(err) as stop, progress_display(err) as show:
+        outcomes = execute_plan_moves(pm, answer, host, backup_path=args.backup, progress=lambda i, s: show,
+                                      stop=stop, finished=lambda o: render_outcome(o, console, err))
+    return outcomes[-1].exit_code

@@ -1,0 +1,305 @@
+"""``diskplan apply`` of plans that keep partitions with their content (``keeps``): real ext4 filesystems with
+files of known SHA-256 on images and loop devices, moved and resized by the plan; e2fsck, blkid and
+``sfdisk --dump`` as referees. A plan whose keeps does not name the disk's partition, that would shrink below
+the filesystem's minimum, or that also changes the table is refused with the image byte-identical; a plan
+without keeps deletes and creates, as before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from helpers.movedisk import View, file_sums, populate, state_env
+from helpers.tools import need_tool, run
+from helpers.units import MiB
+
+Doc = dict[str, Any]  # a plan or sfdisk's JSON, as parsed
+
+PY_STATE = "state"
+
+
+class Img:
+    """An image (or a loop device over it) with ext4 partitions, each holding files of known checksums."""
+
+    def __init__(self, tmp: pathlib.Path, parts: list[tuple[int, int]], *, label: str = "gpt", mib: int = 64) -> None:
+        need_tool("mkfs.ext4")
+        self.tmp, self.path = tmp, tmp / "disk.img"
+        with open(self.path, "wb") as f:
+            f.truncate(mib * MiB)
+        head = "label: gpt\nfirst-lba: 34\n" if label == "gpt" else "label: dos\n"
+        run("sfdisk", "-q", str(self.path), input=head + "".join(f"start={s}, size={n}, type=L\n" for s, n in parts))
+        self.dev = str(self.path)
+        self.sums: dict[int, dict[str, str]] = {}
+        for i, (start, size) in enumerate(parts, 1):
+            with View(self.dev, start, size, read_only=False) as v:
+                run("mkfs.ext4", "-q", "-L", f"part{i}", v)
+                self.sums[i] = populate(v, "ext4", tmp, seed=i)
+        self.state = tmp / PY_STATE
+
+    def cli(self, *args: str, kill: str = "") -> subprocess.CompletedProcess[str]:
+        env = state_env(self.state, **({"DISKPLAN_MOVE_KILL": kill} if kill else {}))
+        proc = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
+                              env=env, timeout=300, stdin=subprocess.DEVNULL)
+        assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+        return proc
+
+    def table(self) -> dict[int, Doc]:
+        doc = json.loads(run("sfdisk", "--json", self.dev))["partitiontable"]
+        return {int(p["node"][len(p["node"].rstrip("0123456789")):]): p for p in doc["partitions"]}
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def intact(self, number: int, start: int, size: int, uuid: str = "") -> None:
+        p = self.table()[number]
+        assert (p["start"], p["size"]) == (start, size)
+        assert not uuid or p["uuid"] == uuid
+        with View(self.dev, start, size) as v:
+            check = subprocess.run(["e2fsck", "-fn", v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+            assert f"LABEL=part{number}" in run("blkid", "-p", "-o", "export", v)
+            assert file_sums(v, "ext4", list(self.sums[number])) == self.sums[number]
+
+    def export(self) -> Doc:
+        got = self.cli("export", self.dev)
+        assert got.returncode == 0, got.stderr
+        doc: Doc = json.loads(got.stdout)
+        return doc
+
+    def plan(self, doc: Doc) -> str:
+        path = self.tmp / "plan.json"
+        path.write_text(json.dumps(doc))
+        return str(path)
+
+
+def place(doc: Doc, number: int, start: int, size: int | None = None) -> Doc:
+    """The plan with partition ``number`` at ``start`` (and ``size`` sectors): start, end and size together."""
+    for p in doc["partitions"]:
+        if p["number"] == number:
+            size = size or p["size"]
+            p.update(start=start, end=start + size - 1, size=size)
+    return doc
+
+
+def test_export_edit_apply_realigns_a_partition_at_34(tmp_path) -> None:
+    d = Img(tmp_path, [(34, 40960)])
+    doc = d.export()
+    part = doc["partitions"][0]
+    uuid = d.table()[1]["uuid"]
+    assert part["keeps"] == {"number": 1, "guid": uuid}  # export says which partition it is
+    plan = d.plan(place(doc, 1, 2048))
+    before = d.digest()
+    dry = d.cli("apply", plan, d.dev)
+    assert dry.returncode == 1 and "step 1: move partition 1: 34..40993 -> 2048..43007" in dry.stdout, dry.stdout
+    assert "40960 sectors = 20 MiB by 2014 sectors right" in dry.stdout and "Nothing written" in dry.stdout
+    assert "in all: 20,971,520 B = 20 MiB copied" in dry.stdout
+    assert d.digest() == before
+    done = d.cli("apply", plan, d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "moved and verified" in done.stdout
+    d.intact(1, 2048, 40960, uuid)
+    again = d.cli("apply", plan, d.dev, "--yes")  # the disk holds the plan now
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
+
+
+def test_two_moves_run_in_the_order_the_room_allows(loop_device, tmp_path) -> None:
+    # Both move right by 28672 sectors: partition 1's new place is partition 2's old one, so 2 goes first.
+    d = Img(tmp_path, [(2048, 20480), (22528, 20480)], mib=48)
+    img = d.path
+    d.dev = loop_device(img)
+    doc = place(place(d.export(), 1, 30720), 2, 51200)
+    uuids = {n: d.table()[n]["uuid"] for n in (1, 2)}
+    plan = d.plan(doc)
+    dry = d.cli("apply", plan, d.dev)
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    out = dry.stdout
+    assert out.index("step 1: move partition 2: 22528..43007 -> 51200..71679") < out.index(
+        "step 2: move partition 1: 2048..22527 -> 30720..51199"), out
+    done = d.cli("apply", plan, d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("moved and verified") == 2
+    d.intact(1, 30720, 20480, uuids[1])
+    d.intact(2, 51200, 20480, uuids[2])
+    dump = run("sfdisk", "--dump", d.dev)
+    assert "start=       30720, size=       20480" in dump and "start=       51200, size=       20480" in dump
+
+
+def test_a_plan_killed_in_its_first_move_is_finished_by_resume_then_apply(tmp_path) -> None:
+    d = Img(tmp_path, [(2048, 20480), (22528, 20480)], mib=48)
+    doc = place(place(d.export(), 1, 30720), 2, 51200)
+    uuids = {n: d.table()[n]["uuid"] for n in (1, 2)}
+    killed = d.cli("apply", d.plan(doc), d.dev, "--yes", kill="verified:1")  # step 1 (partition 2), read back
+    assert killed.returncode == -9 and "moved and verified" not in killed.stdout
+    done = d.cli("resume", d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    d.intact(2, 51200, 20480, uuids[2])
+    stale = d.cli("apply", d.plan(doc), d.dev, "--yes")  # the disk is no longer the table the plan was made on
+    assert stale.returncode == 1 and "made_against" in stale.stderr
+    del doc["made_against"]
+    rest = d.cli("apply", d.plan(doc), d.dev, "--yes")  # what is left: partition 1 only
+    assert rest.returncode == 0 and "step 1: move partition 1" in rest.stdout and "step 2" not in rest.stdout, \
+        rest.stdout + rest.stderr
+    d.intact(1, 30720, 20480, uuids[1])
+    d.intact(2, 51200, 20480, uuids[2])
+
+
+def test_shrink_then_move_in_one_plan(tmp_path) -> None:
+    need_tool("resize2fs")
+    d = Img(tmp_path, [(34, 40960)])
+    uuid = d.table()[1]["uuid"]
+    plan = d.plan(place(d.export(), 1, 2048, 32768))
+    dry = d.cli("apply", plan, d.dev)
+    out = dry.stdout
+    assert "step 1: shrink partition 1: 34..40993 -> 34..32801" in out and "step 2: move partition 1: 34..32801 -> " \
+        "2048..34815" in out, out + dry.stderr
+    done = d.cli("apply", plan, d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "shrunk" in done.stdout and "moved and verified" in done.stdout
+    d.intact(1, 2048, 32768, uuid)
+
+
+def test_move_then_grow_in_one_plan(tmp_path) -> None:
+    need_tool("resize2fs")
+    d = Img(tmp_path, [(34, 20480)], mib=32)
+    uuid = d.table()[1]["uuid"]
+    plan = d.plan(place(d.export(), 1, 2048, 30720))
+    dry = d.cli("apply", plan, d.dev)
+    assert "step 1: move partition 1: 34..20513 -> 2048..22527" in dry.stdout and "step 2: grow partition 1: " \
+        "2048..22527 -> 2048..32767" in dry.stdout, dry.stdout + dry.stderr
+    done = d.cli("apply", plan, d.dev, "--yes")
+    assert done.returncode == 0 and "grown" in done.stdout, done.stdout + done.stderr
+    d.intact(1, 2048, 30720, uuid)
+    with View(d.dev, 2048, 30720) as v:  # the filesystem fills the partition now
+        blocks = run("dumpe2fs", "-h", v)
+    fields = dict(re.findall(r"^(Block count|Block size):\s+([0-9]+)", blocks, re.M))
+    count, size = int(fields["Block count"]), int(fields["Block size"])
+    assert count * size == 30720 * 512
+
+
+def refused(d: Img, doc: Doc, why: str) -> None:
+    before = d.digest()
+    got = d.cli("apply", d.plan(doc), d.dev, "--yes")
+    assert got.returncode == 1 and why in got.stderr, got.stdout + got.stderr
+    assert "Nothing was written" in got.stderr
+    assert d.digest() == before  # byte-identical
+
+
+def test_keeps_that_do_not_name_the_disks_partition_are_refused(tmp_path) -> None:
+    d = Img(tmp_path, [(34, 20480), (22528, 20480)], mib=32)
+    doc = place(d.export(), 1, 2048)
+    wrong = json.loads(json.dumps(doc))
+    wrong["partitions"][0]["keeps"]["guid"] = "0E8B5A1C-4D2F-4B8E-9C11-2A3B4C5D6E7F"
+    refused(d, wrong, "the plan is for another partition or another disk")
+    swapped = json.loads(json.dumps(doc))  # partition 2's GUID on partition 1
+    swapped["partitions"][0]["keeps"]["guid"] = swapped["partitions"][1]["keeps"]["guid"]
+    refused(d, swapped, "but partition 1 of")
+    unknown = json.loads(json.dumps(doc))
+    del unknown["made_against"]
+    unknown["partitions"].append({"number": 3, "start": 45056, "size": 2048, "keeps": {"number": 3}})
+    refused(d, unknown, "the plan keeps partition 3, which")
+    bare = json.loads(json.dumps(doc))
+    del bare["partitions"][0]["keeps"]["guid"]
+    refused(d, bare, "without its GUID")
+
+
+def test_without_keeps_a_moved_partition_is_deleted_and_created_as_before(tmp_path) -> None:
+    d = Img(tmp_path, [(34, 20480)], mib=32)
+    doc = place(d.export(), 1, 2048)
+    del doc["partitions"][0]["keeps"]
+    before = d.digest()
+    got = d.cli("apply", d.plan(doc), d.dev)
+    assert got.returncode == 1 and "delete 1 (34..20513)" in got.stdout and "create 1 at 2048..22527" in got.stdout
+    assert "step 1" not in got.stdout and d.digest() == before
+
+
+def test_a_shrink_below_the_filesystems_minimum_is_refused(tmp_path) -> None:
+    need_tool("resize2fs")
+    d = Img(tmp_path, [(2048, 40960)], mib=32)
+    refused(d, place(d.export(), 1, 2048, 4096), "below the smallest size its ext4 filesystem can shrink to")
+
+
+def test_a_plan_that_also_changes_the_table_is_refused_as_a_whole(tmp_path) -> None:
+    d = Img(tmp_path, [(34, 20480)], mib=32)
+    doc = place(d.export(), 1, 2048)
+    doc["partitions"].append({"number": 2, "start": 24576, "size": 8192})
+    refused(d, doc, "also changes the table (create 2 at 24576..32767")
+    doc["partitions"].pop()
+    doc["partitions"][0]["name"] = "renamed"
+    refused(d, doc, "apply it in two steps")
+
+
+def test_a_move_over_a_partition_the_plan_deletes_is_refused(tmp_path) -> None:
+    d = Img(tmp_path, [(34, 20480), (20514, 16384)], mib=32)
+    doc = place(d.export(), 1, 2048)
+    doc["partitions"].pop()
+    refused(d, doc, "over partition 2 (20514..36897), which stays there while data moves: apply in two steps")
+
+
+@pytest.mark.parametrize("label", ["msdos"])
+def test_msdos_keeps_by_number_and_made_against(tmp_path, label) -> None:
+    d = Img(tmp_path, [(63, 20480)], label=label, mib=32)
+    doc = d.export()
+    assert doc["partitions"][0]["keeps"] == {"number": 1}
+    doc = place(doc, 1, 2048)
+    blind = json.loads(json.dumps(doc))
+    del blind["made_against"]
+    refused(d, blind, "must carry made_against")
+    done = d.cli("apply", d.plan(doc), d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    d.intact(1, 2048, 20480)
+
+
+def test_an_extended_partition_kept_and_grown_is_a_table_write_as_before(tmp_path) -> None:
+    """It holds no data of its own: its logical partitions' EBRs are rewritten in place by the table write."""
+    img = tmp_path / "ext.img"
+    with open(img, "wb") as f:
+        f.truncate(64 * MiB)
+    run("sfdisk", "-q", str(img), input="label: dos\nstart=2048, size=20480, type=83\nstart=22528, size=20480, "
+        "type=5\nstart=24576, size=8192, type=83\n")
+    env = state_env(tmp_path / "state")
+    doc = json.loads(run_env(env, "export", str(img)))
+    assert [p.get("keeps") for p in doc["partitions"]] == [{"number": 1}, {"number": 2}, {"number": 5}]
+    place(doc, 2, 22528, 40960)
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    got = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(tmp_path / "plan.json"), str(img), "--yes"],
+                         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=300)
+    assert got.returncode == 0 and "step 1" not in got.stdout and "create 2 at 22528..63487" in got.stdout, \
+        got.stdout + got.stderr
+    dump = run("sfdisk", "--dump", str(img))
+    assert "start=       22528, size=       40960, type=5" in dump and "start=       24576, size=        8192" in dump
+
+
+def run_env(env: dict[str, str], *args: str) -> str:
+    got = subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True, env=env,
+                         stdin=subprocess.DEVNULL, timeout=300)
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_an_exported_plan_on_another_disk_says_how_to_copy_the_layout(tmp_path: pathlib.Path) -> None:
+    """An export keeps the disk's own partitions: on a blank disk there are none to keep, and the refusal says
+    what to delete to copy the layout instead (the blank disk untouched)."""
+    img = Img(tmp_path, [(2048, 40960)])
+    doc = json.loads(img.cli("export", img.dev).stdout)
+    del doc["made_against"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    blank = tmp_path / "blank.img"
+    with open(blank, "wb") as f:
+        f.truncate(64 * MiB)
+    proc = img.cli("apply", str(plan), str(blank), "--yes")
+    assert proc.returncode == 1 and 'delete every "keeps"' in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert blank.read_bytes().count(0) == 64 * MiB
+    for part in doc["partitions"]:
+        del part["keeps"]
+    plan.write_text(json.dumps(doc))
+    proc = img.cli("apply", str(plan), str(blank), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(run("sfdisk", "--json", str(blank)))["partitiontable"]["partitions"][0]["start"] == 2048
