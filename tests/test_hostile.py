@@ -130,8 +130,9 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
             def shown() -> str:
                 return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
 
-            # Other loop devices may come and go meanwhile (a shared machine): wait for this one's row.
-            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker) and node in shown(), 10,
+            # Other loop devices may come and go meanwhile (a shared machine), and each is read for its row:
+            # wait for this one's (10 s was not always enough with a dozen loops under load).
+            await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker) and node in shown(), 30,
                            what=f"the device picker's row for {node}")
             text = shown()
             assert node in text and r"[b]evil\x1b]0;OWNED\x07.img" in text  # not markup, not an escape
