@@ -147,7 +147,7 @@ async def test_keys_grow_an_ext4_then_its_start_edge_shrinks_and_moves_it(tmp_pa
         q = part(app, 1)
         assert (q.start, q.size) == (start, sectors + 3 * MiB_SECTORS)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", start, sectors + 3 * MiB_SECTORS)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("grow", start, sectors + 3 * MiB_SECTORS)]
         assert "the table entry is rewritten first, then resize2fs resizes the ext4 filesystem" in str(op)
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
@@ -164,8 +164,8 @@ async def test_keys_grow_an_ext4_then_its_start_edge_shrinks_and_moves_it(tmp_pa
         q = part(app, 1)
         assert (q.start, q.end) == (start + 2 * MiB_SECTORS, start + grown - 1)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [
-            ("resize", start, grown - 2 * MiB_SECTORS), ("move", q.start, grown - 2 * MiB_SECTORS)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [
+            ("shrink", start, grown - 2 * MiB_SECTORS), ("move", q.start, grown - 2 * MiB_SECTORS)]
         assert app.query_one("#partitions").get_row_at(0)[3] == "(shrinks)"  # type: ignore[attr-defined]
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
@@ -226,7 +226,7 @@ async def test_realign_without_room_shrinks_the_filesystem_first(tmp_path: pathl
         q = part(app, 1)
         assert (q.start, q.end) == (2048, second[0] - 1)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", 34, q.size), ("move", 2048, q.size)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("shrink", 34, q.size), ("move", 2048, q.size)]
         planned = plan_of(app)
         # Fix my layout (A off any partition) does the same for every flagged partition.
         await pilot.press("u")
@@ -260,8 +260,8 @@ async def test_dragging_the_start_edge_left_moves_then_grows_an_ext4(tmp_path: p
         q = part(app, 1)
         assert (q.start, q.end) == (4 * MiB_SECTORS, start + sectors - 1), q
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("move", q.start, sectors),
-                                                                   ("resize", q.start, q.size)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("move", q.start, sectors),
+                                                                   ("grow", q.start, q.size)]
         assert "A resize is planned" in [n.title for n in app._notifications]
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
