@@ -25,7 +25,7 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import doing
 from diskplan.model.geometry import Geometry
-from diskplan.model.move import DataStep, SequenceError, data_steps
+from diskplan.model.move import DataStep, SequenceError, data_steps, kept_moves
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
@@ -387,13 +387,14 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
     return ops
 
 
-def order_moves(ops: Changes, current: Table) -> list[str]:
-    """Set ``ops.steps`` to the order the moves and resizes are written in, against every partition on the
-    disk now (``current``), and order ``ops.move`` by each partition's first step; the reason when no
-    order exists (model.move.SequenceError): then nothing may be written."""
+def order_moves(ops: Changes, current: Table, desired: Table) -> list[str]:
+    """Set ``ops.steps`` to the order the moves and resizes are written in (as ``diskplan apply`` orders the
+    same plan: backend.planmoves), against every partition on the disk now (``current``), and order
+    ``ops.move`` by each partition's first step; the reason when no order exists (model.move.SequenceError):
+    then nothing may be written."""
     try:
-        ops.steps = tuple(data_steps({p.number: p.extent for p in current.live},
-                                     {new.number: new.extent for _, new in ops.move}))
+        wanted = kept_moves(current, desired, (new.number for _, new in ops.move))
+        ops.steps = tuple(data_steps({p.number: p.extent for p in current.live}, wanted))
     except SequenceError as exc:
         return [str(exc)]
     first = {s.number: i for i, s in reversed(list(enumerate(ops.steps)))}
@@ -432,7 +433,7 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
         refusals += validate(replace(base, partitions=tuple(live)), geom)
     ops = plan_changes(label, current, live, fresh)
     ops.sector_size = geom.logical
-    unordered = order_moves(ops, current) if ops.move else []  # before ``operations`` is built from the order
+    unordered = order_moves(ops, current, desired) if ops.move else []  # before ``operations`` is built from the order
     if ops.move and ops.table_changes:
         refusals.append("data moves are written on their own: write the table changes first, then move "
                         "(undo the moves, write, then plan them again)")
