@@ -193,7 +193,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                          f" ({human_bytes(p.nbytes)})\n")
         else:
             what = "moves and resizes" if any(op.kind == "resize" for op in self.moves) else "moves"
-            parts.append((f"Data {what}, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
+            parts.append((f"Data {what} ({len(self.moves)}), one write at a time\n", "bold"))
             parts.append(moves_text(self.moves, p.sector_size))
             if len({s.number for s in self.steps}) > 1:  # every shrink first, every grow last: say the order
                 order = ", ".join(f"{s.kind} {s.number}" for s in self.steps)
