@@ -5,14 +5,17 @@ when the free space leaves no room."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Partition, State
 from diskplan.model.fsresize import Limits, limits
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import data_order
+from diskplan.model.operations import Changes, plan_writes
 from diskplan.model.plan import Edge
+from diskplan.model.table import new_table
 from test_plan import GIB, existing, ok, plan_on, refused
 
 MiB = 2048  # sectors
@@ -36,7 +39,7 @@ def test_an_existing_partition_resizes_only_within_what_its_filesystem_allows() 
     (op,) = ok(out).changes()
     assert (op.kind, op.source, op.source_size, op.start, op.end, op.nbytes) == (
         "resize", MiB, 40 * MiB, MiB, 13 * MiB - 1, 0)
-    assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", MiB, 12 * MiB)]
+    assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("shrink", MiB, 12 * MiB)]
     assert "resize2fs resizes the ext4 filesystem first, then the table entry is rewritten" in str(op)
     assert p.resized_from == 40 * MiB and p.moved_from is None
     # Keys: already at the minimum, one more step left is refused with the same reason.
@@ -66,12 +69,12 @@ def test_the_start_edge_moves_the_data_a_shrink_before_the_move_a_grow_after() -
     right = ok(plan.resize(1, Edge.START, 2, data=True, limits=EXT4))
     (op,) = right.changes()
     assert (op.kind, op.start, op.end, op.nbytes) == ("resize", 12 * MiB, 50 * MiB - 1, 38 * MiB * 512)
-    assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", 10 * MiB, 38 * MiB),
+    assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("shrink", 10 * MiB, 38 * MiB),
                                                                ("move", 12 * MiB, 38 * MiB)]
     left = ok(plan.resize(1, Edge.START, -3, data=True, limits=EXT4))
     (op,) = left.changes()
-    assert [(s.kind, s.start, s.length) for s in op.steps()] == [("move", 7 * MiB, 40 * MiB),
-                                                               ("resize", 7 * MiB, 43 * MiB)]
+    assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("move", 7 * MiB, 40 * MiB),
+                                                               ("grow", 7 * MiB, 43 * MiB)]
     assert "(81920s -> 88064s; 41,943,040 B = 40 MiB copied to the new start first; then the table entry" in str(op)
     # Moved afterwards (m): still a resize, by the same tool; the move is part of it.
     (op,) = ok(right.move(1, 1, data=True)).changes()
@@ -81,20 +84,39 @@ def test_the_start_edge_moves_the_data_a_shrink_before_the_move_a_grow_after() -
 
 
 def _pair(n: int, old: tuple[int, int], new: tuple[int, int]) -> tuple[Partition, Partition]:
-    return (Partition(n, *old, state=State.EXISTING), Partition(n, *new, state=State.EXISTING))
+    was = Partition(n, *old, state=State.EXISTING)
+    resized = (("resized_from", str(was.size)),) if new[1] - new[0] != old[1] - old[0] else ()
+    return was, Partition(n, *new, state=State.EXISTING, extra=resized)
+
+
+def _writes(*pairs: tuple[Partition, Partition]) -> Changes:
+    """The planner's one list for a disk holding the pairs' old partitions and a plan holding the new ones."""
+    current = new_table("gpt", GIB).with_partitions(tuple(old for old, _ in pairs))
+    return plan_writes(current, replace(current, partitions=tuple(new for _, new in pairs)), GIB)
 
 
 def test_several_are_written_in_an_order_the_disk_allows() -> None:
     # 1 grows into the space 2 leaves by moving right, which 3 leaves by shrinking; 4 moves left.
-    pairs = [_pair(1, (100, 199), (100, 259)), _pair(2, (200, 299), (260, 359)), _pair(3, (300, 499), (360, 499)),
-             _pair(4, (700, 799), (600, 699))]
-    order = [new.number for _, new in data_order(pairs)]
-    assert order == [3, 4, 2, 1]
-    done: dict[int, tuple[int, int]] = {n: (old.start, old.end) for n, (old, _) in enumerate(pairs, 1)}
-    for _, new in data_order(pairs):  # each lands where no other is at that moment
-        others = [v for k, v in done.items() if k != new.number]
-        assert all(new.end < s or new.start > e for s, e in others), (new, others)
-        done[new.number] = (new.start, new.end)
+    ops = _writes(_pair(1, (100, 199), (100, 259)), _pair(2, (200, 299), (260, 359)),
+                  _pair(3, (300, 499), (360, 499)), _pair(4, (700, 799), (600, 699)))
+    assert not ops.problems
+    assert [new.number for _, new in ops.move] == [op.number for op in ops.operations if op.moves_data] == [3, 4, 2, 1]
+    # The steps the write runs: every shrink, then the moves, then the grows (model.move.data_steps).
+    assert [(s.kind, s.number) for s in ops.steps] == [("shrink", 3), ("move", 4), ("move", 3), ("move", 2),
+                                                      ("grow", 1)]
+    done = {old.number: old.extent for old, _ in ops.move}
+    for s in ops.steps:  # each lands where no other is at that moment
+        assert done[s.number] == s.before and not any(e.overlaps(s.after) for n, e in done.items() if n != s.number)
+        done[s.number] = s.after
+
+
+def test_two_partitions_that_need_each_others_place_are_refused_before_anything_is_written() -> None:
+    # 3 could move first, then neither 1 nor 2: the one list says so, and has no step to write.
+    ops = _writes(_pair(1, (100, 199), (200, 299)), _pair(2, (200, 299), (100, 199)), _pair(3, (700, 799), (600, 699)))
+    assert ops.problems == ("no order moves partitions 1, 2 one at a time: partition 2 needs 100..199, where "
+                            "partition 1 is until it has moved, and it cannot move first (move one of them out of the "
+                            "way in a plan of its own, then apply this one)",)
+    assert ops.steps == ()
 
 
 def test_realign_shrinks_the_filesystem_first_when_no_boundary_leaves_room() -> None:
@@ -106,7 +128,7 @@ def test_realign_shrinks_the_filesystem_first_when_no_boundary_leaves_room() -> 
     p = out.partition(1)
     assert p is not None and (p.start, p.end) == (MiB, 32 * MiB - 1) and p.size % 8 == 0
     (op,) = out.changes()
-    assert [(s.kind, s.start) for s in op.steps()] == [("resize", 34), ("move", MiB)]
+    assert [(s.kind, s.to) for s in op.steps()] == [("shrink", 34), ("move", MiB)]
     refused(plan.realign(1, limits("ext4", 31 * MiB * 512 + 4096)), "would have to shrink to 31 MiB",
             "its ext4 filesystem")
     refused(plan.realign(1, XFS), "an XFS filesystem cannot shrink")

@@ -12,6 +12,7 @@ import pathlib
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -299,3 +300,43 @@ async def test_a_saved_plan_with_a_realign_is_applied_as_a_move(tmp_path: pathli
     assert sfdisk_uuids(image)[1] == uuid
     with view(image, 2048, sectors) as loop:
         assert subprocess.run(["e2fsck", "-fn", loop], capture_output=True).returncode == 0
+
+
+@run
+async def test_two_partitions_that_need_each_others_place_are_refused_before_anything_is_written(
+        tmp_path: pathlib.Path) -> None:
+    """Partitions 1 and 2 swap places and 3 moves left: 3 could go first, then neither 1 nor 2 can. The
+    change list and w say so with data_steps' reason; the move dialog never opens, so 3 is not moved either.
+    (The planner's own moves never jump over a neighbour; the swapped plan is put in as one step.)"""
+    from diskplan.model.plan import Outcome
+
+    size = 4 * MiB_SECTORS
+    image = gpt_image(tmp_path / "swap.img", 2 * MiB_SECTORS, size)
+    script = "".join(f"start={s}, size={size}, type={LINUX}\n" for s in (6 * MiB_SECTORS, 40 * MiB_SECTORS))
+    run_tool(need_tool("sfdisk"), "--quiet", "--no-reread", "--append", str(image), input=script)
+    before = sfdisk_parts(image)
+    sums = {n: fill(image, s, size, SECTOR) for n, s in ((1, 2 * MiB_SECTORS), (2, 6 * MiB_SECTORS),
+                                                         (3, 40 * MiB_SECTORS))}
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        plan = plan_of(app)
+        to = {1: 6 * MiB_SECTORS, 2: 2 * MiB_SECTORS, 3: 30 * MiB_SECTORS}
+        moved = sorted((replace(p, start=to[p.number], end=to[p.number] + p.size - 1,
+                                extra=(("moved_from", str(p.start)),)) for p in plan.table.partitions),
+                       key=lambda p: p.start)
+        swapped = plan._rebuilt(replace(plan.wanted, partitions=tuple(moved)))
+        assert app._step(Outcome(plan, swapped, True, "swapped"))
+        reason = "no order moves partitions 1, 2 one at a time: partition 2 needs 4096..12287, where partition 1 is"
+        assert any(reason in why for why in plan_of(app).problems()), plan_of(app).problems()
+        panel = " ".join(app.query_one(ViewsPanel).text("changes").split())
+        assert f"cannot be written: {reason}" in panel, panel
+        app.clear_notifications()
+        await pilot.press("w")
+        await pilot.pause()
+        assert not isinstance(app.screen, MoveScreen)
+        said = [(str(n.title), str(n.message)) for n in app._notifications]
+        assert any(title == "Cannot write" and reason in message for title, message in said), said
+    assert sfdisk_parts(image) == before
+    assert {n: digest(image, s, size, SECTOR) for n, s in ((1, 2 * MiB_SECTORS), (2, 6 * MiB_SECTORS),
+                                                           (3, 40 * MiB_SECTORS))} == sums

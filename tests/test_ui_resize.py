@@ -147,7 +147,7 @@ async def test_keys_grow_an_ext4_then_its_start_edge_shrinks_and_moves_it(tmp_pa
         q = part(app, 1)
         assert (q.start, q.size) == (start, sectors + 3 * MiB_SECTORS)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", start, sectors + 3 * MiB_SECTORS)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("grow", start, sectors + 3 * MiB_SECTORS)]
         assert "the table entry is rewritten first, then resize2fs resizes the ext4 filesystem" in str(op)
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
@@ -164,8 +164,8 @@ async def test_keys_grow_an_ext4_then_its_start_edge_shrinks_and_moves_it(tmp_pa
         q = part(app, 1)
         assert (q.start, q.end) == (start + 2 * MiB_SECTORS, start + grown - 1)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [
-            ("resize", start, grown - 2 * MiB_SECTORS), ("move", q.start, grown - 2 * MiB_SECTORS)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [
+            ("shrink", start, grown - 2 * MiB_SECTORS), ("move", q.start, grown - 2 * MiB_SECTORS)]
         assert app.query_one("#partitions").get_row_at(0)[3] == "(shrinks)"  # type: ignore[attr-defined]
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
@@ -226,7 +226,7 @@ async def test_realign_without_room_shrinks_the_filesystem_first(tmp_path: pathl
         q = part(app, 1)
         assert (q.start, q.end) == (2048, second[0] - 1)
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("resize", 34, q.size), ("move", 2048, q.size)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("shrink", 34, q.size), ("move", 2048, q.size)]
         planned = plan_of(app)
         # Fix my layout (A off any partition) does the same for every flagged partition.
         await pilot.press("u")
@@ -260,8 +260,8 @@ async def test_dragging_the_start_edge_left_moves_then_grows_an_ext4(tmp_path: p
         q = part(app, 1)
         assert (q.start, q.end) == (4 * MiB_SECTORS, start + sectors - 1), q
         (op,) = plan_of(app).changes()
-        assert [(s.kind, s.start, s.length) for s in op.steps()] == [("move", q.start, sectors),
-                                                                   ("resize", q.start, q.size)]
+        assert [(s.kind, s.to, s.new_length) for s in op.steps()] == [("move", q.start, sectors),
+                                                                   ("grow", q.start, q.size)]
         assert "A resize is planned" in [n.title for n in app._notifications]
         screen = await confirm(app, pilot)
         await done(app, pilot, screen)
@@ -270,3 +270,36 @@ async def test_dragging_the_start_edge_left_moves_then_grows_an_ext4(tmp_path: p
         assert "grown" in screen.outcome.message
     assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(path)] == [(1, q.start, q.size)]
     assert_intact(path, q.start, q.size, sums)
+
+
+@run
+async def test_two_shrinks_and_moves_are_written_in_the_order_apply_uses(tmp_path: pathlib.Path) -> None:
+    # Both start edges 2 MiB right (keys): every shrink first, then the moves (right: the last one first), as
+    # model.move.data_steps orders them for `diskplan apply`, not one partition after the other.
+    sectors = 16 * MiB_SECTORS
+    starts = (2048, 2048 + sectors + MiB_SECTORS)
+    path = image(tmp_path / "two.img", [(s, sectors) for s in starts])
+    sums = {n: ext4(path, s, sectors, tmp_path) for n, s in enumerate(starts, 1)}
+    app = PlannerApp(start=image_target(path), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        for n, s in enumerate(starts, 1):
+            smap.move_to(s + 100)
+            await pilot.press("r")
+            await wait_for(pilot, lambda n=n: measured(app, n), what=f"partition {n} measured")  # type: ignore[misc]
+            await pilot.press("space", "right", "right", "enter")
+            assert (part(app, n).start, part(app, n).end) == (s + 2 * MiB_SECTORS, s + sectors - 1)
+        steps = plan_of(app).writes().steps
+        assert [(st.kind, st.number) for st in steps] == [("shrink", 1), ("shrink", 2), ("move", 2), ("move", 1)]
+        screen = await confirm(app, pilot)
+        assert screen.steps == steps
+        text = " ".join(str(screen.query_one("#move-plan").render()).split())
+        assert "written in this order, as `diskplan apply` writes it: shrink 1, shrink 2, move 2, move 1" in text
+        await done(app, pilot, screen)
+        assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+        assert len(screen.finished) == 3 and "shrunk" in screen.finished[1] and "moved" in screen.outcome.message
+    size = sectors - 2 * MiB_SECTORS
+    assert [(n, s, k) for n, s, k, _, _ in sfdisk_parts(path)] == [(n, s + 2 * MiB_SECTORS, size)
+                                                                    for n, s in enumerate(starts, 1)]
+    for n, s in enumerate(starts, 1):
+        assert_intact(path, s + 2 * MiB_SECTORS, size, sums[n])

@@ -44,9 +44,9 @@ from diskplan.backend.tableid import disk_fingerprint
 from diskplan.backend.tablewrite import plan_made_against_another
 from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved, identity
 from diskplan.model.disk import Disk
-from diskplan.model.extent import Role, State
+from diskplan.model.extent import State
 from diskplan.model.fsresize import refusals as fs_refusals
-from diskplan.model.move import DataStep, SequenceError, data_steps, schedule
+from diskplan.model.move import DataStep, SequenceError, data_steps, kept_moves, schedule
 from diskplan.model.operations import plan_writes
 from diskplan.model.planfile import PlanSpec
 from diskplan.model.table import Table
@@ -143,12 +143,7 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     unfinished = half_moved(target, disk.geometry.sectors * ss)  # its entry is hidden: say that, not "no partition"
     if unfinished:
         return PlanMoves(target, kind, (), tuple(unfinished), sector_size=ss)
-    wanted = {}
-    for k in spec.keeps:
-        p, w = disk.table.by_number(k.number), desired.by_number(k.number)
-        # An extended partition holds no data of its own: its logical partitions are kept by the table write.
-        if p is not None and w is not None and (p.start, p.end) != (w.start, w.end) and p.role is not Role.EXTENDED:
-            wanted[k.number] = w.extent
+    wanted = kept_moves(disk.table, desired, (k.number for k in spec.keeps))
     bad = keeps_problems(target, disk, spec, desired, moving=bool(wanted))
     if bad:
         return PlanMoves(target, kind, (), tuple(bad), sector_size=ss)

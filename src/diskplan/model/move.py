@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from diskplan.model.extent import Extent
+from diskplan.model.extent import Extent, Role
 from diskplan.model.grain import Grain
+from diskplan.model.table import Table
 
 MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
 MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
@@ -267,6 +268,18 @@ class SequenceError(ValueError):
     """No order moves the partitions one at a time: ``str(exc)`` says which and why."""
 
 
+def kept_moves(current: Table, desired: Table, kept: Iterable[int]) -> dict[int, Extent]:
+    """The partitions ``kept`` (numbers: kept with their content) that ``desired`` puts elsewhere than
+    ``current`` (the table on the disk) has them: number -> extent in the plan, what ``data_steps`` takes.
+    An extended partition holds no data of its own: its logical partitions are kept by the table write."""
+    out = {}
+    for n in kept:
+        p, w = current.by_number(n), desired.by_number(n)
+        if p is not None and w is not None and p.extent != w.extent and p.role is not Role.EXTENDED:
+            out[n] = w.extent
+    return out
+
+
 def data_steps(layout: dict[int, Extent], wanted: dict[int, Extent]) -> list[DataStep]:
     """The shrinks, moves and grows that take each partition of ``wanted`` (number -> its extent in the
     plan) from where ``layout`` (number -> extent: every partition on the disk now, including those the
@@ -280,7 +293,9 @@ def data_steps(layout: dict[int, Extent], wanted: dict[int, Extent]) -> list[Dat
       a partition still holds), there is no order and SequenceError says why;
     - then every grow, into its final room (which the moves cleared).
 
-    Raises SequenceError. Pure; backend.planmoves checks each step against the disk as well."""
+    The one order of a plan's data writes: the planner's (model.operations.plan_writes) and ``diskplan
+    apply``'s (backend.planmoves). Raises SequenceError. Pure; backend.planmoves checks each step against the
+    disk as well."""
     place = dict(layout)
     steps: list[DataStep] = []
     for n in sorted(wanted):

@@ -25,6 +25,7 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import doing
 from diskplan.model.geometry import Geometry
+from diskplan.model.move import DataStep, SequenceError, data_steps, kept_moves
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
@@ -60,14 +61,10 @@ class Operation:
         return self.source + (self.source_size or self.end - self.start + 1) - 1
 
     def steps(self) -> tuple[DataStep, ...]:
-        """The writes a move or resize is made of, in the order that always has room and keeps the data
-        safe: a shrink before the move, a grow after it (each whole and safe on its own)."""
-        size, old = self.end - self.start + 1, self.source_size or self.end - self.start + 1
-        move = DataStep("move", self.number, self.start, min(size, old)) if self.start != self.source else None
-        resize = DataStep("resize", self.number, self.source if size < old else self.start, size) \
-            if size != old else None
-        ordered = (resize, move) if size < old else (move, resize)
-        return tuple(s for s in ordered if s is not None)
+        """The writes this move or resize is made of on its own (model.move.data_steps: a shrink before the
+        move, a grow after it, each whole and safe on its own); ``Changes.steps`` has them in the plan's order."""
+        old, new = Extent(self.source, self.source_end), Extent(self.start, self.end)
+        return tuple(data_steps({self.number: old}, {self.number: new})) if self.moves_data else ()
 
     @property
     def pending(self) -> bool:
@@ -102,17 +99,6 @@ class Operation:
             steps = f"{steps}; then {moved}" if size < old else f"{moved} first; then {steps}"
         return (f"{verb} {self.number} with its data: {self.source}..{self.source_end} -> {self.start}..{self.end} "
                 f"({old}s -> {size}s; {steps})")
-
-
-@dataclass(frozen=True)
-class DataStep:
-    """One write of a move or resize: ``move`` partition ``number`` (``length`` sectors) to ``start``, or
-    ``resize`` it to ``length`` sectors, its start (``start``) unchanged."""
-
-    kind: str  # "move" or "resize"
-    number: int
-    start: int
-    length: int
 
 
 def repair_operations(repair: GptRepair | None, table: Table, sector_size: int) -> tuple[Operation, ...]:
@@ -266,9 +252,12 @@ class Changes:
     change: list[tuple[Partition, Partition, list[str]]] = field(default_factory=list)
     keep: list[Partition] = field(default_factory=list)
     rewrite: list[Partition] = field(default_factory=list)  # logical ones re-added in place: only EBRs written
-    # Existing partitions whose data moves (on disk, planned), in the order they can be moved one at a time:
-    # each goes where no partition on the disk is any more (backend.move moves one against the table as it is).
+    # Existing partitions whose data moves or resizes (on disk, planned), in the order of their first step.
     move: list[tuple[Partition, Partition]] = field(default_factory=list)
+    # Their writes in the order they run (model.move.data_steps, as ``diskplan apply`` runs the same plan):
+    # each goes where no partition is any more once the steps before it are written. Empty when no order
+    # exists (``problems`` then says why).
+    steps: tuple[DataStep, ...] = ()
     sector_size: int = 512
 
     @property
@@ -338,32 +327,6 @@ class Changes:
         return replace(base, label=self.label, partitions=tuple(sorted(parts, key=lambda p: (p.start, p.number))))
 
 
-def data_order(pairs: list[tuple[Partition, Partition]]) -> list[tuple[Partition, Partition]]:
-    """Moves and resizes (on disk, planned) in an order each can be written in against the table as the ones
-    before left it: one goes when its new place is clear of every one still where it is on the disk. A
-    shrink frees room first; moving left frees room for the next one moving left, moving right for the one
-    before it; a grow comes last. (A shrink-and-move and a move-and-grow never leave their old and new
-    extents, so a clear new place is all each needs.)"""
-    def rank(m: tuple[Partition, Partition]) -> tuple[int, int]:
-        old, new = m
-        if new.size < old.size:
-            return 0, old.start
-        if new.start < old.start:
-            return 1, old.start
-        if new.start > old.start:
-            return 2, -old.start
-        return 3, old.start
-
-    pending = sorted(pairs, key=rank)
-    out: list[tuple[Partition, Partition]] = []
-    while pending:
-        ready = next((m for m in pending if not any(o is not m and o[0].extent.overlaps(m[1].extent)
-                                                    for o in pending)), pending[0])
-        pending.remove(ready)
-        out.append(ready)
-    return out
-
-
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
     ops = Changes(label, fresh, current)
@@ -393,7 +356,6 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
         (ops.change.append((p, w, why)) if why else ops.keep.append(p))
     ops.create += list(want_outer.values())
-    ops.move = data_order(ops.move)
     # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
     # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
     cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
@@ -423,6 +385,21 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         else:
             ops.create.append(w)
     return ops
+
+
+def order_moves(ops: Changes, current: Table, desired: Table) -> list[str]:
+    """Set ``ops.steps`` to the order the moves and resizes are written in (as ``diskplan apply`` orders the
+    same plan: backend.planmoves), against every partition on the disk now (``current``), and order
+    ``ops.move`` by each partition's first step; the reason when no order exists (model.move.SequenceError):
+    then nothing may be written."""
+    try:
+        wanted = kept_moves(current, desired, (new.number for _, new in ops.move))
+        ops.steps = tuple(data_steps({p.number: p.extent for p in current.live}, wanted))
+    except SequenceError as exc:
+        return [str(exc)]
+    first = {s.number: i for i, s in reversed(list(enumerate(ops.steps)))}
+    ops.move.sort(key=lambda m: first[m[1].number])
+    return []
 
 
 def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool = False,
@@ -456,8 +433,10 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
         refusals += validate(replace(base, partitions=tuple(live)), geom)
     ops = plan_changes(label, current, live, fresh)
     ops.sector_size = geom.logical
+    unordered = order_moves(ops, current, desired) if ops.move else []  # before ``operations`` is built from the order
     if ops.move and ops.table_changes:
         refusals.append("data moves are written on their own: write the table changes first, then move "
                         "(undo the moves, write, then plan them again)")
+    refusals += unordered
     ops.problems, ops.notes = tuple(refusals), tuple(notes)
     return ops

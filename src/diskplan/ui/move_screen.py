@@ -3,7 +3,8 @@ and resizes, or the unfinished move a journal records (resume).
 
 ``backend.move`` does the work (check, back up, journal, copy, verify, rewrite the entry, check again),
 and ``backend.resize`` a resize (check, back up, the filesystem's own tool and the entry in the safe order,
-check again); one write at a time (``Operation.steps``: a shrink before a move, a grow after it), each
+check again); one write at a time, in the order ``diskplan apply`` writes the same plan (``Changes.steps``, from
+model.move.data_steps: every shrink, then the moves each into room the ones before left, then the grows), each
 under the disk's write lock, in a worker thread. This screen lists them sector-exact, asks for the
 device's name (or "yes" for an image), and shows the progress: bytes, rate and time left. Esc during the
 copy stops at the next chunk boundary: the partition is then half-moved, its table entry still points at
@@ -27,10 +28,12 @@ from textual.widgets import Input, Static
 
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
+from diskplan.backend.planmoves import table_after
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
-from diskplan.backend.write import CommitError, Host, Verdict
+from diskplan.backend.write import CommitError, Host, Verdict, read_target
 from diskplan.model.fsresize import doing
-from diskplan.model.operations import DataStep, Operation
+from diskplan.model.move import DataStep
+from diskplan.model.operations import Changes, Operation
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 from diskplan.ui.commit_screen import VERDICT_STYLE
@@ -100,13 +103,13 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
     MoveScreen #move-answer-row .label { width: auto; padding-right: 1; }
     """
 
-    def __init__(self, path: str, moves: tuple[Operation, ...], host: Host, *, sector_size: int,
-                 model: str = "") -> None:
-        """``moves``: the plan's data moves in the order they run (``Changes.move`` as operations); empty:
-        finish the unfinished move recorded for ``path`` (resume)."""
+    def __init__(self, path: str, writes: Changes | None, host: Host, *, sector_size: int, model: str = "") -> None:
+        """``writes``: a plan of data moves and resizes (its ``steps`` run in their order); None: finish the
+        unfinished move recorded for ``path`` (resume)."""
         super().__init__()
-        self.path, self.moves, self.host = path, moves, host
-        self.steps: tuple[DataStep, ...] = tuple(step for op in moves for step in op.steps())
+        self.path, self.host = path, host
+        self.moves: tuple[Operation, ...] = tuple(op for op in writes.operations if op.moves_data) if writes else ()
+        self.steps: tuple[DataStep, ...] = writes.steps if writes else ()
         self.sector_size, self.model = sector_size, model
         self.first: Proposal | None = None
         self.outcome: MoveOutcome | None = None
@@ -143,9 +146,9 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         if self.resuming:
             return prepare_resume(self.path, self.host)
         step = self.steps[index]
-        if step.kind == "resize":
-            return prepare_resize(self.path, step.number, step.length, self.host)
-        return prepare_move(self.path, step.number, step.start, self.host)
+        if step.kind == "move":
+            return prepare_move(self.path, step.number, step.to, self.host)
+        return prepare_resize(self.path, step.number, step.new_length, self.host)
 
     @work(thread=True, exclusive=True, group="move")
     def _prepare(self) -> None:
@@ -153,12 +156,18 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             p = self._proposal(0)
             # What every write refuses before it starts (a path the backup cannot record, a part sector).
             p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
-            later = self.steps[1] if len(self.steps) > 1 else None
-            if isinstance(p, ResizeProposal) and later is not None and later.kind == "move" \
-                    and later.number == p.number and not p.refusals:
-                # A shrink before a move: what would refuse the move, at the size it will have, is said now,
-                # before the shrink is written (as `diskplan move --size` does).
-                mv = prepare_move(self.path, later.number, later.start, self.host, length=later.length)
+            k = next((i for i, s in enumerate(self.steps) if s.number == p.number and s.kind == "move"), 0)
+            if isinstance(p, ResizeProposal) and k and not p.refusals:
+                # A shrink before a move: what would refuse the move, at the size it will have and with the
+                # others where the steps between leave them, is said now, before the shrink is written (as
+                # `diskplan move --size` does).
+                later = self.steps[k]
+                between = [s for s in self.steps[:k] if s.number != p.number]
+                now = None
+                if between:
+                    disk = read_target(self.path, None)[1]
+                    now = replace(disk, table=table_after(disk.table, between))
+                mv = prepare_move(self.path, later.number, later.to, self.host, current=now, length=later.length)
                 p = replace(p, refusals=mv.refusals, notes=(*p.notes, *mv.notes))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
@@ -184,8 +193,11 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                          f" ({human_bytes(p.nbytes)})\n")
         else:
             what = "moves and resizes" if any(op.kind == "resize" for op in self.moves) else "moves"
-            parts.append((f"Data {what}, one partition at a time, in this order ({len(self.moves)})\n", "bold"))
+            parts.append((f"Data {what} ({len(self.moves)}), one write at a time\n", "bold"))
             parts.append(moves_text(self.moves, p.sector_size))
+            if len({s.number for s in self.steps}) > 1:  # every shrink first, every grow last: say the order
+                order = ", ".join(f"{s.kind} {s.number}" for s in self.steps)
+                parts.append(f"written in this order, as `diskplan apply` writes it: {order}\n")
             if p.fs.fs:
                 parts.append(f"partition {p.number} holds {safe(str(p.fs))}: checked before and after, UUID and "
                              "label compared\n")

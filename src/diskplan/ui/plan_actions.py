@@ -690,9 +690,8 @@ class PlanActions(_Base):
         if plan.problems():
             self.notify(plan.problems()[0], title="Cannot write", severity="warning", timeout=10)
             return
-        moves = tuple(op for op in plan.changes() if op.moves_data)
-        screen = MoveScreen(self.target.path, moves, self.host or default_host(), sector_size=plan.geometry.logical,
-                            model=unnested(plan.geometry.model))
+        screen = MoveScreen(self.target.path, plan.writes(), self.host or default_host(),
+                            sector_size=plan.geometry.logical, model=unnested(plan.geometry.model))
         self.push_confirmation(screen, self._moved)
 
     def offer_resume(self) -> bool:
@@ -728,7 +727,7 @@ class PlanActions(_Base):
         if not self.move_journal:
             self.notify("No unfinished move is recorded for this disk.", title="Resume", timeout=4)
             return
-        screen = MoveScreen(self.target.path, (), self.host or default_host(), sector_size=s.plan.geometry.logical,
+        screen = MoveScreen(self.target.path, None, self.host or default_host(), sector_size=s.plan.geometry.logical,
                             model=unnested(s.plan.geometry.model))
         self.push_confirmation(screen, self._moved)
 
