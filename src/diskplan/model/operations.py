@@ -364,6 +364,23 @@ def data_order(pairs: list[tuple[Partition, Partition]]) -> list[tuple[Partition
     return out
 
 
+def _logical_moves(ops: Changes, cur_log: list[Partition], want_log: list[Partition]) -> list[Partition]:
+    """Logical partitions the plan moves or resizes with their data (same number and chain, marked by Plan as
+    moved or resized by its filesystem's tool): data moves (backend.move rewrites the EBR chain,
+    model.ebrmove), never a deletion and a creation. Returns ``want_log`` with those where they are on the
+    disk, so the chain is kept as it is."""
+    if [p.number for p in cur_log] != [p.number for p in want_log]:
+        return want_log
+    out = []
+    for q, w in zip(cur_log, want_log, strict=True):
+        marked = w.moved_from == q.start or w.resized_from == q.size  # set by Plan
+        if w.state is State.EXISTING and w.extent != q.extent and marked:
+            ops.move.append((q, w))
+            w = replace(w, start=q.start, end=q.end)
+        out.append(w)
+    return out
+
+
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
     ops = Changes(label, fresh, current)
@@ -393,11 +410,12 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
         (ops.change.append((p, w, why)) if why else ops.keep.append(p))
     ops.create += list(want_outer.values())
+    cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
+    want_log = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
+    want_log = _logical_moves(ops, cur_log, want_log)
     ops.move = data_order(ops.move)
     # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
     # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
-    cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
-    want_log = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
     ext_kept = any(p.role is Role.EXTENDED for p in ops.keep)
     by_extent = {(p.start, p.end): p for p in want_log}
     kept = [p for p in cur_log if (p.start, p.end) in by_extent] if ext_kept else []
@@ -422,6 +440,8 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
             ops.rewrite.append(replace(w, type=w.type or q.type, flags=flags))
         else:
             ops.create.append(w)
+    moved = {q.number for q, _ in ops.move if q.role is Role.LOGICAL}  # a data move, not kept as well
+    ops.keep = [k for k in ops.keep if k.role is not Role.LOGICAL or k.number not in moved]
     return ops
 
 

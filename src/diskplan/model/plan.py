@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from diskplan.model import labels
+from diskplan.model.ebrmove import plan_logical
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
@@ -279,7 +280,50 @@ class Plan:
     def gap_of(self, number: int) -> Gap | None:
         """Where partition ``number`` could be moved or stretched to (a drag's limits)."""
         at = self.where.get(number)
-        return None if at is None else self.lanes[at[0]].gap_of(at[1])
+        return None if at is None else self._gap(at[0], at[1])
+
+    def _gap(self, lane_no: int, i: int) -> Gap:
+        """Where partition ``i`` of lane ``lane_no`` may lie: between its neighbours, and for a logical
+        partition that holds data before the next one's EBR as the chain has it (model.ebrmove: every EBR
+        sector is occupied; the lane alone keeps only the sector before each partition free)."""
+        lane = self.lanes[lane_no]
+        gap = lane.gap_of(i)
+        if lane_no != LOGICAL or i + 1 >= len(lane) or lane.at(i).state is not State.EXISTING:
+            return gap
+        return replace(gap, hi=min(gap.hi, self._ebr_at(i + 1) - 1))
+
+    def _ebr_at(self, j: int) -> int:
+        """The EBR sector of logical partition ``j`` (lane order) once the plan is written: where the chain
+        has it, unless the partition moves left past it (then it goes the same distance before the new
+        start, after the partition before it: model.ebrmove.plan_logical). A proposal's is just before it."""
+        lane = self.lanes[LOGICAL]
+        q = lane.at(j)
+        k = q.number - labels.FIRST_LOGICAL
+        base = self.base.by_number(q.number) if q.state is State.EXISTING else None
+        if base is None or base.role is not Role.LOGICAL or not 0 <= k < len(self.base.ebrs):
+            return q.start - 1
+        ebr = self.base.ebrs[k]
+        if q.start > ebr:
+            return ebr
+        low = lane.at(j - 1).end + 1 if j else lane.area_lo
+        return max(low, q.start - (base.start - ebr))
+
+    def _chain_reason(self, i: int, start: int, length: int) -> str:
+        """Why the EBR chain forbids logical partition ``i`` (lane order) at ``start`` with ``length``
+        sectors, in `diskplan move`'s words (model.ebrmove.plan_logical), or ""."""
+        lane, ext = self.lanes[LOGICAL], self.extended()
+        if ext is None or not self.base.ebrs:
+            return ""
+        q = lane.at(i)
+        k = q.number - labels.FIRST_LOGICAL
+        base = self.base.by_number(q.number)
+        if k != i or base is None or not 0 <= k < len(self.base.ebrs):
+            return ""
+        # The move is judged from where it starts on the disk, its neighbours where the plan puts them.
+        parts = [base.extent if j == i else o.extent for j, o in enumerate(lane.parts)]
+        ebrs = [self.base.ebrs[k] if j == i else self._ebr_at(j) for j in range(len(parts))]
+        why = plan_logical(k, ebrs, parts, ext.extent, ext.end, start, length)
+        return why if isinstance(why, str) and "not in disk order" not in why else ""
 
     def gap_at(self, lba: int) -> tuple[Gap | None, str]:
         """The free space holding ``lba`` (inside the extended partition: the logical lane), or why none."""
@@ -334,9 +378,12 @@ class Plan:
         if p.state is State.EXISTING and not data:
             raise _Refused(f"partition {number} is on the disk and holds data: m moves it with its data, r resizes "
                            "it with its filesystem, A realigns it; x marks it for deletion to plan in its space")
-        if p.state is State.EXISTING and p.role is not Role.PRIMARY:
-            raise _Refused(f"partition {number} is {p.role.value}: the planner moves the data of primary and GPT "
-                           "partitions only (`diskplan move`, `realign` and `resize` move logical ones with their EBR)")
+        if p.state is State.EXISTING and p.role is Role.EXTENDED:
+            raise _Refused(f"partition {number} is the extended partition: the logical partitions in it move "
+                           "with their data, not it")
+        if p.state is State.EXISTING and p.role is Role.LOGICAL and len(self.base.ebrs) != len(self.lanes[LOGICAL]):
+            raise _Refused(f"partition {number} is logical and the disk's EBR chain was not read whole (or the plan "
+                           "adds or deletes logical partitions): `diskplan move` moves it with its EBR")
         return p, at[0], at[1]
 
     def why_not_changed(self, number: int, *, data: bool = False) -> str:
@@ -495,7 +542,7 @@ class Plan:
         if p.role is Role.EXTENDED and self._logicals():
             return self._refuse(f"extended partition {number} holds logical partitions: move those, or resize "
                                 "its edges", number)
-        gap = self.lanes[lane_no].gap_of(i)
+        gap = self._gap(lane_no, i)
         placed = place(self.grain, gap, start, p.size)
         if placed is None:
             return self._refuse(f"partition {number} no longer fits between {gap.before} and {gap.after} when "
@@ -504,7 +551,8 @@ class Plan:
         notes = []
         free_s = snap_start(self.grain, start)
         if s != free_s:
-            notes.append(f"stopped against {gap.after if s < free_s else gap.before}")
+            chain = self._chain_reason(i, free_s, p.size) if lane_no == LOGICAL and p.state is State.EXISTING else ""
+            notes.append(chain or f"stopped against {gap.after if s < free_s else gap.before}")
         if p.size % self.grain.sectors and p.state is State.PROPOSED:
             notes.append(f"size kept: {p.size}s is not a whole number of {self.grain.sectors}-sector grains, "
                          "so the end is off the grain (r resizes, a re-snaps)")
@@ -559,9 +607,7 @@ class Plan:
         if grain.is_aligned(p.start) and p.size % block == 0:
             return Outcome(self, self, True, f"partition {number} already starts on the device's "
                            f"{human_bytes(grain.sectors * ss)} grain", None, number)
-        t = self.table
-        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
-        usable = Extent(t.first_usable, t.last_usable)
+        usable, others = self._realign_room(p)
         to = p.start if grain.is_aligned(p.start) else realign_start(p.extent, grain, usable, others)
         shrinks = limits is not None and limits.shrink
         if to is not None:
@@ -597,16 +643,23 @@ class Plan:
         """Whether realigning existing partition ``number`` depends on how far its filesystem can shrink:
         it has no room to move whole, or its size is not a whole number of physical blocks."""
         p = self.partition(number)
-        if p is None or p.state is not State.EXISTING or p.role is not Role.PRIMARY or self.blocked():
+        if p is None or p.state is not State.EXISTING or p.role is Role.EXTENDED or self.blocked():
             return False
         grain = optimal_grain(self.geometry)
         if p.size % self.geometry.sectors_per_physical:
             return True
         if grain.is_aligned(p.start):
             return False
+        return realign_start(p.extent, grain, *self._realign_room(p)) is None
+
+    def _realign_room(self, p: Partition) -> tuple[Extent, list[Extent]]:
+        """Where existing partition ``p`` may go, and the partitions around it (a logical one: its window in
+        the EBR chain, as `diskplan realign` has it, model.ebrmove.window)."""
+        lane_no, i, _ = self.where[p.number]
+        if lane_no == LOGICAL:
+            return self._gap(lane_no, i).extent, []
         t = self.table
-        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
-        return realign_start(p.extent, grain, Extent(t.first_usable, t.last_usable), others) is None
+        return Extent(t.first_usable, t.last_usable), [q.extent for q in self.lanes[TOP].parts if q.number != p.number]
 
     def realign_all(self, limits: dict[int, Limits] | None = None) -> Outcome:
         """Realign every existing partition off the device's grain that has room (one step), shrinking those
@@ -616,7 +669,7 @@ class Plan:
         grain = optimal_grain(self.geometry)
         limits = limits or {}
         plan, done = self, []
-        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and self.misaligned(p)]
+        pending = [p.number for p in self.live if p.state is State.EXISTING and self.misaligned(p)]
         why: dict[int, str] = {}
         while pending:  # each pass realigns one at least, or stops
             moved = False
@@ -667,7 +720,7 @@ class Plan:
             p, lane_no, i = self._proposed(number, data=data)
         except _Refused as exc:
             return self._refuse(str(exc), number)
-        gap = self.lanes[lane_no].gap_of(i)
+        gap = self._gap(lane_no, i)
         g = self.grain
         logicals = self._logicals() if p.role is Role.EXTENDED else ()
         notes = []
@@ -703,6 +756,10 @@ class Plan:
                 notes.append(f"stopped at {bound}" if bound == least else f"stopped against {bound}")
             new, requested = replace(p, end=e), Span(p.start, lba)
             wanted = lba != p.end if keyboard else free != p.end
+        if notes and lane_no == LOGICAL and base is not None:  # stopped: the chain says why, as `diskplan resize`
+            ask = max(self._ebr_at(i) + 1, min(requested.start, requested.end))
+            chain = self._chain_reason(i, ask, max(requested.start, requested.end) - ask + 1)
+            notes[-1] = chain or notes[-1]
         if base is not None and new.size != base.size:
             why = self._resize_refusal(new, base, limits)
             if why:
