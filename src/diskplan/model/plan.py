@@ -587,7 +587,9 @@ class Plan:
                         f"{human_bytes(abs(new.size - base.size) * ss)} to {human_bytes(new.size * ss)}")
         if new.start != base.start:
             said.append(f"its data ({human_bytes(min(new.size, base.size) * ss)}) moves from {base.start}s")
-        return replace(out, message=f"{out.message}: {' and '.join(said)} when written")
+        # Where a logical partition stops depends on EBRs the map barely shows: the chain's reason is said.
+        stopped = f" (it stopped: {notes[-1]})" if notes and p.role is Role.LOGICAL else ""
+        return replace(out, message=f"{out.message}: {' and '.join(said)} when written{stopped}")
 
     def realign(self, number: int, limits: Limits | None = None) -> Outcome:
         """Plan a data move of existing partition ``number`` to the device's grain boundary nearest its start
