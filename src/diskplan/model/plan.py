@@ -41,7 +41,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
-from diskplan.model.move import free_around, realign_shrunk, realign_start
+from diskplan.model.move import free_around, realign_shrinking, realign_start
 from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
@@ -617,19 +617,10 @@ class Plan:
             if shrinks and p.size % block and p.size - p.size % block >= self._floor(p, limits):
                 new = replace(new, end=new.end - p.size % block)  # a whole number of physical blocks
         else:
-            room = free_around(p.extent, usable, others)
-            at = realign_shrunk(p.extent, grain, block, room) if room is not None and shrinks else None
-            if at is None:
-                why = (limits.why if limits is not None and not limits.shrink else
-                       "no room to shrink into" if limits is not None else "it would have to shrink first")
-                return self._refuse(f"partition {number} cannot be realigned: no {human_bytes(grain.sectors * ss)} "
-                                    f"boundary leaves room for it ({why})", number)
+            at = realign_shrinking(p.extent, grain, block, free_around(p.extent, usable, others), limits, ss)
+            if isinstance(at, str):
+                return self._refuse(f"partition {number} cannot be realigned: {at}", number)
             new = replace(p, start=at.start, end=at.end)
-            floor = self._floor(p, limits)
-            if new.size < floor:
-                return self._refuse(f"partition {number} cannot be realigned: it would have to shrink to "
-                                    f"{human_bytes(new.size * ss)}, below the {human_bytes(floor * ss)} its "
-                                    f"{limits.fs if limits else ''} filesystem can shrink to", number)
         if (new.start, new.end) == (p.start, p.end):  # on the grain, its size off the physical block
             why = limits.why if limits is not None and not limits.shrink else "how far its filesystem can shrink " \
                 "is not measured" if limits is None else "its filesystem cannot shrink that far"
