@@ -92,3 +92,32 @@ async def test_a_realigns_a_logical_partition_and_a_drag_over_the_next_ebr_is_re
             check = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
             assert check.returncode == 0, check.stdout + check.stderr
             assert file_sums(v, "ext4", list(sums[n])) == sums[n]
+
+
+@run
+async def test_fix_my_layout_realigns_both_logical_partitions_in_an_order_the_chain_allows(
+        tmp_path: pathlib.Path) -> None:
+    """A off any partition: 6 goes left past its own EBR (which moves to 38849, after partition 5), 5 goes right;
+    the dialog writes both, one after the other."""
+    from diskplan.backend.ebrchain import read_chain
+
+    need_tool("e2fsck")
+    image, sums = dos_image(tmp_path)
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=(100, 30)) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(170_000)  # free space after the extended partition
+        await pilot.press("A")
+        assert [(op.kind, op.number, op.source, op.start) for op in plan_of(app).changes()] == [
+            ("move", 6, 39_063, 38_912), ("move", 5, 126, 2048)]
+        screen = await confirm(app, pilot)
+        await done(app, pilot, screen)
+        assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+    assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(image)] == [
+        (1, EXT[0], EXT[1]), (5, 2048, SIZE), (6, 38_912, SIZE)]
+    assert [lk.lba for lk in read_chain(str(image), 512).links] == [63, 38_849]
+    for n, start in ((5, 2048), (6, 38_912)):
+        with View(str(image), start, SIZE) as v:
+            check = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+            assert file_sums(v, "ext4", list(sums[n])) == sums[n]
