@@ -136,3 +136,15 @@ def test_every_place_the_planner_lands_a_logical_partition_on_is_one_the_cli_all
     ch = out.plan.writes()
     assert [q.number for q, _ in ch.move] == [number] and not ch.delete and not ch.create, ch.operations
     assert not out.plan.problems(), out.plan.problems()
+
+
+def test_a_shrink_stopped_at_the_filesystem_minimum_says_so_not_a_chain_reason() -> None:
+    out = Plan.open(GEOM, table(DOS)).resize_to(6, Edge.END, 39_100, data=True, limits=EXT4)
+    p = out.plan.partition(6)
+    assert out.ok and p is not None and p.size * 512 >= 4 << 20
+    assert out.snap is not None and out.snap.notes[-1].startswith("stopped at its ext4 minimum"), out.snap.notes
+
+
+def test_a_start_edge_dragged_before_the_first_sector_says_the_clis_reason() -> None:
+    out = Plan.open(GEOM, table(DOS)).resize_to(5, Edge.START, 10, data=True, limits=EXT4)
+    assert out.snap is not None and "cannot start at or before its EBR" in out.snap.notes[-1], (out.message, out.snap)

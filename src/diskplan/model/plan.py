@@ -749,10 +749,10 @@ class Plan:
                 notes.append(f"stopped at {bound}" if bound == least else f"stopped against {bound}")
             new, requested = replace(p, end=e), Span(p.start, lba)
             wanted = lba != p.end if keyboard else free != p.end
-        if notes and lane_no == LOGICAL and base is not None:  # stopped: the chain says why, as `diskplan resize`
-            ask = max(self._ebr_at(i) + 1, min(requested.start, requested.end))
-            chain = self._chain_reason(i, ask, max(requested.start, requested.end) - ask + 1)
-            notes[-1] = chain or notes[-1]
+        if lane_no == LOGICAL and base is not None and notes and notes[-1] in (
+                f"stopped against {gap.before}", f"stopped against {gap.after}"):  # the chain says why, as `resize`
+            ask = min(requested.start, requested.end)
+            notes[-1] = self._chain_reason(i, ask, max(requested.start, requested.end) - ask + 1) or notes[-1]
         if base is not None and new.size != base.size:
             why = self._resize_refusal(new, base, limits)
             if why:
