@@ -366,7 +366,7 @@ class Plan:
 
     def _proposed(self, number: int, *, data: bool = False) -> tuple[Partition, int, int]:
         """The live partition ``number`` a move or resize may change; ``data``: an existing one too (its data
-        moves with it: a primary or GPT partition, never an extended or logical one)."""
+        moves with it: a primary, GPT or logical partition (within its EBR chain), never the extended one)."""
         why = self.blocked()
         if why:
             raise _Refused(why)
