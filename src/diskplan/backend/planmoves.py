@@ -46,7 +46,7 @@ from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, 
 from diskplan.model.disk import Disk
 from diskplan.model.extent import State
 from diskplan.model.fsresize import refusals as fs_refusals
-from diskplan.model.move import DataStep, SequenceError, data_steps, kept_moves, schedule
+from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps, kept_moves, schedule
 from diskplan.model.operations import plan_writes
 from diskplan.model.planfile import PlanSpec
 from diskplan.model.table import Table
@@ -153,7 +153,7 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
         return PlanMoves(target, kind, (), ("an msdos partition has no GUID to say which one a plan keeps: a plan "
                                             "that moves or resizes one must carry made_against (export and the "
                                             "planner's Ctrl+S write it)",), sector_size=ss)
-    layout = {p.number: p.extent for p in disk.table.live}
+    layout = data_layout(disk.table)
     try:
         steps = data_steps(layout, wanted)
     except SequenceError as exc:

@@ -132,6 +132,7 @@ class MbrPartition:
     start: int  # absolute LBA
     size: int
     boot: bool = False
+    ebr: int = 0  # a logical partition: the LBA of its EBR
 
     @property
     def end(self) -> int:
@@ -183,7 +184,7 @@ def mbr_layout(path: str, sector: int, sectors: int, max_logical: int = 256) -> 
                 break
             first, nxt = links[0], links[1]
             if first.type_id and first.size:
-                logicals.append(MbrPartition(5 + len(logicals), first.type_id, ebr + first.start, first.size))
+                logicals.append(MbrPartition(5 + len(logicals), first.type_id, ebr + first.start, first.size, ebr=ebr))
             if not nxt.type_id or not nxt.start:
                 break
             ebr = ext.start + nxt.start

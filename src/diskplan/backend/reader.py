@@ -125,6 +125,7 @@ class _Survey:
             self.read_only.append("a hybrid MBR would be replaced by a protective one if this table were written")
         if table.label == "msdos" and mbr is not None and not failure:
             self._ebr_chain(mbr)
+            table = with_ebrs(table, mbr)
         if table.label is not None and table.partitions:
             sniffed = probe.sniff_filesystem(self.path, f.size_bytes)
             if sniffed == "iso9660":
@@ -315,6 +316,16 @@ _COVERED = (
     ("GPT table is corrupt", (GPT_BACKUP_DAMAGED, GPT_PRIMARY_DAMAGED, TABLE_LARGER_THAN_DISK)),
     ("wrong signature", (EXTENDED_WITHOUT_EBR, EBR_CHAIN_DAMAGED)),
 )
+
+
+def with_ebrs(table: Table, mbr: rawtable.MbrLayout) -> Table:
+    """``table`` with its logical partitions' EBR sectors from the raw chain, when the chain is whole and
+    holds the partitions libparted read (the planner's logical data moves need them exactly)."""
+    logicals = sorted((p for p in table.partitions if p.role is Role.LOGICAL), key=lambda p: p.number)
+    if mbr.chain_problems or [(p.number, p.start, p.end) for p in logicals] != [
+            (q.number, q.start, q.end) for q in mbr.logicals]:
+        return table
+    return replace(table, ebrs=tuple(q.ebr for q in mbr.logicals))
 
 
 def _uncovered(messages: tuple[str, ...], findings: list[Finding], table: Table, geom: Geometry) -> tuple[str, ...]:

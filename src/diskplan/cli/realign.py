@@ -1,6 +1,8 @@
 """``diskplan realign TARGET [--partition N] [--yes]``: move misaligned partitions, data and all, to the
 nearest grain boundary the free space around them allows (size unchanged: the filesystem's bytes move
-as they are, so any filesystem can be realigned; shrinking one to make room comes later).
+as they are, so any filesystem can be realigned). When no boundary leaves room, the filesystem shrinks
+first, by the planner's rule (model.move.realign_shrinking: the nearest boundary, whole physical blocks,
+never below the minimum its tool reports), then moves: `diskplan move --size`'s two writes.
 
 Without --partition, every primary or GPT partition whose start is off the grain (1 MiB, the physical
 block and the device's I/O hints: model.grain.optimal_grain), one move after another; the first that
@@ -12,14 +14,16 @@ from __future__ import annotations
 import argparse
 
 from diskplan.backend.move import execute_move, logical_window, prepare_move
+from diskplan.backend.resize import content_limits
 from diskplan.backend.write import CommitError, preload
-from diskplan.cli.move import run
+from diskplan.cli.move import move_and_resize, run
 from diskplan.cli.options import TargetError, add_overrides, host, open_target
 from diskplan.cli.textout import consoles
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain
-from diskplan.model.move import realign_start
+from diskplan.model.move import free_around, realign_shrinking, realign_start
+from diskplan.model.units import human_bytes
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,8 +39,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int]], list[str]]:
-    """(number, new start) for each partition to realign, and why others are left."""
+def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int, int]], list[str]]:
+    """(number, new start, sectors afterwards) for each partition to realign (fewer sectors: it shrinks
+    first), and why others are left."""
     grain = optimal_grain(disk.geometry)
     live = disk.table.live
     moves, notes = [], []
@@ -55,13 +60,24 @@ def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int]], list[s
             if isinstance(area, str):
                 notes.append(f"partition {p.number}: {area}")
                 continue
-            to = realign_start(p.extent, grain, area, [])
+            usable, others = area, []
         else:
-            to = realign_start(p.extent, grain, disk.table.usable, [q.extent for q in live if q.number != p.number])
-        if to is None:
-            notes.append(f"partition {p.number}: no aligned start leaves room for it; it would have to shrink first")
+            usable, others = disk.table.usable, [q.extent for q in live if q.number != p.number]
+        to = realign_start(p.extent, grain, usable, others)
+        if to is not None:
+            moves.append((p.number, to, p.size))
             continue
-        moves.append((p.number, to))
+        ss = disk.geometry.logical
+        limits = content_limits(disk.source, p.start, p.size, ss)  # reads only: how far its filesystem shrinks
+        at = realign_shrinking(p.extent, grain, disk.geometry.sectors_per_physical,
+                               free_around(p.extent, usable, others), limits, ss)
+        if isinstance(at, str):
+            notes.append(f"partition {p.number} cannot be realigned: {at}")
+            continue
+        notes.append(f"partition {p.number}: no aligned start leaves room for it as it is: its {limits.fs} shrinks "
+                     f"from {human_bytes(p.size * ss)} to {human_bytes(at.size * ss)} first (it can shrink to "
+                     f"{human_bytes(limits.floor(ss) * ss)}), then moves to {at.start}")
+        moves.append((p.number, at.start, at.size))
     return moves, notes
 
 
@@ -81,18 +97,26 @@ def main(argv: list[str]) -> int:
     for note in notes:
         console.print(("note: ", "cyan"), note)
     if not moves:
-        if any("shrink" in n or "EBR" in n for n in notes):
+        if any("shrink" in n or "EBR" in n or "cannot be realigned" in n for n in notes):
             return 1
         console.print("nothing to do: every partition starts on a grain boundary", style="green")
         return 0
-    for i, (number, to) in enumerate(moves):
+    for i, (number, to, size) in enumerate(moves):
         try:
             if i and args.yes:  # the moves before may have changed the free space around this one
-                again, _ = choices(open_target(args.target, args), number)
+                disk = open_target(args.target, args)
+                again, _ = choices(disk, number)
                 if not again:
                     err.print(f"diskplan realign: partition {number} has no room left to realign")
                     return 1
-                to = again[0][1]
+                _, to, size = again[0]
+            old = disk.table.by_number(number)
+            if old is not None and size != old.size:  # a shrink, then the move (as `diskplan move --size`)
+                code = move_and_resize(argparse.Namespace(target=args.target, partition=number, yes=args.yes,
+                                                          backup=None), disk, to, size, old.size, console, err)
+                if code != 0 and (args.yes or code != 1):
+                    return code
+                continue
             p = prepare_move(args.target, number, to, host())
         except (CommitError, TargetError) as exc:
             err.print(f"diskplan realign: {exc}")

@@ -33,8 +33,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from diskplan.model.extent import Extent, Role
+from diskplan.model.fsresize import Limits
 from diskplan.model.grain import Grain
 from diskplan.model.table import Table
+from diskplan.model.units import human_bytes
 
 MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
 MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
@@ -227,6 +229,26 @@ def realign_shrunk(part: Extent, grain: Grain, block: int, room: Extent) -> Exte
     return best
 
 
+def realign_shrinking(part: Extent, grain: Grain, block: int, room: Extent | None, limits: Limits | None,
+                      sector_size: int) -> Extent | str:
+    """Where ``part`` goes when it has no room to move whole (``realign_start`` is None) and its filesystem
+    shrinks first (``limits``: what its tool can do, measured on the disk; None: not measured), by
+    ``realign_shrunk`` within ``room`` and never below the filesystem's minimum; or why it cannot be realigned.
+    The planner's A and `diskplan realign` both decide here."""
+    shrinks = limits is not None and limits.shrink
+    at = realign_shrunk(part, grain, block, room) if room is not None and shrinks else None
+    if at is None:
+        why = (limits.why if limits is not None and not limits.shrink else
+               "no room to shrink into" if limits is not None else "it would have to shrink first")
+        return f"no {human_bytes(grain.sectors * sector_size)} boundary leaves room for it ({why})"
+    assert limits is not None
+    floor = limits.floor(sector_size)
+    if at.size < floor:
+        return (f"it would have to shrink to {human_bytes(at.size * sector_size)}, below the "
+                f"{human_bytes(floor * sector_size)} its {limits.fs} filesystem can shrink to")
+    return at
+
+
 def old_place_touched(plan: Schedule, done: int, batch: int) -> Step | None:
     """The first chunk that may have been written over the partition's old place when chunks
     ``0..done-1`` are recorded as written: those, and the group in flight (at most ``batch`` chunks from
@@ -266,6 +288,13 @@ class DataStep:
 
 class SequenceError(ValueError):
     """No order moves the partitions one at a time: ``str(exc)`` says which and why."""
+
+
+def data_layout(table: Table) -> dict[int, Extent]:
+    """Number -> extent of every partition of ``table`` that holds data, the ``layout`` ``data_steps`` takes:
+    an extended partition is left out (it holds only the EBR chain, whose rules model.ebrmove checks), or
+    each logical partition's move would be blocked by the extended partition around it."""
+    return {p.number: p.extent for p in table.live if p.role is not Role.EXTENDED}
 
 
 def kept_moves(current: Table, desired: Table, kept: Iterable[int]) -> dict[int, Extent]:

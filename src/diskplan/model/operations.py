@@ -25,7 +25,7 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import doing
 from diskplan.model.geometry import Geometry
-from diskplan.model.move import DataStep, SequenceError, data_steps, kept_moves
+from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps, kept_moves
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
@@ -327,6 +327,23 @@ class Changes:
         return replace(base, label=self.label, partitions=tuple(sorted(parts, key=lambda p: (p.start, p.number))))
 
 
+def _logical_moves(ops: Changes, cur_log: list[Partition], want_log: list[Partition]) -> list[Partition]:
+    """Logical partitions the plan moves or resizes with their data (same number and chain, marked by Plan as
+    moved or resized by its filesystem's tool): data moves (backend.move rewrites the EBR chain,
+    model.ebrmove), never a deletion and a creation. Returns ``want_log`` with those where they are on the
+    disk, so the chain is kept as it is."""
+    if [p.number for p in cur_log] != [p.number for p in want_log]:
+        return want_log
+    out = []
+    for q, w in zip(cur_log, want_log, strict=True):
+        marked = w.moved_from == q.start or w.resized_from == q.size  # set by Plan
+        if w.state is State.EXISTING and w.extent != q.extent and marked:
+            ops.move.append((q, w))
+            w = replace(w, start=q.start, end=q.end)
+        out.append(w)
+    return out
+
+
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
     ops = Changes(label, fresh, current)
@@ -356,10 +373,11 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
         why = _attributes_differ(label, p, w) if p.role is not Role.EXTENDED else []
         (ops.change.append((p, w, why)) if why else ops.keep.append(p))
     ops.create += list(want_outer.values())
-    # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
-    # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
     cur_log = sorted((p for p in cur if p.role is Role.LOGICAL), key=lambda p: p.number)
     want_log = sorted((p for p in live if p.role is Role.LOGICAL), key=lambda p: p.number)
+    want_log = _logical_moves(ops, cur_log, want_log)
+    # Logical partitions: libparted renumbers the rest when one is deleted and appends new ones, and the
+    # EBR chain follows the numbers. Keep them when that yields the plan's numbers, else re-add them all.
     ext_kept = any(p.role is Role.EXTENDED for p in ops.keep)
     by_extent = {(p.start, p.end): p for p in want_log}
     kept = [p for p in cur_log if (p.start, p.end) in by_extent] if ext_kept else []
@@ -384,6 +402,8 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
             ops.rewrite.append(replace(w, type=w.type or q.type, flags=flags))
         else:
             ops.create.append(w)
+    moved = {q.number for q, _ in ops.move if q.role is Role.LOGICAL}  # a data move, not kept as well
+    ops.keep = [k for k in ops.keep if k.role is not Role.LOGICAL or k.number not in moved]
     return ops
 
 
@@ -394,7 +414,7 @@ def order_moves(ops: Changes, current: Table, desired: Table) -> list[str]:
     then nothing may be written."""
     try:
         wanted = kept_moves(current, desired, (new.number for _, new in ops.move))
-        ops.steps = tuple(data_steps({p.number: p.extent for p in current.live}, wanted))
+        ops.steps = tuple(data_steps(data_layout(current), wanted))
     except SequenceError as exc:
         return [str(exc)]
     first = {s.number: i for i, s in reversed(list(enumerate(ops.steps)))}

@@ -34,13 +34,14 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from diskplan.model import labels
+from diskplan.model.ebrmove import plan_logical
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.labels import LabelError
 from diskplan.model.lanes import Lane
-from diskplan.model.move import free_around, realign_shrunk, realign_start
+from diskplan.model.move import free_around, realign_shrinking, realign_start
 from diskplan.model.operations import Changes, Operation, plan_writes, repair_operations, validate
 from diskplan.model.repair import GptRepair
 from diskplan.model.snap import (
@@ -279,7 +280,50 @@ class Plan:
     def gap_of(self, number: int) -> Gap | None:
         """Where partition ``number`` could be moved or stretched to (a drag's limits)."""
         at = self.where.get(number)
-        return None if at is None else self.lanes[at[0]].gap_of(at[1])
+        return None if at is None else self._gap(at[0], at[1])
+
+    def _gap(self, lane_no: int, i: int) -> Gap:
+        """Where partition ``i`` of lane ``lane_no`` may lie: between its neighbours, and for a logical
+        partition that holds data before the next one's EBR as the chain has it (model.ebrmove: every EBR
+        sector is occupied; the lane alone keeps only the sector before each partition free)."""
+        lane = self.lanes[lane_no]
+        gap = lane.gap_of(i)
+        if lane_no != LOGICAL or i + 1 >= len(lane) or lane.at(i).state is not State.EXISTING:
+            return gap
+        return replace(gap, hi=min(gap.hi, self._ebr_at(i + 1) - 1))
+
+    def _ebr_at(self, j: int) -> int:
+        """The EBR sector of logical partition ``j`` (lane order) once the plan is written: where the chain
+        has it, unless the partition moves left past it (then it goes the same distance before the new
+        start, after the partition before it: model.ebrmove.plan_logical). A proposal's is just before it."""
+        lane = self.lanes[LOGICAL]
+        q = lane.at(j)
+        k = q.number - labels.FIRST_LOGICAL
+        base = self.base.by_number(q.number) if q.state is State.EXISTING else None
+        if base is None or base.role is not Role.LOGICAL or not 0 <= k < len(self.base.ebrs):
+            return q.start - 1
+        ebr = self.base.ebrs[k]
+        if q.start > ebr:
+            return ebr
+        low = lane.at(j - 1).end + 1 if j else lane.area_lo
+        return max(low, q.start - (base.start - ebr))
+
+    def _chain_reason(self, i: int, start: int, length: int) -> str:
+        """Why the EBR chain forbids logical partition ``i`` (lane order) at ``start`` with ``length``
+        sectors, in `diskplan move`'s words (model.ebrmove.plan_logical), or ""."""
+        lane, ext = self.lanes[LOGICAL], self.extended()
+        if ext is None or not self.base.ebrs:
+            return ""
+        q = lane.at(i)
+        k = q.number - labels.FIRST_LOGICAL
+        base = self.base.by_number(q.number)
+        if k != i or base is None or not 0 <= k < len(self.base.ebrs):
+            return ""
+        # The move is judged from where it starts on the disk, its neighbours where the plan puts them.
+        parts = [base.extent if j == i else o.extent for j, o in enumerate(lane.parts)]
+        ebrs = [self.base.ebrs[k] if j == i else self._ebr_at(j) for j in range(len(parts))]
+        why = plan_logical(k, ebrs, parts, ext.extent, ext.end, start, length)
+        return why if isinstance(why, str) and "not in disk order" not in why else ""
 
     def gap_at(self, lba: int) -> tuple[Gap | None, str]:
         """The free space holding ``lba`` (inside the extended partition: the logical lane), or why none."""
@@ -322,7 +366,7 @@ class Plan:
 
     def _proposed(self, number: int, *, data: bool = False) -> tuple[Partition, int, int]:
         """The live partition ``number`` a move or resize may change; ``data``: an existing one too (its data
-        moves with it: a primary or GPT partition, never an extended or logical one)."""
+        moves with it: a primary, GPT or logical partition (within its EBR chain), never the extended one)."""
         why = self.blocked()
         if why:
             raise _Refused(why)
@@ -334,9 +378,12 @@ class Plan:
         if p.state is State.EXISTING and not data:
             raise _Refused(f"partition {number} is on the disk and holds data: m moves it with its data, r resizes "
                            "it with its filesystem, A realigns it; x marks it for deletion to plan in its space")
-        if p.state is State.EXISTING and p.role is not Role.PRIMARY:
-            raise _Refused(f"partition {number} is {p.role.value}: the planner moves the data of primary and GPT "
-                           "partitions only (`diskplan move`, `realign` and `resize` move logical ones with their EBR)")
+        if p.state is State.EXISTING and p.role is Role.EXTENDED:
+            raise _Refused(f"partition {number} is the extended partition: the logical partitions in it move "
+                           "with their data, not it")
+        if p.state is State.EXISTING and p.role is Role.LOGICAL and len(self.base.ebrs) != len(self.lanes[LOGICAL]):
+            raise _Refused(f"partition {number} is logical and the disk's EBR chain was not read whole (or the plan "
+                           "adds or deletes logical partitions): `diskplan move` moves it with its EBR")
         return p, at[0], at[1]
 
     def why_not_changed(self, number: int, *, data: bool = False) -> str:
@@ -495,7 +542,7 @@ class Plan:
         if p.role is Role.EXTENDED and self._logicals():
             return self._refuse(f"extended partition {number} holds logical partitions: move those, or resize "
                                 "its edges", number)
-        gap = self.lanes[lane_no].gap_of(i)
+        gap = self._gap(lane_no, i)
         placed = place(self.grain, gap, start, p.size)
         if placed is None:
             return self._refuse(f"partition {number} no longer fits between {gap.before} and {gap.after} when "
@@ -504,7 +551,8 @@ class Plan:
         notes = []
         free_s = snap_start(self.grain, start)
         if s != free_s:
-            notes.append(f"stopped against {gap.after if s < free_s else gap.before}")
+            chain = self._chain_reason(i, free_s, p.size) if lane_no == LOGICAL and p.state is State.EXISTING else ""
+            notes.append(chain or f"stopped against {gap.after if s < free_s else gap.before}")
         if p.size % self.grain.sectors and p.state is State.PROPOSED:
             notes.append(f"size kept: {p.size}s is not a whole number of {self.grain.sectors}-sector grains, "
                          "so the end is off the grain (r resizes, a re-snaps)")
@@ -539,7 +587,9 @@ class Plan:
                         f"{human_bytes(abs(new.size - base.size) * ss)} to {human_bytes(new.size * ss)}")
         if new.start != base.start:
             said.append(f"its data ({human_bytes(min(new.size, base.size) * ss)}) moves from {base.start}s")
-        return replace(out, message=f"{out.message}: {' and '.join(said)} when written")
+        # Where a logical partition stops depends on EBRs the map barely shows: the chain's reason is said.
+        stopped = f" (it stopped: {notes[-1]})" if notes and p.role is Role.LOGICAL else ""
+        return replace(out, message=f"{out.message}: {' and '.join(said)} when written{stopped}")
 
     def realign(self, number: int, limits: Limits | None = None) -> Outcome:
         """Plan a data move of existing partition ``number`` to the device's grain boundary nearest its start
@@ -559,9 +609,7 @@ class Plan:
         if grain.is_aligned(p.start) and p.size % block == 0:
             return Outcome(self, self, True, f"partition {number} already starts on the device's "
                            f"{human_bytes(grain.sectors * ss)} grain", None, number)
-        t = self.table
-        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
-        usable = Extent(t.first_usable, t.last_usable)
+        usable, others = self._realign_room(p)
         to = p.start if grain.is_aligned(p.start) else realign_start(p.extent, grain, usable, others)
         shrinks = limits is not None and limits.shrink
         if to is not None:
@@ -569,19 +617,10 @@ class Plan:
             if shrinks and p.size % block and p.size - p.size % block >= self._floor(p, limits):
                 new = replace(new, end=new.end - p.size % block)  # a whole number of physical blocks
         else:
-            room = free_around(p.extent, usable, others)
-            at = realign_shrunk(p.extent, grain, block, room) if room is not None and shrinks else None
-            if at is None:
-                why = (limits.why if limits is not None and not limits.shrink else
-                       "no room to shrink into" if limits is not None else "it would have to shrink first")
-                return self._refuse(f"partition {number} cannot be realigned: no {human_bytes(grain.sectors * ss)} "
-                                    f"boundary leaves room for it ({why})", number)
+            at = realign_shrinking(p.extent, grain, block, free_around(p.extent, usable, others), limits, ss)
+            if isinstance(at, str):
+                return self._refuse(f"partition {number} cannot be realigned: {at}", number)
             new = replace(p, start=at.start, end=at.end)
-            floor = self._floor(p, limits)
-            if new.size < floor:
-                return self._refuse(f"partition {number} cannot be realigned: it would have to shrink to "
-                                    f"{human_bytes(new.size * ss)}, below the {human_bytes(floor * ss)} its "
-                                    f"{limits.fs if limits else ''} filesystem can shrink to", number)
         if (new.start, new.end) == (p.start, p.end):  # on the grain, its size off the physical block
             why = limits.why if limits is not None and not limits.shrink else "how far its filesystem can shrink " \
                 "is not measured" if limits is None else "its filesystem cannot shrink that far"
@@ -597,16 +636,23 @@ class Plan:
         """Whether realigning existing partition ``number`` depends on how far its filesystem can shrink:
         it has no room to move whole, or its size is not a whole number of physical blocks."""
         p = self.partition(number)
-        if p is None or p.state is not State.EXISTING or p.role is not Role.PRIMARY or self.blocked():
+        if p is None or p.state is not State.EXISTING or p.role is Role.EXTENDED or self.blocked():
             return False
         grain = optimal_grain(self.geometry)
         if p.size % self.geometry.sectors_per_physical:
             return True
         if grain.is_aligned(p.start):
             return False
+        return realign_start(p.extent, grain, *self._realign_room(p)) is None
+
+    def _realign_room(self, p: Partition) -> tuple[Extent, list[Extent]]:
+        """Where existing partition ``p`` may go, and the partitions around it (a logical one: its window in
+        the EBR chain, as `diskplan realign` has it, model.ebrmove.window)."""
+        lane_no, i, _ = self.where[p.number]
+        if lane_no == LOGICAL:
+            return self._gap(lane_no, i).extent, []
         t = self.table
-        others = [q.extent for q in self.lanes[TOP].parts if q.number != number]
-        return realign_start(p.extent, grain, Extent(t.first_usable, t.last_usable), others) is None
+        return Extent(t.first_usable, t.last_usable), [q.extent for q in self.lanes[TOP].parts if q.number != p.number]
 
     def realign_all(self, limits: dict[int, Limits] | None = None) -> Outcome:
         """Realign every existing partition off the device's grain that has room (one step), shrinking those
@@ -616,7 +662,7 @@ class Plan:
         grain = optimal_grain(self.geometry)
         limits = limits or {}
         plan, done = self, []
-        pending = [p.number for p in self.lanes[TOP].parts if p.state is State.EXISTING and self.misaligned(p)]
+        pending = [p.number for p in self.live if p.state is State.EXISTING and self.misaligned(p)]
         why: dict[int, str] = {}
         while pending:  # each pass realigns one at least, or stops
             moved = False
@@ -667,7 +713,7 @@ class Plan:
             p, lane_no, i = self._proposed(number, data=data)
         except _Refused as exc:
             return self._refuse(str(exc), number)
-        gap = self.lanes[lane_no].gap_of(i)
+        gap = self._gap(lane_no, i)
         g = self.grain
         logicals = self._logicals() if p.role is Role.EXTENDED else ()
         notes = []
@@ -703,6 +749,10 @@ class Plan:
                 notes.append(f"stopped at {bound}" if bound == least else f"stopped against {bound}")
             new, requested = replace(p, end=e), Span(p.start, lba)
             wanted = lba != p.end if keyboard else free != p.end
+        if lane_no == LOGICAL and base is not None and notes and notes[-1] in (
+                f"stopped against {gap.before}", f"stopped against {gap.after}"):  # the chain says why, as `resize`
+            ask = min(requested.start, requested.end)
+            notes[-1] = self._chain_reason(i, ask, max(requested.start, requested.end) - ask + 1) or notes[-1]
         if base is not None and new.size != base.size:
             why = self._resize_refusal(new, base, limits)
             if why:

@@ -30,6 +30,9 @@ class Table:
     max_partitions: int = 128
     read_only: str = ""  # why the planner must not write this table; empty when writable
     notes: tuple[str, ...] = field(default=())
+    # msdos: the EBR sector of logical partitions 5, 6, ... as the raw chain has them (libparted's "ebr"
+    # regions only guess where they are); empty when not read. A logical data move keeps them occupied.
+    ebrs: tuple[int, ...] = ()
 
     @property
     def usable(self) -> Extent:

@@ -538,12 +538,13 @@ class PlanActions(_Base):
         self._mouse_moved = True
         self._mouse_to(event.hit.lba)
 
-    def _mouse_to(self, lba: int) -> None:
+    def _mouse_to(self, lba: int) -> Preview:
         s = self.session
         assert s is not None and s.drag is not None
         preview = s.drag_to(lba)
         self.show_preview(preview)
         self.show_drag(note=preview.outcome.message if preview.refused else "")
+        return preview
 
     def on_sector_map_map_mouse_up(self, event: SectorMap.MapMouseUp) -> None:
         self._mouse_on_existing = None
@@ -555,10 +556,12 @@ class PlanActions(_Base):
             s.cancel()
             self.drag_ended(None)
             return
-        self._mouse_to(event.hit.lba)
+        last = self._mouse_to(event.hit.lba)
         number = s.drag.number
         data = s.drag.data
         outcome = s.finish()
+        if outcome is None and last.refused:  # dropped where it cannot go: say why
+            self.notify(last.outcome.message, title="Refused", severity="warning", timeout=8)
         moved = outcome.plan.partition(number) if data and outcome is not None and outcome.changed else None
         if moved is not None:
             warning = self._data_warning(number, moved.size) if moved.resized_from is None else \
