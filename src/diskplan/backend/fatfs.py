@@ -109,6 +109,12 @@ def _child(path: str, new_bytes: int) -> _Said:
 
 
 def _run(path: str, new_bytes: int) -> int:
+    with open(path, "rb") as f:
+        bps = int.from_bytes(f.read(13)[11:13], "little")
+    if bps != 512:
+        # libparted reads such a FAT as if its sectors were 512 bytes: a grow left both FATs corrupt
+        raise FatError(f"libparted's FAT resizer handles FAT filesystems with 512-byte sectors only; this one "
+                       f"has {bps}-byte sectors (as on a 4Kn disk), so it is left as it is")
     try:
         got = run_isolated(_child, path, new_bytes, timeout=TIMEOUT)
     except IsolatedFailure as exc:
