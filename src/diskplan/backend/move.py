@@ -614,6 +614,13 @@ def execute_resume(
     p: MoveProposal, answer: str, host: Host, *, progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
+    return with_journal(p, answer, host, lambda j, base: _finish(j, base, p.kind, progress, stop))
+
+
+def with_journal(
+    p: MoveProposal, answer: str, host: Host, body: Callable[[Journal, MoveOutcome], MoveOutcome]
+) -> MoveOutcome:
+    """Confirmed, locked and rechecked: ``body`` on ``p.journal`` (resume finishes, moveundo rolls back)."""
     gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
@@ -628,7 +635,7 @@ def execute_resume(
                 return replace(base, message="refused: " + now[0], details=tuple(now))
             journal = Journal.open(p.journal)
             try:
-                return _finish(journal, replace(base, backup_path=journal.header.backup), p.kind, progress, stop)
+                return body(journal, replace(base, backup_path=journal.header.backup))
             finally:
                 journal.close()
     except (CommitError, JournalDamaged) as exc:
