@@ -7,7 +7,15 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from diskplan.backend.rawtable import GptEntry, GptHeader, parse_gpt_entries, parse_gpt_header, read_bytes
+from diskplan.backend.rawtable import (
+    PROTECTIVE_ID,
+    GptEntry,
+    GptHeader,
+    mbr_entries,
+    parse_gpt_entries,
+    parse_gpt_header,
+    read_bytes,
+)
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Region, Table
@@ -220,16 +228,12 @@ def grown_repair(path: str, state: GptState) -> GptRepair | None:
 def _stretched_pmbr(sector0: bytes, sectors: int, old_sectors: int) -> bytes:
     """Sector 0 with its protective entry covering ``sectors`` (capped at 2^32-1), or b"" when it has no
     protective entry that covered the old disk exactly (a hybrid MBR, or one another tool sized otherwise)."""
-    if len(sector0) < 512 or sector0[510:512] != b"\x55\xaa":
-        return b""
-    for i in range(4):
-        at = 446 + 16 * i
-        e = sector0[at : at + 16]
-        start, size = int.from_bytes(e[8:12], "little"), int.from_bytes(e[12:16], "little")
-        if e[4] == 0xEE and start == 1 and size == min(old_sectors - 1, 0xFFFFFFFF):
+    for e in mbr_entries(sector0):
+        if e.type_id == PROTECTIVE_ID and e.start == 1 and e.size == min(old_sectors - 1, 0xFFFFFFFF):
             new = min(sectors - 1, 0xFFFFFFFF)
-            if new == size:
+            if new == e.size:
                 return b""
+            at = 446 + 16 * e.index
             out = bytearray(sector0)
             out[at + 12 : at + 16] = new.to_bytes(4, "little")
             return bytes(out)
