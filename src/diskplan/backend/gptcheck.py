@@ -201,7 +201,9 @@ def grown_repair(path: str, state: GptState) -> GptRepair | None:
     entries = p.raw_entries + read_bytes(path, h.entries_lba * logical + len(p.raw_entries),
                                          count * logical - len(p.raw_entries))
     # In this order, so that a write cut short leaves a primary that points at a valid backup: the new
-    # backup first, then the primary header that points at it, then the MBR and the old header.
+    # backup first, then the primary header that points at it, then the MBR and the old header. (A disk
+    # grown by no more than the entry array's sectors: the new array covers the old backup header, so a
+    # cut there leaves the primary alone good, which a repair rebuilds the backup from.)
     writes = [
         (entries_lba, entries.ljust(count * logical, b"\0")),
         (header_lba, _rebuilt_header(p, header_lba, 1, entries_lba, logical, last_usable)),
