@@ -135,6 +135,16 @@ def copies_differ(state: GptState) -> str:
     return ""
 
 
+def header_for(copy: GptCopy, entries: bytes) -> bytes:
+    """``copy``'s header sector saying ``entries``' CRC, its own CRC computed again, all else as read."""
+    size = int.from_bytes(copy.raw_header[12:16], "little")
+    h = bytearray(copy.raw_header[:size])
+    h[88:92] = (zlib.crc32(entries) & 0xFFFFFFFF).to_bytes(4, "little")
+    h[16:20] = bytes(4)
+    h[16:20] = (zlib.crc32(h) & 0xFFFFFFFF).to_bytes(4, "little")
+    return bytes(h) + copy.raw_header[size:]
+
+
 def _rebuilt_header(good: GptCopy, current: int, alternate: int, entries_lba: int, logical: int,
                     last_usable: int | None = None) -> bytes:
     assert good.header is not None
