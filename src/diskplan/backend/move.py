@@ -431,6 +431,11 @@ def at_old_place(entry: Entry, h: Header) -> bool:
     return entry.start == h.start and (entry.hidden or entry.end == h.end)
 
 
+def at_new_place(entry: Entry, h: Header) -> bool:
+    """The entry rewritten by the move: at its new place, shown."""
+    return (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+
+
 def _hide(h: Header) -> None:
     """Before the first byte moves: hide the entry (backend.moveentry) unless the journal is of a move that
     never hides (``ptype`` empty) or it is hidden already; a logical partition's extended partition grown
@@ -506,7 +511,7 @@ def _finish(
             entry = read_entry(h.target, h.label, h.number, ss, h.size // ss, hidden=True)
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
-            moved = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+            moved = at_new_place(entry, h)
             if at_old_place(entry, h) and h.ptype:
                 reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
             elif at_old_place(entry, h):
@@ -581,7 +586,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
     entry = None
     try:
         entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
-        new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+        new = at_new_place(entry, h)
         if entry.guid != h.guid or not (at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
