@@ -221,8 +221,10 @@ def test_a_fat_with_4096_byte_sectors_is_refused_before_libparted_corrupts_it(lo
     with View(dev, 256 * 8, 80_000 * 8, read_only=False) as v:
         run("mkfs.vfat", "-I", "-F", "32", "-S", "4096", "-s", "1", "-n", "MOVED", v)
     d = Disk(dev, "gpt", 1, 256, 80_000, "vfat", {}, tmp_path / "state")
+    before = entry(d)
     got = resize(d, 120_000)
-    assert got.returncode != 0 and "512-byte sectors only" in got.stdout + got.stderr, got.stdout + got.stderr
+    assert got.returncode == 1 and "512-byte sectors only" in got.stdout + got.stderr, got.stdout + got.stderr
+    assert entry(d) == before  # refused before the entry was grown
     with View(dev, 256 * 8, 80_000 * 8) as v:
         check = subprocess.run([*CHECK["vfat"], v], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr

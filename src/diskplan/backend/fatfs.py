@@ -111,13 +111,24 @@ def _child(path: str, new_bytes: int) -> _Said:
         core.ped_device_destroy(dev)
 
 
+def unresizable(path: str) -> str:
+    """Why libparted must not be given the FAT on ``path`` ("" when it may): it reads a FAT of other than
+    512-byte sectors as if its sectors were 512 bytes (a grow left both FATs corrupt)."""
+    try:
+        with open(path, "rb") as f:
+            bps = int.from_bytes(f.read(13)[11:13], "little")
+    except OSError as exc:
+        return f"cannot read the FAT's boot sector: {exc.strerror}"
+    if bps == 512:
+        return ""
+    return (f"libparted's FAT resizer handles FAT filesystems with 512-byte sectors only; this one has "
+            f"{bps}-byte sectors (as on a 4Kn disk), so it is left as it is")
+
+
 def _run(path: str, new_bytes: int) -> int:
-    with open(path, "rb") as f:
-        bps = int.from_bytes(f.read(13)[11:13], "little")
-    if bps != 512:
-        # libparted reads such a FAT as if its sectors were 512 bytes: a grow left both FATs corrupt
-        raise FatError(f"libparted's FAT resizer handles FAT filesystems with 512-byte sectors only; this one "
-                       f"has {bps}-byte sectors (as on a 4Kn disk), so it is left as it is")
+    why = unresizable(path)
+    if why:
+        raise FatError(why)
     try:
         got = run_isolated(_child, path, new_bytes, timeout=TIMEOUT)
     except IsolatedFailure as exc:
