@@ -9,9 +9,9 @@ partition 292874 sectors (libparted's constraint, not the 292968 asked). Without
 view of just the filesystem) it aborts: "Assertion (disk != NULL) at libparted/disk.c:1620 in
 ped_disk_get_partition_by_sector() failed". So diskplan calls the resizer itself, through ctypes (pyparted
 does not bind libparted-fs-resize), on the view, in a forked child (an assertion aborts the child only),
-and answers every question libparted asks with Cancel (No where Cancel is not offered, OK to a plain
-notice): a size that needs a FAT16/FAT32 conversion, or any repair, is refused rather than done. The
-table entry stays diskplan's (backend.moveentry). Here and not in backend.libparted: another library
+and answers every question libparted asks with Cancel (else No, OK to a plain notice, "unhandled" to
+anything else): a size that needs a FAT16/FAT32 conversion, or any repair, is refused rather than done.
+The table entry stays diskplan's (backend.moveentry). Here and not in backend.libparted: another library
 (pyparted has no binding for it), loaded only in that child, so its exception handler never replaces
 the one libparted.py installs through pyparted (tests/test_layers.py allows these two only).
 """
