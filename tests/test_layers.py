@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -55,6 +56,15 @@ def test_one_owner_per_outside_library() -> None:
             if _hits(_imports(path), {lib}) and rel not in owners:
                 bad.append(f"{rel} imports {lib}; only {sorted(owners)} may")
     assert not bad, "\n".join(bad)
+
+
+def test_only_libparted_and_fatfs_load_libparted_through_ctypes() -> None:
+    """libparted's exception handler is per process: only libparted.py (pyparted's) and fatfs.py (in its forked
+    child only, for libparted-fs-resize, which pyparted does not bind) may load libparted with ctypes."""
+    allowed = {"backend/libparted.py", "backend/fatfs.py"}
+    loads = re.compile(r"CDLL\([^)]*_ped|find_library\(\s*[\"']parted")
+    loaders = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if loads.search(p.read_text())}
+    assert loaders <= allowed and "backend/fatfs.py" in loaders, sorted(loaders)
 
 
 def test_the_model_imports_nothing_heavy() -> None:

@@ -54,6 +54,18 @@ def test_a_begun_rollback_is_not_resumed_the_other_way(loop_device, tmp_path) ->
     assert_intact(d, 90_000, partuuid)
 
 
+def test_a_ctrl_c_during_a_rollback_says_it_finishes(loop_device, tmp_path) -> None:
+    """A rollback has no chunk boundary to stop at: Ctrl+C (at its "rollback" mark) is answered truthfully and the
+    rollback ends whole."""
+    d = make_disk(loop_device, tmp_path, start=90_000, size=40960, disk_mib=72)
+    partuuid = entry(d)[2]
+    assert diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="synced:1").returncode < 0
+    got = diskplan(d, "resume", d.dev, "--rollback", "--yes", kill="record:1:INT")
+    assert got.returncode == 0 and "rolled back" in got.stdout, got.stdout + got.stderr
+    assert "chunk boundary" not in got.stderr and "a rollback cannot stop half-way" in got.stderr, got.stderr
+    assert_intact(d, 90_000, partuuid)
+
+
 def test_a_logical_move_rolls_back_its_ebr_too(loop_device, tmp_path) -> None:
     """6 moving left past its EBR into free space (EBR 39000 -> 15937): killed mid-copy, rolled back, the EBR is
     at 39000 again and 5's EBR links there."""

@@ -217,6 +217,13 @@ def test_existing_partitions_move_only_with_their_data_and_never_resize() -> Non
     assert [op.kind for op in gone.changes()] == ["delete"]
 
 
+def test_saving_a_move_names_the_partition_whose_guid_is_unknown() -> None:
+    plan = plan_on(GIB, existing(1, 2048, 100_000), existing(2, 200_000, 300_000))
+    moved = ok(ok(plan.move(1, 1, data=True)).move(2, 1, data=True))
+    with pytest.raises(PlanFileError, match="GUID of partition 1 is unknown"):  # partition 2's is known
+        save_plan(moved, guids={2: "0E8B5A1C-4D2F-4B8E-9C11-2A3B4C5D6E7F"})
+
+
 def test_realign_moves_existing_partitions_to_the_nearest_boundary_that_fits() -> None:
     # 34s (what old tools did) with no room to realign, one right after it, one 639 sectors past a boundary.
     plan = plan_on(GIB, existing(1, 34, 100_033), existing(2, 100_034, 300_033), existing(3, 1_000_063, 1_010_062))

@@ -208,3 +208,24 @@ def test_a_fat_resize_that_needs_a_fat16_conversion_is_refused(loop_device, tmp_
     assert "nothing was changed" in got.stderr and entry(d) == before
     with View(dev, 2048, 400_000) as v:
         assert "VERSION=FAT32" in run("blkid", "-p", "-o", "export", v)
+
+
+def test_a_fat_with_4096_byte_sectors_is_refused_before_libparted_corrupts_it(loop_device, tmp_path) -> None:
+    """libparted's FAT resizer reads a FAT of 4096-byte sectors (an ESP on a 4Kn disk has them) as if they were
+    512: its minimum says "bigger than its volume", and a grow left "both FATs corrupt" (fsck.fat)."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(700 << 20)
+    dev = loop_device(img, sector_size=4096)
+    run("sfdisk", "-q", dev, input="label: gpt\nstart=256, size=80000, type=L\n")
+    with View(dev, 256 * 8, 80_000 * 8, read_only=False) as v:
+        run("mkfs.vfat", "-I", "-F", "32", "-S", "4096", "-s", "1", "-n", "MOVED", v)
+    d = Disk(dev, "gpt", 1, 256, 80_000, "vfat", {}, tmp_path / "state")
+    before = entry(d)
+    got = resize(d, 120_000)
+    assert got.returncode == 1 and "512-byte sectors only" in got.stdout + got.stderr, got.stdout + got.stderr
+    assert entry(d) == before  # refused before the entry was grown
+    with View(dev, 256 * 8, 80_000 * 8) as v:
+        check = subprocess.run([*CHECK["vfat"], v], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "LABEL=MOVED" in run("blkid", "-p", "-o", "export", v)

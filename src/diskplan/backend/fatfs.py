@@ -9,8 +9,11 @@ partition 292874 sectors (libparted's constraint, not the 292968 asked). Without
 view of just the filesystem) it aborts: "Assertion (disk != NULL) at libparted/disk.c:1620 in
 ped_disk_get_partition_by_sector() failed". So diskplan calls the resizer itself, through ctypes (pyparted
 does not bind libparted-fs-resize), on the view, in a forked child (an assertion aborts the child only),
-and answers every question libparted asks with Cancel: a size that needs a FAT16/FAT32 conversion, or any
-repair, is refused rather than done. The table entry stays diskplan's (backend.moveentry).
+and answers every question libparted asks with Cancel (else No, OK to a plain notice, "unhandled" to
+anything else): a size that needs a FAT16/FAT32 conversion, or any repair, is refused rather than done.
+The table entry stays diskplan's (backend.moveentry). Here and not in backend.libparted: another library
+(pyparted has no binding for it), loaded only in that child, so its exception handler never replaces
+the one libparted.py installs through pyparted (tests/test_layers.py allows these two only).
 """
 
 from __future__ import annotations
@@ -108,7 +111,24 @@ def _child(path: str, new_bytes: int) -> _Said:
         core.ped_device_destroy(dev)
 
 
+def unresizable(path: str) -> str:
+    """Why libparted must not be given the FAT on ``path`` ("" when it may): it reads a FAT of other than
+    512-byte sectors as if its sectors were 512 bytes (a grow left both FATs corrupt)."""
+    try:
+        with open(path, "rb") as f:
+            bps = int.from_bytes(f.read(13)[11:13], "little")
+    except OSError as exc:
+        return f"cannot read the FAT's boot sector: {exc.strerror}"
+    if bps == 512:
+        return ""
+    return (f"libparted's FAT resizer handles FAT filesystems with 512-byte sectors only; this one has "
+            f"{bps}-byte sectors (as on a 4Kn disk), so it is left as it is")
+
+
 def _run(path: str, new_bytes: int) -> int:
+    why = unresizable(path)
+    if why:
+        raise FatError(why)
     try:
         got = run_isolated(_child, path, new_bytes, timeout=TIMEOUT)
     except IsolatedFailure as exc:

@@ -48,6 +48,11 @@ def missing(fs: str) -> str:
     return f"{r.tool} is needed to resize a {fs} filesystem (Debian package {r.package})"
 
 
+def unresizable(loop: str, fs: str) -> str:
+    """Why the filesystem on ``loop`` cannot be resized although its tool is here ("" when it can)."""
+    return fatfs.unresizable(loop) if fs == "vfat" else ""
+
+
 def _run(*cmd: str, ok: tuple[int, ...] = (0,), stdin: str | None = None) -> str:
     try:
         # a session of its own: the terminal's Ctrl+C must not kill a resize2fs half-way through a shrink

@@ -7,7 +7,15 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from diskplan.backend.rawtable import GptEntry, GptHeader, parse_gpt_entries, parse_gpt_header, read_bytes
+from diskplan.backend.rawtable import (
+    PROTECTIVE_ID,
+    GptEntry,
+    GptHeader,
+    mbr_entries,
+    parse_gpt_entries,
+    parse_gpt_header,
+    read_bytes,
+)
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Region, Table
@@ -127,6 +135,16 @@ def copies_differ(state: GptState) -> str:
     return ""
 
 
+def header_for(copy: GptCopy, entries: bytes) -> bytes:
+    """``copy``'s header sector saying ``entries``' CRC, its own CRC computed again, all else as read."""
+    size = int.from_bytes(copy.raw_header[12:16], "little")
+    h = bytearray(copy.raw_header[:size])
+    h[88:92] = (zlib.crc32(entries) & 0xFFFFFFFF).to_bytes(4, "little")
+    h[16:20] = bytes(4)
+    h[16:20] = (zlib.crc32(h) & 0xFFFFFFFF).to_bytes(4, "little")
+    return bytes(h) + copy.raw_header[size:]
+
+
 def _rebuilt_header(good: GptCopy, current: int, alternate: int, entries_lba: int, logical: int,
                     last_usable: int | None = None) -> bytes:
     assert good.header is not None
@@ -193,7 +211,9 @@ def grown_repair(path: str, state: GptState) -> GptRepair | None:
     entries = p.raw_entries + read_bytes(path, h.entries_lba * logical + len(p.raw_entries),
                                          count * logical - len(p.raw_entries))
     # In this order, so that a write cut short leaves a primary that points at a valid backup: the new
-    # backup first, then the primary header that points at it, then the MBR and the old header.
+    # backup first, then the primary header that points at it, then the MBR and the old header. (A disk
+    # grown by no more than the entry array's sectors: the new array covers the old backup header, so a
+    # cut there leaves the primary alone good, which a repair rebuilds the backup from.)
     writes = [
         (entries_lba, entries.ljust(count * logical, b"\0")),
         (header_lba, _rebuilt_header(p, header_lba, 1, entries_lba, logical, last_usable)),
@@ -220,16 +240,12 @@ def grown_repair(path: str, state: GptState) -> GptRepair | None:
 def _stretched_pmbr(sector0: bytes, sectors: int, old_sectors: int) -> bytes:
     """Sector 0 with its protective entry covering ``sectors`` (capped at 2^32-1), or b"" when it has no
     protective entry that covered the old disk exactly (a hybrid MBR, or one another tool sized otherwise)."""
-    if len(sector0) < 512 or sector0[510:512] != b"\x55\xaa":
-        return b""
-    for i in range(4):
-        at = 446 + 16 * i
-        e = sector0[at : at + 16]
-        start, size = int.from_bytes(e[8:12], "little"), int.from_bytes(e[12:16], "little")
-        if e[4] == 0xEE and start == 1 and size == min(old_sectors - 1, 0xFFFFFFFF):
+    for e in mbr_entries(sector0):
+        if e.type_id == PROTECTIVE_ID and e.start == 1 and e.size == min(old_sectors - 1, 0xFFFFFFFF):
             new = min(sectors - 1, 0xFFFFFFFF)
-            if new == size:
+            if new == e.size:
                 return b""
+            at = 446 + 16 * e.index
             out = bytearray(sector0)
             out[at + 12 : at + 16] = new.to_bytes(4, "little")
             return bytes(out)

@@ -14,12 +14,11 @@ The order keeps a valid copy at every moment: the backup (entries, then header) 
 from __future__ import annotations
 
 import uuid
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
-from diskplan.backend.gptcheck import GptCopy, check_gpt, copies_differ
+from diskplan.backend.gptcheck import GptCopy, check_gpt, copies_differ, header_for
 from diskplan.model import labels
 from diskplan.model.extent import Partition
 from diskplan.model.ptypes import describe
@@ -71,16 +70,6 @@ def _patched(copy: GptCopy, wanted: tuple[EntryWish, ...], said: list[str] | Non
     return bytes(raw)
 
 
-def _header(copy: GptCopy, entries: bytes, sector_size: int) -> bytes:
-    """``copy``'s header sector with the CRC of ``entries`` and its own CRC computed again."""
-    h = bytearray(copy.raw_header)
-    size = int.from_bytes(h[12:16], "little")
-    h[88:92] = (zlib.crc32(entries) & 0xFFFFFFFF).to_bytes(4, "little")
-    h[16:20] = bytes(4)
-    h[16:20] = (zlib.crc32(bytes(h[:size])) & 0xFFFFFFFF).to_bytes(4, "little")
-    return bytes(h[:sector_size])
-
-
 def patch_entries(path: str, sector_size: int, sectors: int, wanted: tuple[EntryWish, ...],
                   after_first: Callable[[], None] | None = None) -> tuple[str, ...]:
     """Make each wished entry hold its type GUID and planned attribute bits, in both copies, with every CRC
@@ -102,7 +91,7 @@ def patch_entries(path: str, sector_size: int, sectors: int, wanted: tuple[Entry
             continue
         count = -(-len(entries) // sector_size)
         tail = bk.read_sectors(path, h.entries_lba, count, sector_size)[len(entries):]  # bytes after the array
-        writes += [(h.entries_lba, entries + tail), (copy.lba, _header(copy, entries, sector_size))]
+        writes += [(h.entries_lba, entries + tail), (copy.lba, header_for(copy, entries))]
     if writes:
         bk.write_sectors(path, writes, sector_size, after_first=after_first)
     return tuple(said)

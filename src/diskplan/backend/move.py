@@ -431,6 +431,11 @@ def at_old_place(entry: Entry, h: Header) -> bool:
     return entry.start == h.start and (entry.hidden or entry.end == h.end)
 
 
+def at_new_place(entry: Entry, h: Header) -> bool:
+    """The entry rewritten by the move: at its new place, shown."""
+    return (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+
+
 def _hide(h: Header) -> None:
     """Before the first byte moves: hide the entry (backend.moveentry) unless the journal is of a move that
     never hides (``ptype`` empty) or it is hidden already; a logical partition's extended partition grown
@@ -506,7 +511,7 @@ def _finish(
             entry = read_entry(h.target, h.label, h.number, ss, h.size // ss, hidden=True)
             if entry.guid != h.guid:
                 raise EntryError(f"partition {h.number} now has the GUID {entry.guid}, not {h.guid}")
-            moved = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+            moved = at_new_place(entry, h)
             if at_old_place(entry, h) and h.ptype:
                 reveal(h.target, entry, h.to, h.length, h.ptype, ss, h.size // ss)
             elif at_old_place(entry, h):
@@ -581,7 +586,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
     entry = None
     try:
         entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
-        new = (entry.start, entry.end, entry.hidden) == (h.to, h.to + h.length - 1, False)
+        new = at_new_place(entry, h)
         if entry.guid != h.guid or not (at_old_place(entry, h) or new):
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
@@ -614,6 +619,13 @@ def execute_resume(
     p: MoveProposal, answer: str, host: Host, *, progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
+    return with_journal(p, answer, host, lambda j, base: _finish(j, base, p.kind, progress, stop))
+
+
+def with_journal(
+    p: MoveProposal, answer: str, host: Host, body: Callable[[Journal, MoveOutcome], MoveOutcome]
+) -> MoveOutcome:
+    """Confirmed, locked and rechecked: ``body`` on ``p.journal`` (resume finishes, moveundo rolls back)."""
     gate = refused_before(p, answer, p.nothing)
     if gate is not None:
         return gate
@@ -628,7 +640,7 @@ def execute_resume(
                 return replace(base, message="refused: " + now[0], details=tuple(now))
             journal = Journal.open(p.journal)
             try:
-                return _finish(journal, replace(base, backup_path=journal.header.backup), p.kind, progress, stop)
+                return body(journal, replace(base, backup_path=journal.header.backup))
             finally:
                 journal.close()
     except (CommitError, JournalDamaged) as exc:

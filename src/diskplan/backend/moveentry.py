@@ -21,12 +21,11 @@ back with the new place, in one rewrite, once the data is verified there.
 from __future__ import annotations
 
 import uuid
-import zlib
 from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain
-from diskplan.backend.gptcheck import GptCopy, check_gpt
+from diskplan.backend.gptcheck import GptCopy, check_gpt, header_for
 
 
 class EntryError(Exception):
@@ -139,14 +138,9 @@ def entry_writes(
                 raw[at : at + 16] = bytes.fromhex(ptype) if ptype else bytes(16)
             raw[at + 32 : at + 40] = to.to_bytes(8, "little")
             raw[at + 40 : at + 48] = (to + length - 1).to_bytes(8, "little")
-            size = int.from_bytes(copy.raw_header[12:16], "little")
-            head = bytearray(copy.raw_header[:size])
-            head[88:92] = (zlib.crc32(raw) & 0xFFFFFFFF).to_bytes(4, "little")
-            head[16:20] = b"\0\0\0\0"
-            head[16:20] = (zlib.crc32(head) & 0xFFFFFFFF).to_bytes(4, "little")
             pad = -len(raw) % sector_size
             out.append((copy.header.entries_lba, bytes(raw) + bytes(pad)))
-            out.append((copy.lba, bytes(head) + copy.raw_header[size:]))
+            out.append((copy.lba, header_for(copy, bytes(raw))))
         return out
     mbr = bytearray(bk.read_sectors(path, 0, 1, sector_size))
     base = 446 + 16 * (entry.number - 1)

@@ -25,10 +25,10 @@ from dataclasses import replace
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Progress
-from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, refused_before, tell_kernel
+from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, tell_kernel, with_journal
 from diskplan.backend.moveentry import EntryError, read_entry, reveal
-from diskplan.backend.movejournal import Header, Journal, JournalDamaged
-from diskplan.backend.write import CommitError, Host, Verdict, recheck, take_lock
+from diskplan.backend.movejournal import Header, Journal
+from diskplan.backend.write import Host, Verdict
 
 
 def _put_back(h: Header) -> None:
@@ -50,25 +50,7 @@ def execute_rollback(
     stop: Callable[[], bool] = lambda: False,
 ) -> MoveOutcome:
     """Put the partition of ``p.journal`` back at its old place (see the module's doc)."""
-    gate = refused_before(p, answer, p.nothing)
-    if gate is not None:
-        return gate
-    base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
-    held = take_lock(p.target, host, base)
-    if isinstance(held, MoveOutcome):
-        return held
-    try:
-        with held:
-            now = recheck(p, host)
-            if now:
-                return replace(base, message="refused: " + now[0], details=tuple(now))
-            journal = Journal.open(p.journal)
-            try:
-                return _undo(journal, replace(base, backup_path=journal.header.backup), p.kind, progress)
-            finally:
-                journal.close()
-    except (CommitError, JournalDamaged) as exc:
-        return replace(base, message=f"refused: {exc}")
+    return with_journal(p, answer, host, lambda j, base: _undo(j, base, p.kind, progress))
 
 
 def _undo(journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None) -> MoveOutcome:

@@ -38,6 +38,7 @@ from diskplan.backend.move import (
     movable_label,
     placement,
     prepare_move,
+    refused_before,
 )
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.tableid import disk_fingerprint
@@ -238,11 +239,7 @@ def execute_plan_moves(
     """Run the steps in order (see the module's doc): the outcome of each step tried, the last the one
     that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i;
     ``finished``: told each step's outcome as soon as it is known."""
-    gate = None
-    if pm.refusals:
-        gate = MoveOutcome(Verdict.REFUSED, "refused: " + pm.refusals[0], pm.target, pm.refusals)
-    elif not pm.accepts(answer):
-        gate = MoveOutcome(Verdict.REFUSED, f"not confirmed ({pm.prompt.lower()}); nothing written", pm.target)
+    gate = refused_before(pm, answer, "")
     if gate is not None:
         finished(gate)
         return [gate]

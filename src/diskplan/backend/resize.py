@@ -125,7 +125,7 @@ def prepare_resize(
         try:
             with fscheck.view(target, p.start * ss, old * ss) as loop:
                 fs = fscheck.identify(loop)
-                why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+                why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs) or tools.unresizable(loop, fs.fs)
                 if why:
                     refusals.append(why)
                 elif length < old:

@@ -63,14 +63,15 @@ def render_move(p: MoveProposal, console: Out) -> None:
 
 
 def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
-        execute: Callable[..., MoveOutcome]) -> int:
-    """Show, gate on --yes and the typed confirmation, move, report: the exit status."""
+        execute: Callable[..., MoveOutcome], *, unstoppable: str = "") -> int:
+    """Show, gate on --yes and the typed confirmation, move, report: the exit status. ``unstoppable``: what
+    a Ctrl+C is told when ``execute`` has no chunk boundary to stop at."""
     render_move(p, console)
     code = before_writing(p.refusals, p.nothing, yes, hint, console, err)
     if code is not None:
         return code
     answer = confirm(p, yes)
-    with stop_on_interrupt(err) as stop, progress_display(err) as show:
+    with stop_on_interrupt(err, *([unstoppable] if unstoppable else [])) as stop, progress_display(err) as show:
         outcome = execute(p, answer, host(), progress=show, stop=stop)
     render_outcome(outcome, console, err)
     return outcome.exit_code

@@ -12,6 +12,7 @@ import argparse
 from diskplan.backend.move import execute_resume, prepare_resume
 from diskplan.backend.moveundo import execute_rollback
 from diskplan.backend.write import CommitError, preload
+from diskplan.cli.dataprogress import ROLLBACK_UNSTOPPABLE
 from diskplan.cli.move import run
 from diskplan.cli.options import host
 from diskplan.cli.textout import consoles
@@ -38,5 +39,5 @@ def main(argv: list[str]) -> int:
         return 2
     console.print(f"unfinished move recorded in {p.journal}")
     if args.rollback:
-        return run(p, args.yes, "roll it back", console, err, execute_rollback)
+        return run(p, args.yes, "roll it back", console, err, execute_rollback, unstoppable=ROLLBACK_UNSTOPPABLE)
     return run(p, args.yes, "finish the move", console, err, execute_resume)

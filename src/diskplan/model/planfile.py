@@ -196,9 +196,9 @@ def save_plan(plan: Plan, made_against: str | None = None, guids: Mapping[int, s
     msdos = plan.base.label == "msdos"  # no GUIDs: keeps by number (and made_against) alone
     kept = {p.number: guids.get(p.number, "") for p in plan.table.live
             if p.state is State.EXISTING and (msdos or guids.get(p.number))}
-    moved = [op.number for op in plan.changes() if op.kind == "move"]
-    if not all(n in kept for n in moved):
-        raise PlanFileError(f"the GPT unique GUID of partition {moved[0]} is unknown, so the plan file could not "
+    unknown = [op.number for op in plan.changes() if op.kind == "move" and op.number not in kept]
+    if unknown:
+        raise PlanFileError(f"the GPT unique GUID of partition {unknown[0]} is unknown, so the plan file could not "
                             "say which partition it moves: write the moves (w), or undo them before saving")
     return to_json(replace(spec_from_table(plan.table, plan.geometry, kept), made_against=made_against))
 
