@@ -103,7 +103,8 @@ def test_without_the_raw_chain_a_logical_partition_is_not_moved() -> None:
 @st.composite
 def chains(draw: st.DrawFn) -> list[tuple[int, int, int]]:
     """1 to 4 logical partitions in the extended partition, each with its EBR 1 to 3000 sectors before it."""
-    out, at = [], EXT[0]
+    out: list[tuple[int, int, int]] = []
+    at = EXT[0]
     for _ in range(draw(st.integers(1, 4))):
         ebr = at if not out else at + draw(st.integers(0, 4000))
         start = ebr + draw(st.integers(1, 3000))
@@ -142,7 +143,8 @@ def test_a_shrink_stopped_at_the_filesystem_minimum_says_so_not_a_chain_reason()
     out = Plan.open(GEOM, table(DOS)).resize_to(6, Edge.END, 39_100, data=True, limits=EXT4)
     p = out.plan.partition(6)
     assert out.ok and p is not None and p.size * 512 >= 4 << 20
-    assert out.snap is not None and out.snap.notes[-1].startswith("stopped at its ext4 minimum"), out.snap.notes
+    snap = out.snap
+    assert snap is not None and snap.notes[-1].startswith("stopped at its ext4 minimum"), snap
 
 
 def test_a_start_edge_dragged_before_the_first_sector_says_the_clis_reason() -> None:

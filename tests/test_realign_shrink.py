@@ -17,7 +17,7 @@ DISK_MIB = 96
 LAST = DISK_MIB * MiB // 512 - 34  # the last usable sector of a GPT with 128 entries
 
 
-def test_realign_shrinks_an_ext4_that_fills_the_disk_then_moves_it(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_realign_shrinks_an_ext4_that_fills_the_disk_then_moves_it(loop_device, tmp_path) -> None:
     d = make_disk(loop_device, tmp_path, start=34, size=LAST - 34 + 1, disk_mib=DISK_MIB)
     partuuid = entry(d)[2]
     new = LAST - 2048 + 1  # from the boundary up to where it ends now (512-byte physical blocks)
@@ -41,7 +41,7 @@ def test_realign_shrinks_an_ext4_that_fills_the_disk_then_moves_it(loop_device, 
     assert_intact(d, 2048, partuuid)  # e2fsck -fn clean, label, every file's SHA-256, the PARTUUID
 
 
-def test_realign_refuses_when_the_content_cannot_shrink(loop_device, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_realign_refuses_when_the_content_cannot_shrink(loop_device, tmp_path) -> None:
     img = tmp_path / "raw.img"
     with open(img, "wb") as f:
         f.truncate(DISK_MIB * MiB)

@@ -47,7 +47,7 @@ def dos_image(tmp: pathlib.Path) -> tuple[pathlib.Path, dict[int, dict[str, str]
     return img, sums
 
 
-async def drag(pilot, smap: SectorMap, frm: int, to: int) -> None:  # type: ignore[no-untyped-def]
+async def drag(pilot, smap: SectorMap, frm: int, to: int) -> None:
     await pilot.mouse_down(SectorMap, offset=cell_at(smap, frm))
     await pilot.hover(SectorMap, offset=cell_at(smap, (frm + to) // 2))
     await pilot.mouse_up(SectorMap, offset=cell_at(smap, to))
