@@ -17,7 +17,6 @@ import _ped
 import parted
 
 from diskplan.backend import isolate, siblings
-from diskplan.backend.backup import BackupError, device_size
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -108,33 +107,27 @@ def _raw_types(path: str, label: str, sector: int, gpt: GptState | None) -> dict
     return {}
 
 
-def _role(part: parted.Partition) -> Role:
-    if part.type & parted.PARTITION_EXTENDED:
-        return Role.EXTENDED
-    if part.type & parted.PARTITION_LOGICAL:
-        return Role.LOGICAL
-    return Role.PRIMARY
+def _ped_partitions(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
+    """Every entry of libparted's partition list, metadata and free space included, in its order."""
+    part = pdisk.next_partition()
+    while part is not None:
+        yield part
+        part = pdisk.next_partition(part)
 
 
-def _partition(part: parted.Partition, disk: parted.Disk, types: dict[int, str]) -> Partition:
-    name = ""
-    if disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME):
-        try:
-            name = part.name or ""
-        except _ped.PartedException:
-            name = ""
-    fs = part.fileSystem.type if part.fileSystem else ""
-    flags = tuple(f for f in part.getFlagsAsString().split(", ") if f)
+def _partition(part: _ped.Partition, named: bool, types: dict[int, str]) -> Partition:
+    """Read on the _ped partition itself, as pyparted's Partition would, without the two setlocale() calls
+    pyparted puts around every attribute (for 128 partitions they cost more than libparted's whole read)."""
     return Partition(
-        number=part.number,
-        start=part.geometry.start,
-        end=part.geometry.end,
-        type=types.get(part.number, ""),
-        name=name,
-        flags=flags,
-        role=_role(part),
+        number=part.num,
+        start=part.geom.start,
+        end=part.geom.end,
+        type=types.get(part.num, ""),
+        name=_ped_name(part) if named else "",
+        flags=tuple(_flags_set(part)),
+        role=_kind_role(part.type),
         state=State.EXISTING,
-        fs=fs or "",
+        fs=part.fs_type.name if part.fs_type is not None else "",
     )
 
 
@@ -147,7 +140,7 @@ def _gpt_usable(gpt: GptState | None, geom: Geometry) -> tuple[int, int]:
     return 2 + entries, geom.sectors - 2 - entries
 
 
-def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: int) -> tuple[Region, ...]:
+def _regions(pdisk: _ped.Disk, label: str, geom: Geometry, first: int, last: int) -> tuple[Region, ...]:
     n = geom.sectors
     if label == "gpt":
         regions = [
@@ -161,11 +154,10 @@ def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: in
         regions.append(Region("gpt-header", Extent(n - 1, n - 1), "backup GPT header"))
         return tuple(regions)
     regions = []
-    part = disk.getFirstPartition()
-    while part is not None:
-        if part.type & parted.PARTITION_METADATA and part.geometry.length > 0:
-            g = part.geometry
-            inside_ext = bool(part.type & parted.PARTITION_LOGICAL)
+    for part in _ped_partitions(pdisk):
+        if part.type & _ped.PARTITION_METADATA and part.geom.length > 0:
+            g = part.geom
+            inside_ext = bool(part.type & _ped.PARTITION_LOGICAL)
             if label == "msdos" and g.start == 0:
                 regions.append(Region("mbr", Extent(0, 0), "MBR"))
                 if g.end > 0:
@@ -173,7 +165,6 @@ def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: in
             else:
                 kind = "ebr" if inside_ext else "metadata"
                 regions.append(Region(kind, Extent(g.start, g.end), "EBR" if inside_ext else "metadata"))
-        part = part.nextPartition()
     return tuple(regions)
 
 
@@ -243,7 +234,9 @@ def read_disk(path: str) -> Disk:
         else:
             first, last = 0, geom.sectors - 1
         types = _raw_types(path, label, geom.logical, gpt)
-        parts = tuple(sorted((_partition(p, disk, types) for p in disk.partitions), key=lambda p: (p.start, p.number)))
+        pdisk = disk.getPedDisk()
+        named = bool(pdisk.type.check_feature(parted.DISK_TYPE_PARTITION_NAME))
+        parts = tuple(sorted((_partition(q, named, types) for q in _walk(disk)), key=lambda p: (p.start, p.number)))
         read_only = ""
         if label not in WRITABLE_LABELS:
             read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
@@ -256,7 +249,7 @@ def read_disk(path: str) -> Disk:
             first_usable=first,
             last_usable=last,
             partitions=parts,
-            metadata=_regions(disk, label, geom, first, last),
+            metadata=_regions(pdisk, label, geom, first, last),
             max_partitions=max_parts,  # maxSupportedPartitionCount aborts in 3.5
             read_only=read_only,
         )
@@ -444,7 +437,7 @@ def build_disk(
     # One walk over the existing partitions (pyparted builds an object per partition for every walk).
     at = {} if fresh else {(q.geometry.start, q.geometry.end): q for q in disk.partitions}
     doomed = [at.get((e.start, e.end)) for e in delete]
-    for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_role(q)]):
+    for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_kind_role(q.type)]):
         disk.deletePartition(part)
     if None in doomed:
         missing = [f"{e.start}..{e.end}" for e, q in zip(delete, doomed, strict=True) if q is None]
@@ -474,12 +467,7 @@ def build_disk(
 def _walk(disk: parted.Disk) -> Iterator[_ped.Partition]:
     """The real partitions of ``disk`` (no free space or metadata), walked on the _ped disk."""
     hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
-    pdisk = disk.getPedDisk()
-    q = pdisk.next_partition()
-    while q is not None:
-        if not q.type & hidden:
-            yield q
-        q = pdisk.next_partition(q)
+    return (q for q in _ped_partitions(disk.getPedDisk()) if not q.type & hidden)
 
 
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
@@ -550,6 +538,9 @@ def commit_table(
     when the device is not the one that was read (``sectors``/``sector_size``), or when libparted would
     place anything other than ``expect``. ``after_write`` runs between the write and the kernel update
     (tests inject faults there). Run it in a child (backend.isolate)."""
+    # Only a write needs these: a read's child starts without them (backup imports hashlib, a few ms).
+    from diskplan.backend.backup import BackupError, device_size
+
     with answering() as messages:
         try:
             size = device_size(path)

@@ -15,11 +15,12 @@ than one sector.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
 from dataclasses import replace
 
 from diskplan.backend import gptcheck, hybrid, probe, rawtable
 from diskplan.backend.gptattrs import with_raw_attributes
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
 from diskplan.model import tablefindings as tf
 from diskplan.model.codes import (
     EBR_CHAIN_DAMAGED,
@@ -63,19 +64,46 @@ def _failure_reason(exc: IsolatedFailure) -> str:
 
 
 def read(path: str, timeout: float = 30.0) -> Disk:
+    (found,) = read_many([path], timeout)
+    if isinstance(found, ReadError):
+        raise found
+    return found
+
+
+def read_many(paths: Sequence[str], timeout: float = 30.0, lanes: int = 1) -> Generator[Disk | ReadError, None, None]:
+    """Each path's Disk (or the ReadError saying why there is nothing to plan on), in order. libparted's
+    reads start at once, before the first is asked for, in ``lanes`` children side by side; each child
+    reads its share one after another (``isolate.IsolatedMap``), each read bounded by ``timeout``."""
+    facts: list[probe.DeviceFacts | ReadError] = [_facts(path) for path in paths]
+    readable = [path for path, f in zip(paths, facts, strict=True) if not isinstance(f, ReadError)]
+    answers = iter(IsolatedMap(_read, readable, timeout=timeout, lanes=lanes))
+
+    def disks() -> Generator[Disk | ReadError, None, None]:
+        try:
+            for path, f in zip(paths, facts, strict=True):
+                if isinstance(f, ReadError):
+                    yield f
+                    continue
+                answer = next(answers)
+                if isinstance(answer, IsolatedFailure):
+                    yield _Survey(path, f).finish(None, _failure_reason(answer))
+                else:
+                    yield _Survey(path, f).finish(answer, "")
+        finally:
+            answers.close()  # every child reaped now (or stopped, when the caller stopped asking)
+
+    return disks()
+
+
+def _facts(path: str) -> probe.DeviceFacts | ReadError:
     try:
         facts = probe.device_facts(path)
     except OSError as exc:
-        raise ReadError(f"cannot open it: {exc.strerror or exc}") from exc
+        return ReadError(f"cannot open it: {exc.strerror or exc}")
     if facts.sectors == 0:
         what = "empty (0 bytes)" if facts.size_bytes == 0 else f"{facts.size_bytes} B, less than one sector"
-        raise ReadError(f"it is {what}: there is nothing to read and no room for a table")
-    try:
-        disk: Disk | None = run_isolated(_read, path, timeout=timeout)
-        failure = ""
-    except IsolatedFailure as exc:
-        disk, failure = None, _failure_reason(exc)
-    return _Survey(path, facts).finish(disk, failure)
+        return ReadError(f"it is {what}: there is nothing to read and no room for a table")
+    return facts
 
 
 class _Survey:

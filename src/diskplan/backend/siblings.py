@@ -25,7 +25,8 @@ MNT_DETACH = 2
 # Directories a child may still need while it reads (libparted reads /sys and /proc; /dev holds devices).
 NEEDED = frozenset(("/", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/lib"))
 
-_alone: set[str] = set()
+_namespace = False  # this process has its mount namespace (made once: user namespaces nest only so deep)
+_alone = ""  # the image now alone in its directory in this process ("" when none)
 
 
 def _own_namespace(libc: ctypes.CDLL) -> bool:
@@ -57,19 +58,26 @@ def _holds_python(directory: str) -> bool:
 def stand_alone(path: str) -> bool:
     """Make the regular file ``path`` the only entry of its directory, for this process and its children
     only. Call it in a forked child that runs libparted, never in the main process. True when done;
-    False (nothing changed) when ``path`` is not a regular file or the kernel does not allow it."""
+    False (nothing changed) when ``path`` is not a regular file or the kernel does not allow it. A child
+    that reads several images calls it for each: the directory of the one before is shown again first."""
+    global _namespace, _alone
     real = os.path.realpath(path)
-    if real in _alone:
+    if real == _alone:
         return True
+    libc = ctypes.CDLL(None, use_errno=True)
+    if _alone:
+        libc.umount2(os.path.dirname(_alone).encode(), MNT_DETACH)  # (its neighbours may be the next image)
+        _alone = ""
     directory = os.path.dirname(real)
     try:
         if not stat.S_ISREG(os.stat(real).st_mode) or directory in NEEDED or _holds_python(directory):
             return False
     except OSError:
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    if not _own_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
-        return False  # (a new namespace that is not yet slave could share our mounts: stop there)
+    if not _namespace:
+        if not _own_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
+            return False  # (a new namespace that is not yet slave could share our mounts: stop there)
+        _namespace = True
     try:  # opened in the new namespace: a bind mount's source must belong to it
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -86,5 +94,5 @@ def stand_alone(path: str) -> bool:
             return False
     finally:
         os.close(fd)
-    _alone.add(real)
+    _alone = real
     return True

@@ -12,8 +12,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 
-from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_targets
 from diskplan.model.geometry import Geometry
 from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
 from diskplan.model.safetext import safe
@@ -62,20 +63,27 @@ def _raw_entries(report: Report, doc: dict[str, object]) -> None:
             part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
 
 
-def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
-    """(the report, the geometry as the device reports it, "") or (None, None, why the target could not be read).
-    The report judges the geometry with the user's overrides; what the other tools would say uses the reported one."""
-    try:
-        as_read = open_target(target)
-        disk = apply_overrides(as_read, args)
-    except TargetError as exc:
-        return None, None, str(exc)
-    return build_report(disk), as_read.geometry, ""
+MAX_LANES = 8  # reading children at most, one per core
 
 
-def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, object] | None, str]:
+def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Report | None, Geometry | None, str]]:
+    """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
+    could not be read). The report judges the geometry with the user's overrides; what the other tools would
+    say uses the reported one. libparted's reads all start at once, in one child per core."""
+    for opened in open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES)):
+        try:
+            disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
+        except TargetError as exc:
+            disk = exc
+        if isinstance(disk, TargetError) or isinstance(opened, TargetError):
+            yield None, None, str(disk)
+        else:
+            yield build_report(disk), opened.geometry, ""
+
+
+def _json_result(one: tuple[Report | None, Geometry | None, str]) -> tuple[int, dict[str, object] | None, str]:
     """(exit status, the report's JSON object or None, why it could not be read)."""
-    report, reported, error = check_one(target, args)
+    report, reported, error = one
     if report is None or reported is None:
         return 2, None, error
     doc = tools_json(report, reported)
@@ -83,38 +91,10 @@ def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, 
     return (1 if report.all_findings else 0), doc, ""
 
 
-def _json_group(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
-    return [_json_result(t, args) for t in targets]
-
-
-def _json_results(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
-    """Every target's result, in order. Many targets are split between forked workers, one per core: each read
-    spends most of its time in its own libparted child, so they overlap."""
-    from diskplan.backend.isolate import IsolatedFailure, start_isolated
-
-    workers = min(os.cpu_count() or 1, len(targets) // 16, 8)
-    if workers < 2:
-        return _json_group(targets, args)
-    groups = [targets[i::workers] for i in range(workers)]
-    children = [start_isolated(_json_group, g, args) for g in groups]
-    results: list[list[tuple[int, dict[str, object] | None, str]]] = []
-    for group, child in zip(groups, children, strict=True):
-        try:
-            results.append(child.result(timeout=60 + 40 * len(group)))
-        except IsolatedFailure as exc:
-            results.append([(2, None, f"the check failed: {exc.reason}")] * len(group))
-    out: list[tuple[int, dict[str, object] | None, str]] = [(2, None, "")] * len(targets)
-    for w, rows in enumerate(results):
-        out[w::workers] = rows
-    return out
-
-
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    if len(args.target) > 1:  # each read runs in a forked child: imported once here, every child inherits it
-        import diskplan.backend.libparted  # noqa: F401
     if args.json:
-        results = _json_results(args.target, args)
+        results = [_json_result(c) for c in checked(args.target, args)]
         for _, _, error in results:
             if error:
                 print(f"diskplan check: {safe(error)}", file=sys.stderr)
@@ -133,8 +113,7 @@ def main(argv: list[str]) -> int:
 
     codes = []
     out = console()
-    for i, target in enumerate(args.target):
-        report, reported, error = check_one(target, args)
+    for i, (report, reported, error) in enumerate(checked(args.target, args)):
         if report is None or reported is None:
             print(f"diskplan check: {safe(error)}", file=sys.stderr)
             codes.append(2)

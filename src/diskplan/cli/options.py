@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -70,19 +71,50 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
+    (opened,) = open_targets([path], args)
+    if isinstance(opened, TargetError):
+        raise opened
+    return opened
+
+
+def open_targets(
+    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1
+) -> Generator[Disk | TargetError, None, None]:
+    """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
+    of them all start at once, in ``lanes`` children side by side (backend.reader.read_many)."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
     from diskplan.backend.filekind import target_problem
-    from diskplan.backend.reader import ReadError, read
+    from diskplan.backend.reader import ReadError, read_many
+
+    problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
+    disks = read_many([path for path, why in zip(paths, problems, strict=True) if not why], lanes=lanes)
+
+    def one(path: str, problem: str) -> Disk | TargetError:
+        if problem:
+            return TargetError(problem)
+        disk = next(disks)
+        if isinstance(disk, ReadError):
+            return TargetError(f"{path}: {disk}")
+        try:
+            return _dressed(path, disk, args)
+        except TargetError as exc:
+            return exc
+
+    def opened() -> Generator[Disk | TargetError, None, None]:
+        try:
+            for path, problem in zip(paths, problems, strict=True):
+                yield one(path, problem)
+        finally:
+            disks.close()
+
+    return opened()
+
+
+def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
+    """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
     from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
 
-    problem = target_problem(path)
-    if problem:
-        raise TargetError(problem)
-    try:
-        disk = read(path)
-    except ReadError as exc:
-        raise TargetError(f"{path}: {exc}") from exc
     topo = topology(path)
     if topo is not None:
         geom = replace(
