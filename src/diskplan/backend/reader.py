@@ -45,10 +45,14 @@ class ReadError(Exception):
     """Nothing to plan on (cannot open, or smaller than one sector): ``str(exc)`` is one line."""
 
 
-def _read(path: str) -> Disk:
+def _read(path: str, filesystems: bool = True) -> Disk:
     from diskplan.backend.libparted import read_disk  # imported in the child only: keeps start-up light
 
-    return read_disk(path)
+    return read_disk(path, filesystems)
+
+
+def _read_tables(path: str) -> Disk:
+    return _read(path, filesystems=False)
 
 
 def _failure_reason(exc: IsolatedFailure) -> str:
@@ -70,13 +74,16 @@ def read(path: str, timeout: float = 30.0) -> Disk:
     return found
 
 
-def read_many(paths: Sequence[str], timeout: float = 30.0, lanes: int = 1) -> Generator[Disk | ReadError, None, None]:
+def read_many(
+    paths: Sequence[str], timeout: float = 30.0, lanes: int = 1, filesystems: bool = True
+) -> Generator[Disk | ReadError, None, None]:
     """Each path's Disk (or the ReadError saying why there is nothing to plan on), in order. libparted's
     reads start at once, before the first is asked for, in ``lanes`` children side by side; each child
-    reads its share one after another (``isolate.IsolatedMap``), each read bounded by ``timeout``."""
+    reads its share one after another (``isolate.IsolatedMap``), each read bounded by ``timeout``.
+    ``filesystems=False``: partitions are not probed for filesystems (their ``fs`` stays empty)."""
     facts: list[probe.DeviceFacts | ReadError] = [_facts(path) for path in paths]
     readable = [path for path, f in zip(paths, facts, strict=True) if not isinstance(f, ReadError)]
-    answers = iter(IsolatedMap(_read, readable, timeout=timeout, lanes=lanes))
+    answers = iter(IsolatedMap(_read if filesystems else _read_tables, readable, timeout=timeout, lanes=lanes))
 
     def disks() -> Generator[Disk | ReadError, None, None]:
         try:

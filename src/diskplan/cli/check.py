@@ -69,8 +69,9 @@ MAX_LANES = 8  # reading children at most, one per core
 def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Report | None, Geometry | None, str]]:
     """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
     could not be read). The report judges the geometry with the user's overrides; what the other tools would
-    say uses the reported one. libparted's reads all start at once, in one child per core."""
-    for opened in open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES)):
+    say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
+    probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing)."""
+    for opened in open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False):
         try:
             disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
         except TargetError as exc:

@@ -78,16 +78,18 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
 
 
 def open_targets(
-    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1
+    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True
 ) -> Generator[Disk | TargetError, None, None]:
     """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
-    of them all start at once, in ``lanes`` children side by side (backend.reader.read_many)."""
+    of them all start at once, in ``lanes`` children side by side (backend.reader.read_many);
+    ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty)."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
     from diskplan.backend.filekind import target_problem
     from diskplan.backend.reader import ReadError, read_many
 
     problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
-    disks = read_many([path for path, why in zip(paths, problems, strict=True) if not why], lanes=lanes)
+    disks = read_many([path for path, why in zip(paths, problems, strict=True) if not why], lanes=lanes,
+                      filesystems=filesystems)
 
     def one(path: str, problem: str) -> Disk | TargetError:
         if problem:
