@@ -67,6 +67,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-color", "--no-colour", dest="mono", action="store_const", const=True,
                    help="draw without colour: partitions by their number, the cursor in reverse video "
                    "(automatic with NO_COLOR or a monochrome TERM)")
+    p.add_argument("--theme", metavar="NAME",
+                   help="Textual colour theme for this run (e.g. nord, gruvbox, textual-light); without it, the "
+                   "theme last chosen in the command palette (ctrl+p, Theme), remembered in "
+                   "$XDG_CONFIG_HOME/diskplan/settings.json. The console profile keeps its 16 colours")
     add_overrides(p)
 
 
@@ -170,11 +174,22 @@ def list_demos() -> None:
     print(f"\nOpen one with: diskplan --demo NAME (default {demos.DEFAULT})")
 
 
+def unknown_theme(name: str) -> str:
+    """Why ``--theme NAME`` cannot be used ("" when it can), with the names that can."""
+    from diskplan.ui.settings import theme_names
+
+    names = theme_names()
+    return "" if name in names else f"unknown theme {safe(name)!r}; the themes are: {', '.join(names)}"
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     if args.list_demos:
         list_demos()
         return 0
+    if args.theme is not None and (why := unknown_theme(args.theme)):
+        print(f"diskplan: {why}", file=sys.stderr)
+        return 2
     start: tuple[str, str] | None
     if args.demo is not None:
         if args.target:
@@ -208,10 +223,11 @@ def main(argv: list[str]) -> int:
     if start is not None:
         source.prefetch(*start)
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
+    from diskplan.ui.settings import Settings
 
     gc.freeze()  # what is imported stays: never scanned again
     app = PlannerApp(source, start, console=console_wanted(os.environ, args.console),
-                     mono=mono_wanted(os.environ, args.mono))
+                     mono=mono_wanted(os.environ, args.mono), theme=args.theme, settings=Settings.from_env(os.environ))
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))
