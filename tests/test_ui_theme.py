@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList
 
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.settings import Settings, config_dir, theme_names
@@ -61,7 +61,7 @@ async def choose_theme(app: PlannerApp, pilot: Pilot[Any], name: str) -> None:
     await pilot.pause(0.3)
     await pilot.press("enter")
     await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and "theme" in
-                   str(app.screen.query_one("CommandInput").placeholder).lower(), 5, what="the theme list")
+                   str(app.screen.query_one("CommandInput", Input).placeholder).lower(), 5, what="the theme list")
     await pilot.press(*name)
     await pilot.pause(0.3)
     await pilot.press("enter")

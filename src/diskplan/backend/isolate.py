@@ -88,7 +88,8 @@ class Child(Generic[T]):
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             raise IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
-        return _unpickled(b"".join(chunks))
+        value: T = _unpickled(b"".join(chunks))  # what fn returned, as the child pickled it
+        return value
 
 
 def _unpickled(payload: bytes) -> Any:
@@ -99,7 +100,7 @@ def _unpickled(payload: bytes) -> Any:
         raise IsolatedFailure("the reader ended without an answer") from exc
     if result[0] == "err":
         raise IsolatedFailure(result[2], error_type=result[1])
-    return result[1]  # what fn returned, as the child pickled it
+    return result[1]
 
 
 def start_isolated(fn: Callable[..., T], *args: Any) -> Child[T]:
@@ -179,7 +180,8 @@ class _Stream(Generic[T]):
                 if len(self._buf) >= _FRAME + size:
                     frame = bytes(self._buf[_FRAME : _FRAME + size])
                     del self._buf[: _FRAME + size]
-                    return _unpickled(frame)
+                    value: T = _unpickled(frame)
+                    return value
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()

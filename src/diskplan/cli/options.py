@@ -91,7 +91,7 @@ def open_targets(
     disks = read_many([path for path, why in zip(paths, problems, strict=True) if not why], lanes=lanes,
                       filesystems=filesystems)
 
-    def one(path: str, problem: str) -> Disk | TargetError:
+    def one(path: str, problem: str | None) -> Disk | TargetError:
         if problem:
             return TargetError(problem)
         disk = next(disks)
