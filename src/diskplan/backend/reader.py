@@ -21,6 +21,7 @@ from dataclasses import replace
 from diskplan.backend import gptcheck, hybrid, probe, rawtable
 from diskplan.backend.gptattrs import with_raw_attributes
 from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
+from diskplan.backend.readahead import ReadError, start
 from diskplan.model import tablefindings as tf
 from diskplan.model.codes import (
     EBR_CHAIN_DAMAGED,
@@ -41,18 +42,7 @@ from diskplan.model.units import MiB
 SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 
 
-class ReadError(Exception):
-    """Nothing to plan on (cannot open, or smaller than one sector): ``str(exc)`` is one line."""
-
-
-def _read(path: str, filesystems: bool = True) -> Disk:
-    from diskplan.backend.libparted import read_disk  # imported in the child only: keeps start-up light
-
-    return read_disk(path, filesystems)
-
-
-def _read_tables(path: str) -> Disk:
-    return _read(path, filesystems=False)
+__all__ = ["ReadError", "read", "read_many", "survey"]  # ReadError lives in readahead, light to import
 
 
 def _failure_reason(exc: IsolatedFailure) -> str:
@@ -81,21 +71,25 @@ def read_many(
     reads start at once, before the first is asked for, in ``lanes`` children side by side; each child
     reads its share one after another (``isolate.IsolatedMap``), each read bounded by ``timeout``.
     ``filesystems=False``: partitions are not probed for filesystems (their ``fs`` stays empty)."""
-    facts: list[probe.DeviceFacts | ReadError] = [_facts(path) for path in paths]
-    readable = [path for path, f in zip(paths, facts, strict=True) if not isinstance(f, ReadError)]
-    answers = iter(IsolatedMap(_read if filesystems else _read_tables, readable, timeout=timeout, lanes=lanes))
+    return survey(paths, start(paths, timeout, lanes, filesystems))
+
+
+def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | ReadError, None, None]:
+    """Each path's Disk from libparted's answer in ``reads`` (readahead.start of the same paths) and this
+    process's own checks, or the ReadError saying why there is nothing to plan on."""
+    answers = iter(reads)
 
     def disks() -> Generator[Disk | ReadError, None, None]:
         try:
-            for path, f in zip(paths, facts, strict=True):
-                if isinstance(f, ReadError):
-                    yield f
-                    continue
-                answer = next(answers)
-                if isinstance(answer, IsolatedFailure):
-                    yield _Survey(path, f).finish(None, _failure_reason(answer))
+            for path in paths:
+                answer = next(answers)  # (asked for even when unused: the answers come in order)
+                facts = _facts(path)
+                if isinstance(facts, ReadError):
+                    yield facts
+                elif isinstance(answer, IsolatedFailure):
+                    yield _Survey(path, facts).finish(None, _failure_reason(answer))
                 else:
-                    yield _Survey(path, f).finish(answer, "")
+                    yield _Survey(path, facts).finish(answer, "")
         finally:
             answers.close()  # every child reaped now (or stopped, when the caller stopped asking)
 

@@ -13,12 +13,16 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_targets
-from diskplan.model.geometry import Geometry
-from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
 from diskplan.model.safetext import safe
-from diskplan.model.toolsay import tools_say
+
+# The model and the output's modules (checkjson, checktext) are imported once the reads have started
+# (``checked``): they run in their children meanwhile.
+if TYPE_CHECKING:
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.report import Report
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,34 +39,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
-    """``check --json``: each partition gets a ``tools`` object (README.md)."""
-    out = report_json(report)
-    says = tools_say(reported, report.disk.table)
-    partitions = out["partitions"]
-    assert isinstance(partitions, list)  # report_json's dicts, one per partition
-    for p in partitions:
-        p["tools"] = says[int(p["number"])].as_json()
-    return out
-
-
-def _raw_entries(report: Report, doc: dict[str, object]) -> None:
-    """Each GPT partition's unique GUID and its 64 attribute bits, from the raw entries (libparted gives neither)."""
-    from diskplan.backend.gptattrs import raw_entries
-    from diskplan.backend.gptcheck import check_gpt
-
-    disk = report.disk
-    if disk.table.label != "gpt":
-        return
-    entries = raw_entries(disk.table, check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors))
-    partitions = doc["partitions"]
-    assert isinstance(partitions, list)
-    for part in partitions:
-        e = entries.get(part["number"])
-        if e is not None:
-            part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
-
-
 MAX_LANES = 8  # reading children at most, one per core
 
 
@@ -70,32 +46,33 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
     """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
     could not be read). The report judges the geometry with the user's overrides; what the other tools would
     say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
-    probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing)."""
-    for opened in open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False):
-        try:
-            disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
-        except TargetError as exc:
-            disk = exc
-        if isinstance(disk, TargetError) or isinstance(opened, TargetError):
-            yield None, None, str(disk)
-        else:
-            yield build_report(disk), opened.geometry, ""
+    probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
+    The reads begin when this is called, before the rest of the reader and the model are imported."""
+    opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
+    from diskplan.model.report import build_report
 
+    def reports() -> Iterator[tuple[Report | None, Geometry | None, str]]:
+        for opened in opening:
+            try:
+                disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
+            except TargetError as exc:
+                disk = exc
+            if isinstance(disk, TargetError) or isinstance(opened, TargetError):
+                yield None, None, str(disk)
+            else:
+                yield build_report(disk), opened.geometry, ""
 
-def _json_result(one: tuple[Report | None, Geometry | None, str]) -> tuple[int, dict[str, object] | None, str]:
-    """(exit status, the report's JSON object or None, why it could not be read)."""
-    report, reported, error = one
-    if report is None or reported is None:
-        return 2, None, error
-    doc = tools_json(report, reported)
-    _raw_entries(report, doc)
-    return (1 if report.all_findings else 0), doc, ""
+    return reports()
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    reports = checked(args.target, args)  # the reads run from here on, while the output's modules are imported
     if args.json:
-        results = [_json_result(c) for c in checked(args.target, args)]
+        from diskplan.cli.checkjson import json_result
+        from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
+
+        results = [json_result(r) for r in reports]
         for _, _, error in results:
             if error:
                 print(f"diskplan check: {safe(error)}", file=sys.stderr)
@@ -114,7 +91,7 @@ def main(argv: list[str]) -> int:
 
     codes = []
     out = console()
-    for i, (report, reported, error) in enumerate(checked(args.target, args)):
+    for i, (report, reported, error) in enumerate(reports):
         if report is None or reported is None:
             print(f"diskplan check: {safe(error)}", file=sys.stderr)
             codes.append(2)

@@ -7,11 +7,9 @@ from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from diskplan.model.sizes import Amount, SizeError, parse_option
-from diskplan.model.stackfindings import with_stack_findings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
     from diskplan.model.disk import Disk
+    from diskplan.model.sizes import Amount
 
 
 class TargetError(Exception):
@@ -21,6 +19,8 @@ class TargetError(Exception):
 def _size(text: str) -> Amount:
     """The planner's size parser (model.sizes): ``100M`` is refused as ambiguous there and here, ``3s`` is
     three sectors of the disk's own size; a bare number is bytes (``--physical-block 4096``)."""
+    from diskplan.model.sizes import SizeError, parse_option
+
     try:
         return parse_option(text)
     except SizeError as exc:
@@ -50,6 +50,8 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
+    from diskplan.model.stackfindings import with_stack_findings
+
     ss = disk.geometry.logical
 
     def nbytes(amount: Amount | None) -> int | None:
@@ -84,12 +86,16 @@ def open_targets(
     of them all start at once, in ``lanes`` children side by side (backend.reader.read_many);
     ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty)."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend import readahead
     from diskplan.backend.filekind import target_problem
-    from diskplan.backend.reader import ReadError, read_many
 
     problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
-    disks = read_many([path for path, why in zip(paths, problems, strict=True) if not why], lanes=lanes,
-                      filesystems=filesystems)
+    readable = [path for path, why in zip(paths, problems, strict=True) if not why]
+    reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
+    # The reads run in their children while the rest of the reader, and the model, are imported here.
+    from diskplan.backend.reader import ReadError, survey
+
+    disks = survey(readable, reads)
 
     def one(path: str, problem: str | None) -> Disk | TargetError:
         if problem:
