@@ -9,7 +9,6 @@ Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the othe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -69,6 +68,8 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     reports = checked(args.target, args)  # the reads run from here on, while the output's modules are imported
     if args.json:
+        import json
+
         from diskplan.cli.checkjson import json_result
         from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
 

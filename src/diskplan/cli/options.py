@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Generator, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
@@ -120,6 +119,8 @@ def open_targets(
 
 def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
+    from dataclasses import replace
+
     from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
 
