@@ -13,6 +13,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import _ped
 import parted
@@ -621,6 +622,24 @@ def _ped_name(q: _ped.Partition) -> str:
         return ""
 
 
+@functools.cache
+def _fs_type_calls() -> tuple[Any, Any, Any] | None:
+    """libparted's get_next, unregister and register of filesystem types (looked up once: a child that reads
+    many images asks for each), or None when they cannot be reached."""
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
+        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
+        register = lib.ped_file_system_type_register
+    except (OSError, AttributeError, ImportError):
+        return None
+    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
+    register.restype, register.argtypes = None, [ctypes.c_void_p]
+    return get_next, unregister, register
+
+
 @contextmanager
 def _no_filesystem_probing() -> Iterator[None]:
     """Take libparted's filesystem types off its list for the duration. Reading a table otherwise probes
@@ -629,18 +648,11 @@ def _no_filesystem_probing() -> Iterator[None]:
     library _ped is linked with; when it cannot be reached, probing simply stays. The list is put back
     as it was (libparted's own clean-up at exit unregisters every type and asserts that each is there)."""
     taken: list[int] = []
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
-        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
-        register = lib.ped_file_system_type_register
-    except (OSError, AttributeError, ImportError):
+    calls = _fs_type_calls()
+    if calls is None:
         yield
         return
-    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
-    register.restype, register.argtypes = None, [ctypes.c_void_p]
+    get_next, unregister, register = calls
     try:
         while len(taken) < 256 and (fs_type := get_next(None)):  # libparted 3.5 has about twenty
             unregister(fs_type)

@@ -12,6 +12,7 @@ same path (messages name it as the user did), no neighbours. Nothing outside the
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import stat
 import sys
@@ -27,6 +28,11 @@ NEEDED = frozenset(("/", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/lib"
 
 _namespace = False  # this process has its mount namespace (made once: user namespaces nest only so deep)
 _alone = ""  # the image now alone in its directory in this process ("" when none)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _own_namespace(libc: ctypes.CDLL) -> bool:
@@ -46,13 +52,18 @@ def _own_namespace(libc: ctypes.CDLL) -> bool:
     return True
 
 
+@functools.cache
+def _python_places() -> tuple[str, ...]:
+    """Where this Python imports from (resolved once: a child reading many images asks for each)."""
+    # (Not all of sys.path: `python -m` puts the working directory there, where images often are.)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))  # what holds the diskplan package
+    return tuple(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, here))
+
+
 def _holds_python(directory: str) -> bool:
     """The directory holds (or is above) what this Python may still import: hiding it would break that."""
     inside = directory.rstrip("/") + "/"
-    # (Not all of sys.path: `python -m` puts the working directory there, where images often are.)
-    here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))  # what holds the diskplan package
-    places = (sys.prefix, sys.base_prefix, here)
-    return any(os.path.realpath(p) == directory or os.path.realpath(p).startswith(inside) for p in places)
+    return any(p == directory or p.startswith(inside) for p in _python_places())
 
 
 def stand_alone(path: str) -> bool:
@@ -64,7 +75,7 @@ def stand_alone(path: str) -> bool:
     real = os.path.realpath(path)
     if real == _alone:
         return True
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     if _alone:
         libc.umount2(os.path.dirname(_alone).encode(), MNT_DETACH)  # (its neighbours may be the next image)
         _alone = ""
