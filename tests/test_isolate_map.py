@@ -112,3 +112,32 @@ def test_images_side_by_side_with_hostile_neighbours(sparse_image: Callable[...,
         (img, 2048 * (i + 1)) for i, img in enumerate(images)]
     assert sorted(os.listdir(os.path.dirname(images[0]))) == sorted(
         name for i in range(6) for name in (f"d{i}.img", f"d{i}.img1", f"d{i}.img63"))
+
+
+def test_a_fleet_checked_whole_in_children_says_what_one_by_one_says(
+        sparse_image: Callable[..., pathlib.Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """From check.FLEET targets on, each child runs whole checks; a child that crashes on one target costs
+    nothing: that target is checked again in the parent, the usual way. Both ways give the same objects."""
+    from diskplan.cli import check
+    from diskplan.cli.checkjson import json_result
+
+    targets = []
+    for i in range(check.FLEET + 2):
+        img = sparse_image(8 * MiB, f"f{i:02}.img")
+        script = f"label: {'gpt' if i % 2 else 'dos'}\nstart={2048 + i}, size=2048\n,,L\n"
+        run(need_tool("sfdisk"), "-q", str(img), input=script)
+        os.mkfifo(f"{img}1")  # a neighbour libparted must never open
+        targets.append(str(img))
+    targets.insert(3, "/nonexistent/disk.img")
+    args = check.parser().parse_args(["--json", *targets])
+    one_by_one = [json_result(r) for t in targets for r in check.checked([t], args)]
+    real = check._whole_check
+
+    def crashing(args: object, as_json: bool, target: str) -> object:
+        if target == targets[7]:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(args, as_json, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check, "_whole_check", crashing)
+    assert list(check.checked_in_children(targets, args, True)) == one_by_one
+    assert one_by_one[3][0] == 2 and one_by_one[7][1] is not None  # the missing one, the crashed one

@@ -205,15 +205,18 @@ def read_disk(path: str, filesystems: bool = True) -> Disk:
     flushes the disk's cache: milliseconds each, more than the read)."""
     with answering(_read_handler) as messages:
         try:
-            device = _device(path)
-        except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
-            raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
-        held = _held_open(device, messages)
-        try:
-            return _read_disk(path, device, messages, filesystems)
+            try:
+                device = _device(path)
+            except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
+                raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
+            held = _held_open(device, messages)
+            try:
+                return _read_disk(path, device, messages, filesystems)
+            finally:
+                if held:
+                    device.close()
         finally:
-            if held:
-                device.close()
+            siblings.show_again()  # this process may go on to open other files of that directory
 
 
 def _held_open(device: parted.Device, messages: list[str]) -> bool:

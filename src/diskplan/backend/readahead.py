@@ -17,16 +17,19 @@ class ReadError(Exception):
     """Nothing to plan on (cannot open, or smaller than one sector): ``str(exc)`` is one line."""
 
 
-def _read(path: str) -> Disk:
+def read(path: str, filesystems: bool = True) -> Disk:
+    """libparted's read of ``path`` in this process: what the children run."""
     from diskplan.backend.libparted import read_disk  # imported in the child only: keeps start-up light
 
-    return read_disk(path)
+    return read_disk(path, filesystems)
+
+
+def _read(path: str) -> Disk:
+    return read(path)
 
 
 def _read_tables(path: str) -> Disk:
-    from diskplan.backend.libparted import read_disk
-
-    return read_disk(path, filesystems=False)
+    return read(path, filesystems=False)
 
 
 def start(paths: Sequence[str], timeout: float = 30.0, lanes: int = 1, filesystems: bool = True) -> IsolatedMap[Disk]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 
-from diskplan.backend import gptcheck, hybrid, probe, rawtable
+from diskplan.backend import gptcheck, hybrid, probe, rawtable, readahead
 from diskplan.backend.gptattrs import with_raw_attributes
 from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
 from diskplan.backend.readahead import ReadError, start
@@ -42,7 +42,7 @@ from diskplan.model.units import MiB
 SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 
 
-__all__ = ["ReadError", "read", "read_many", "survey"]  # ReadError lives in readahead, light to import
+__all__ = ["ReadError", "read", "read_here", "read_many", "survey"]  # ReadError lives in readahead, light to import
 
 
 def _failure_reason(exc: IsolatedFailure) -> str:
@@ -94,6 +94,22 @@ def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | R
             answers.close()  # every child reaped now (or stopped, when the caller stopped asking)
 
     return disks()
+
+
+def read_here(path: str, filesystems: bool = True) -> Disk | ReadError:
+    """``read`` with libparted in this very process: only for a process that is itself an isolated child
+    (``check`` of many disks runs whole checks in children). A libparted crash ends this process; its
+    parent must then read the disk again its own way. What libparted raises is said as ``read`` says it."""
+    facts = _facts(path)
+    if isinstance(facts, ReadError):
+        return facts
+    try:
+        disk: Disk | None = readahead.read(path, filesystems)
+        failure = ""
+    except Exception as exc:  # as isolate reports what a child raised
+        disk, failure = None, _failure_reason(IsolatedFailure(str(exc) or type(exc).__name__,
+                                                              error_type=type(exc).__name__))
+    return _Survey(path, facts).finish(disk, failure)
 
 
 def _facts(path: str) -> probe.DeviceFacts | ReadError:

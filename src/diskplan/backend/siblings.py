@@ -76,9 +76,7 @@ def stand_alone(path: str) -> bool:
     if real == _alone:
         return True
     libc = _libc()
-    if _alone:
-        libc.umount2(os.path.dirname(_alone).encode(), MNT_DETACH)  # (its neighbours may be the next image)
-        _alone = ""
+    show_again()  # the image before's neighbours (one may be this image)
     directory = os.path.dirname(real)
     try:
         if not stat.S_ISREG(os.stat(real).st_mode) or directory in NEEDED or _holds_python(directory):
@@ -107,3 +105,12 @@ def stand_alone(path: str) -> bool:
         os.close(fd)
     _alone = real
     return True
+
+
+def show_again() -> None:
+    """The directory of the image ``stand_alone`` hid the neighbours of, as it is (for whatever this process
+    opens next: another image of that directory, say)."""
+    global _alone
+    if _alone:
+        _libc().umount2(os.path.dirname(_alone).encode(), MNT_DETACH)
+        _alone = ""

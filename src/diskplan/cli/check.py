@@ -9,17 +9,19 @@ Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the othe
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_targets
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target_here, open_targets
 from diskplan.model.safetext import safe
 
 # The model and the output's modules (checkjson, checktext) are imported once the reads have started
 # (``checked``): they run in their children meanwhile.
 if TYPE_CHECKING:
+    from diskplan.model.disk import Disk
     from diskplan.model.geometry import Geometry
     from diskplan.model.report import Report
 
@@ -39,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 MAX_LANES = 8  # reading children at most, one per core
+FLEET = 16  # from this many targets on, the children run whole checks, not only libparted's reads
+CHECK_TIMEOUT = 60.0  # seconds for one target's whole check in a child (its read alone has 30)
 
 
 def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Report | None, Geometry | None, str]]:
@@ -48,32 +52,70 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
     probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
     The reads begin when this is called, before the rest of the reader and the model are imported."""
     opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
+    return (_reported(opened, args) for opened in opening)
+
+
+def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
     from diskplan.model.report import build_report
 
-    def reports() -> Iterator[tuple[Report | None, Geometry | None, str]]:
-        for opened in opening:
-            try:
-                disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
-            except TargetError as exc:
-                disk = exc
-            if isinstance(disk, TargetError) or isinstance(opened, TargetError):
-                yield None, None, str(disk)
-            else:
-                yield build_report(disk), opened.geometry, ""
+    try:
+        disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
+    except TargetError as exc:
+        disk = exc
+    if isinstance(disk, TargetError) or isinstance(opened, TargetError):
+        return None, None, str(disk)
+    return build_report(disk), opened.geometry, ""
 
-    return reports()
+
+def _whole_check(args: argparse.Namespace, as_json: bool, target: str) -> object:
+    """In a child: one target's whole check, as ``checked`` gives it, or with ``as_json`` its json_result."""
+    result = _reported(open_target_here(target, filesystems=False), args)
+    if as_json:
+        from diskplan.cli.checkjson import json_result
+
+        return json_result(result)
+    return result
+
+
+def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: bool) -> Iterator[Any]:
+    """What ``checked`` gives (``json_result``'s of it with ``as_json``), each target checked whole in one of
+    the children, one per core, that take the targets in turn (isolate.IsolatedMap): this process only
+    gathers the answers. A target whose child crashed or hung is checked again here, the usual way."""
+    from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
+
+    lanes = min(os.cpu_count() or 1, MAX_LANES)
+    answers = iter(IsolatedMap(functools.partial(_whole_check, args, as_json), targets, timeout=CHECK_TIMEOUT,
+                               lanes=lanes))
+
+    def results() -> Iterator[Any]:
+        try:
+            for target in targets:
+                answer = next(answers)
+                if isinstance(answer, IsolatedFailure):
+                    (answer,) = checked([target], args)
+                    if as_json:
+                        from diskplan.cli.checkjson import json_result
+
+                        answer = json_result(answer)
+                yield answer
+        finally:
+            answers.close()
+
+    return results()
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    reports = checked(args.target, args)  # the reads run from here on, while the output's modules are imported
+    many = len(args.target) >= FLEET
+    # The reads (or whole checks) run from here on, while the output's modules are imported.
+    reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args)
     if args.json:
         import json
 
         from diskplan.cli.checkjson import json_result
         from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
 
-        results = [json_result(r) for r in reports]
+        results = list(reports) if many else [json_result(r) for r in reports]
         for _, _, error in results:
             if error:
                 print(f"diskplan check: {safe(error)}", file=sys.stderr)

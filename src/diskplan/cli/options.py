@@ -117,6 +117,24 @@ def open_targets(
     return opened()
 
 
+def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
+    """``open_target`` with libparted in this very process (backend.reader.read_here): only in a process
+    that is itself an isolated child."""
+    from diskplan.backend.filekind import target_problem
+    from diskplan.backend.reader import ReadError, read_here
+
+    problem = target_problem(path)
+    if problem:
+        return TargetError(problem)
+    disk = read_here(path, filesystems)
+    if isinstance(disk, ReadError):
+        return TargetError(f"{path}: {disk}")
+    try:
+        return _dressed(path, disk, None)
+    except TargetError as exc:
+        return exc
+
+
 def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
     from dataclasses import replace
