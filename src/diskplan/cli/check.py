@@ -69,12 +69,15 @@ def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Rep
 
 def _whole_check(args: argparse.Namespace, as_json: bool, target: str) -> object:
     """In a child: one target's whole check, as ``checked`` gives it, or with ``as_json`` its json_result."""
-    result = _reported(open_target_here(target, filesystems=False), args)
-    if as_json:
+    from diskplan.backend.gptcheck import one_look
+
+    with one_look():  # libparted's types, the survey and the JSON read the GPT once
+        result = _reported(open_target_here(target, filesystems=False), args)
+        if not as_json:
+            return result
         from diskplan.cli.checkjson import json_result
 
         return json_result(result)
-    return result
 
 
 def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: bool) -> Iterator[Any]:
@@ -109,27 +112,36 @@ def main(argv: list[str]) -> int:
     many = len(args.target) >= FLEET
     # The reads (or whole checks) run from here on, while the output's modules are imported.
     reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args)
-    if args.json:
-        import json
+    from diskplan.backend.gptcheck import one_look
 
-        from diskplan.cli.checkjson import json_result
-        from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
+    with one_look():  # this process writes nothing: the survey and the JSON read each GPT once
+        return _json_output(args, reports, many) if args.json else _text_output(reports)
 
-        results = list(reports) if many else [json_result(r) for r in reports]
-        for _, _, error in results:
-            if error:
-                print(f"diskplan check: {safe(error)}", file=sys.stderr)
-        codes = [code for code, _, _ in results]
-        if len(args.target) == 1:
-            if results[0][1] is not None:
-                print(json.dumps(results[0][1], indent=2))
-        else:  # one document for all of them, its status the worst of theirs
-            print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
-                              "disks": [doc for _, doc, _ in results if doc is not None],
-                              "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
-                                                                                          strict=True) if e],
-                              "status": max(codes)}, indent=2))
-        return max(codes)
+
+def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
+    import json
+
+    from diskplan.cli.checkjson import json_result
+    from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
+
+    results = list(reports) if many else [json_result(r) for r in reports]
+    for _, _, error in results:
+        if error:
+            print(f"diskplan check: {safe(error)}", file=sys.stderr)
+    codes = [code for code, _, _ in results]
+    if len(args.target) == 1:
+        if results[0][1] is not None:
+            print(json.dumps(results[0][1], indent=2))
+    else:  # one document for all of them, its status the worst of theirs
+        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                          "disks": [doc for _, doc, _ in results if doc is not None],
+                          "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                      strict=True) if e],
+                          "status": max(codes)}, indent=2))
+    return max(codes)
+
+
+def _text_output(reports: Iterator[tuple[Report | None, Geometry | None, str]]) -> int:
     from diskplan.cli.checktext import console, render
 
     codes = []

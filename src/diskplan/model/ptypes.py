@@ -6,6 +6,7 @@ that); it derives them from a flag or a filesystem type. ``flag``/``fs`` say whi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
@@ -42,6 +43,7 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+@functools.lru_cache(maxsize=1024)  # a table names the same few types again and again
 def lookup(text: str) -> PartType | None:
     """Find a type by name ("linux swap", "esp"-like short names), GUID, or MBR id ("0x82", "82")."""
     key = _norm(text)
