@@ -84,6 +84,14 @@ def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: b
     """What ``checked`` gives (``json_result``'s of it with ``as_json``), each target checked whole in one of
     the children, one per core, that take the targets in turn (isolate.IsolatedMap): this process only
     gathers the answers. A target whose child crashed or hung is checked again here, the usual way."""
+    # What a whole check imports, imported once here: every child inherits it instead of importing it again
+    # (on a busy machine the cores are not free to do that side by side).
+    import diskplan.backend.libparted
+    import diskplan.backend.reader
+    import diskplan.backend.stack
+    import diskplan.cli.checkjson
+    import diskplan.discovery.topology
+    import diskplan.model.stackfindings  # noqa: F401
     from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
 
     lanes = min(os.cpu_count() or 1, MAX_LANES)
