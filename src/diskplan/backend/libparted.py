@@ -26,7 +26,6 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import HIGH_ATTRIBUTE_FLAGS
-from diskplan.model.operations import ATTRIBUTE_FLAGS
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 WRITABLE_LABELS = ("gpt", "msdos")
@@ -361,6 +360,8 @@ def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) 
     _set_type(ped, p, label)
     if named and (p.name or _ped_name(ped)):
         ped.set_name(p.name)
+    from diskplan.model.operations import ATTRIBUTE_FLAGS  # (a write's: a read's child starts without it)
+
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
         # GPT bits 48-63 (read from the raw entry): libparted keeps a kept entry's bits as they are, and a plan
