@@ -141,3 +141,20 @@ def test_a_fleet_checked_whole_in_children_says_what_one_by_one_says(
     monkeypatch.setattr(check, "_whole_check", crashing)
     assert list(check.checked_in_children(targets, args, True)) == one_by_one
     assert one_by_one[3][0] == 2 and one_by_one[7][1] is not None  # the missing one, the crashed one
+
+
+@pytest.mark.parametrize("count", [3, 20])  # libparted's reads in children; whole checks in children
+def test_check_forks_a_child_per_core_not_per_disk(count: int, sparse_image: Callable[..., pathlib.Path],
+                                                    forks: list[int], capsys: pytest.CaptureFixture[str]) -> None:
+    from diskplan.cli import check
+
+    targets = []
+    for i in range(count):
+        img = sparse_image(8 * MiB, f"c{i:02}.img")
+        run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+        targets.append(str(img))
+    forks.clear()  # (sfdisk's own processes)
+    assert check.main(["--json", *targets]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["disks"]) == count and doc["errors"] == []
+    assert len(forks) == min(os.cpu_count() or 1, check.MAX_LANES, count)
