@@ -51,6 +51,11 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
     say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
     probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
     The reads begin when this is called, before the rest of the reader and the model are imported."""
+    # What the reading children build their answers with, imported once here (they inherit it; on a busy
+    # machine the cores are not free to import it side by side); the rest comes while they read.
+    import diskplan.backend.gptcheck
+    import diskplan.model.disk  # noqa: F401
+
     opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
     return (_reported(opened, args) for opened in opening)
 
