@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target_here, open_targets
 from diskplan.model.safetext import safe
 
-# The model and the output's modules (checkjson, checktext) are imported once the reads have started
-# (``checked``): they run in their children meanwhile.
+# Most of the model and the output's modules (checkjson, checktext) are imported once the reads have
+# started (``checked``): they run in their children meanwhile.
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
     from diskplan.model.geometry import Geometry
@@ -50,7 +50,8 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
     could not be read). The report judges the geometry with the user's overrides; what the other tools would
     say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
     probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
-    The reads begin when this is called, before the rest of the reader and the model are imported."""
+    The reads begin when this is called; the rest of the reader, the report and the output's modules are
+    imported while they run."""
     # What the reading children build their answers with, imported once here (they inherit it; on a busy
     # machine the cores are not free to import it side by side); the rest comes while they read.
     import diskplan.backend.gptcheck
