@@ -622,7 +622,7 @@ def commit_table(
 def _ped_name(q: _ped.Partition) -> str:
     try:
         return q.get_name() or ""
-    except _ped.PartedException:
+    except (_ped.PartedException, _ped.PartitionException):  # (pyparted's Partition.name gives None for the latter)
         return ""
 
 
