@@ -159,7 +159,7 @@ def bench_check(runs: int) -> list[Row]:
     return [Row("check --json, 128 partitions", fmt_s(a), fmt_s(b) + " (parted print)", a / b, "<= 2x",
                 "whole processes"),
             Row("check 100 images in one call", fmt_s(c), fmt_s(d) + " (100x sfdisk -J)", c / d, "<= 1x",
-                "one process; each read forks a libparted child")]
+                "one process; whole checks in one child per core")]
 
 
 # --- the drag step and the bytes it costs ------------------------------------------------------------

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from diskplan.backend import reader
-from diskplan.cli.check import render
+from diskplan.cli.checktext import render
 from diskplan.model.codes import UNREADABLE
 from diskplan.model.report import build_report, report_json
 from helpers.tools import need_tool, run

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import reader
+from diskplan.backend import readahead, reader
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model.codes import UNREADABLE
 from diskplan.model.disk import Disk
@@ -81,7 +81,7 @@ def _greedy(path: str) -> Disk:
 def test_a_failing_libparted_leaves_a_usable_disk(
     gpt_image: pathlib.Path, monkeypatch: pytest.MonkeyPatch, inject: Callable[[str], Disk], reason: str
 ) -> None:
-    monkeypatch.setattr(reader, "_read", inject)
+    monkeypatch.setattr(readahead, "_read", inject)
     started = time.monotonic()
     disk = reader.read(str(gpt_image), timeout=1)
     assert time.monotonic() - started < 10
@@ -98,7 +98,7 @@ def test_nothing_recoverable_still_gives_the_geometry(
     sparse_image: Callable[..., pathlib.Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     image = sparse_image(8 * MiB)
-    monkeypatch.setattr(reader, "_read", _segfault)
+    monkeypatch.setattr(readahead, "_read", _segfault)
     disk = reader.read(str(image))
     assert unreadable_message(disk).endswith("libparted crashed (SIGSEGV)")
     assert disk.table.label is None and not disk.table.partitions

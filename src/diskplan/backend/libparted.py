@@ -8,16 +8,17 @@ Callers read through ``backend.reader`` (a forked child) so a libparted crash ca
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import _ped
 import parted
 
 from diskplan.backend import isolate, siblings
-from diskplan.backend.backup import BackupError, device_size
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -25,7 +26,6 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import attribute_flags, gpt_attribute_flags
-from diskplan.model.operations import ATTRIBUTE_FLAGS, type_key
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 WRITABLE_LABELS = ("gpt", "msdos")
@@ -108,33 +108,27 @@ def _raw_types(path: str, label: str, sector: int, gpt: GptState | None) -> dict
     return {}
 
 
-def _role(part: parted.Partition) -> Role:
-    if part.type & parted.PARTITION_EXTENDED:
-        return Role.EXTENDED
-    if part.type & parted.PARTITION_LOGICAL:
-        return Role.LOGICAL
-    return Role.PRIMARY
+def _ped_partitions(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
+    """Every entry of libparted's partition list, metadata and free space included, in its order."""
+    part = pdisk.next_partition()
+    while part is not None:
+        yield part
+        part = pdisk.next_partition(part)
 
 
-def _partition(part: parted.Partition, disk: parted.Disk, types: dict[int, str]) -> Partition:
-    name = ""
-    if disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME):
-        try:
-            name = part.name or ""
-        except _ped.PartedException:
-            name = ""
-    fs = part.fileSystem.type if part.fileSystem else ""
-    flags = tuple(f for f in part.getFlagsAsString().split(", ") if f)
+def _partition(part: _ped.Partition, named: bool, types: dict[int, str]) -> Partition:
+    """Read on the _ped partition itself, as pyparted's Partition would, without the two setlocale() calls
+    pyparted puts around every attribute (for 128 partitions they cost more than libparted's whole read)."""
     return Partition(
-        number=part.number,
-        start=part.geometry.start,
-        end=part.geometry.end,
-        type=types.get(part.number, ""),
-        name=name,
-        flags=flags,
-        role=_role(part),
+        number=part.num,
+        start=part.geom.start,
+        end=part.geom.end,
+        type=types.get(part.num, ""),
+        name=_ped_name(part) if named else "",
+        flags=tuple(_flags_set(part)),
+        role=_kind_role(part.type),
         state=State.EXISTING,
-        fs=fs or "",
+        fs=part.fs_type.name if part.fs_type is not None else "",
     )
 
 
@@ -147,7 +141,7 @@ def _gpt_usable(gpt: GptState | None, geom: Geometry) -> tuple[int, int]:
     return 2 + entries, geom.sectors - 2 - entries
 
 
-def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: int) -> tuple[Region, ...]:
+def _regions(pdisk: _ped.Disk, label: str, geom: Geometry, first: int, last: int) -> tuple[Region, ...]:
     n = geom.sectors
     if label == "gpt":
         regions = [
@@ -161,11 +155,10 @@ def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: in
         regions.append(Region("gpt-header", Extent(n - 1, n - 1), "backup GPT header"))
         return tuple(regions)
     regions = []
-    part = disk.getFirstPartition()
-    while part is not None:
-        if part.type & parted.PARTITION_METADATA and part.geometry.length > 0:
-            g = part.geometry
-            inside_ext = bool(part.type & parted.PARTITION_LOGICAL)
+    for part in _ped_partitions(pdisk):
+        if part.type & _ped.PARTITION_METADATA and part.geom.length > 0:
+            g = part.geom
+            inside_ext = bool(part.type & _ped.PARTITION_LOGICAL)
             if label == "msdos" and g.start == 0:
                 regions.append(Region("mbr", Extent(0, 0), "MBR"))
                 if g.end > 0:
@@ -173,7 +166,6 @@ def _regions(disk: parted.Disk, label: str, geom: Geometry, first: int, last: in
             else:
                 kind = "ebr" if inside_ext else "metadata"
                 regions.append(Region(kind, Extent(g.start, g.end), "EBR" if inside_ext else "metadata"))
-        part = part.nextPartition()
     return tuple(regions)
 
 
@@ -185,14 +177,13 @@ def _probe_filesystem(device: parted.Device) -> str:
         return ""
 
 
-def _no_label(device: parted.Device) -> bool:
-    """True when libparted recognises no label at all (asked before newDisk, which would report it as
-    an error indistinguishable from a damaged table)."""
+def _probed_label(device: parted.Device) -> str | None:
+    """The label libparted recognises, None when none at all (asked before newDisk, which would report
+    that as an error indistinguishable from a damaged table)."""
     try:
-        device.getPedDevice().disk_probe()
+        return str(device.getPedDevice().disk_probe().name)
     except (_ped.IOException, _ped.PartedException, _ped.DiskException):
-        return True
-    return False
+        return None
 
 
 def _device(path: str) -> parted.Device:
@@ -203,64 +194,99 @@ def _device(path: str) -> parted.Device:
     return parted.getDevice(path)
 
 
-def read_disk(path: str) -> Disk:
+def read_disk(path: str, filesystems: bool = True) -> Disk:
     """Read ``path`` (image file or block device). Raises BackendError with a one-line reason.
-    Run it in a child (backend.reader): some tables crash libparted."""
+    Run it in a child (backend.reader): some tables crash libparted. ``filesystems=False``: each
+    partition's ``fs`` is left empty rather than probed (for 128 partitions, ~44,000 reads of one sector).
+
+    The device is held open for the whole read: libparted fsyncs it each time it closes it, and a
+    probe, a read and a filesystem probe each open and close it (an fsync of an unchanged image still
+    flushes the disk's cache: milliseconds each, more than the read)."""
     with answering(_read_handler) as messages:
         try:
-            device = _device(path)
-        except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
-            raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
-        geom = Geometry(
-            sectors=device.length,
-            logical=device.sectorSize,
-            physical=max(device.physicalSectorSize, device.sectorSize),
-            path=path,
-            model=device.model or "",
-        )
-        if device.length <= 0:
-            raise BackendError(f"{path} is empty: no sectors to hold a table")
-        if _no_label(device):
-            fs = _probe_filesystem(device)
-            messages.clear()  # "unrecognised disk label" is what no table means, not a message
-            return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs)
-        try:
+            try:
+                device = _device(path)
+            except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
+                raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
+            held = _held_open(device, messages)
+            try:
+                return _read_disk(path, device, messages, filesystems)
+            finally:
+                if held:
+                    device.close()
+        finally:
+            siblings.show_again()  # this process may go on to open other files of that directory
+
+
+def _held_open(device: parted.Device, messages: list[str]) -> bool:
+    """Open ``device`` once more, so the opens inside libparted's calls nest in this one. False when it
+    would not open: each call then opens it and says why, as before (what this attempt said is dropped)."""
+    said = len(messages)
+    try:
+        device.open()
+    except _PED_ERRORS:
+        del messages[said:]
+        return False
+    return True
+
+
+def _read_disk(path: str, device: parted.Device, messages: list[str], filesystems: bool) -> Disk:
+    geom = Geometry(
+        sectors=device.length,
+        logical=device.sectorSize,
+        physical=max(device.physicalSectorSize, device.sectorSize),
+        path=path,
+        model=device.model or "",
+    )
+    if device.length <= 0:
+        raise BackendError(f"{path} is empty: no sectors to hold a table")
+    probed = _probed_label(device)
+    if probed is None:
+        fs = _probe_filesystem(device)
+        messages.clear()  # "unrecognised disk label" is what no table means, not a message
+        return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs)
+    # ("loop", a filesystem on the whole device, is recognised by probing filesystems: kept for it)
+    probing = filesystems or probed == "loop"
+    try:
+        with contextlib.nullcontext() if probing else _no_filesystem_probing():
             disk = parted.newDisk(device)
-        except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
-            reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
-            if reason in _went_on:  # pyparted repeats a question we answered; the failure came later, unsaid
-                reason = f"it failed after saying: {reason}"
-            raise BackendError(f"libparted refused it: {reason}") from exc
-        label = disk.type
-        if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
-            fs = next((p.fileSystem.type for p in disk.partitions if p.fileSystem), "") or _probe_filesystem(device)
-            return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
-        gpt = check_gpt(path, geom.logical, geom.sectors) if label == "gpt" else None
-        if label == "gpt":
-            first, last = _gpt_usable(gpt, geom)
-        elif label == "msdos":
-            first, last = 1, min(geom.sectors, MBR_LIMIT_SECTORS) - 1
-        else:
-            first, last = 0, geom.sectors - 1
-        types = _raw_types(path, label, geom.logical, gpt)
-        parts = tuple(sorted((_partition(p, disk, types) for p in disk.partitions), key=lambda p: (p.start, p.number)))
-        read_only = ""
-        if label not in WRITABLE_LABELS:
-            read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
-        max_parts = 4
-        if label == "gpt":
-            good = gpt.good if gpt else None
-            max_parts = good.header.entry_count if good and good.header else 128
-        table = Table(
-            label=label,
-            first_usable=first,
-            last_usable=last,
-            partitions=parts,
-            metadata=_regions(disk, label, geom, first, last),
-            max_partitions=max_parts,  # maxSupportedPartitionCount aborts in 3.5
-            read_only=read_only,
-        )
-        return Disk(geom, table, path, messages=tuple(messages))
+    except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
+        reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
+        if reason in _went_on:  # pyparted repeats a question we answered; the failure came later, unsaid
+            reason = f"it failed after saying: {reason}"
+        raise BackendError(f"libparted refused it: {reason}") from exc
+    label = disk.type
+    if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
+        fs = next((p.fileSystem.type for p in disk.partitions if p.fileSystem), "") or _probe_filesystem(device)
+        return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
+    gpt = check_gpt(path, geom.logical, geom.sectors) if label == "gpt" else None
+    if label == "gpt":
+        first, last = _gpt_usable(gpt, geom)
+    elif label == "msdos":
+        first, last = 1, min(geom.sectors, MBR_LIMIT_SECTORS) - 1
+    else:
+        first, last = 0, geom.sectors - 1
+    types = _raw_types(path, label, geom.logical, gpt)
+    pdisk = disk.getPedDisk()
+    named = bool(pdisk.type.check_feature(parted.DISK_TYPE_PARTITION_NAME))
+    parts = tuple(sorted((_partition(q, named, types) for q in _walk(disk)), key=lambda p: (p.start, p.number)))
+    read_only = ""
+    if label not in WRITABLE_LABELS:
+        read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
+    max_parts = 4
+    if label == "gpt":
+        good = gpt.good if gpt else None
+        max_parts = good.header.entry_count if good and good.header else 128
+    table = Table(
+        label=label,
+        first_usable=first,
+        last_usable=last,
+        partitions=parts,
+        metadata=_regions(pdisk, label, geom, first, last),
+        max_partitions=max_parts,  # maxSupportedPartitionCount aborts in 3.5
+        read_only=read_only,
+    )
+    return Disk(geom, table, path, messages=tuple(messages))
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -337,6 +363,8 @@ def _set_extended_type(ped: _ped.Partition, p: Partition) -> None:
     extended) it cannot write at all."""
     if not p.type:
         return
+    from diskplan.model.operations import type_key  # (a write's: a read's child starts without it)
+
     code = type_key("msdos", p.type)
     if code not in ("0x0f", "0x05"):
         raise BackendError(f"libparted 3.5 cannot give the extended partition {p.number} the type {p.type}")
@@ -355,6 +383,8 @@ def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) 
     _set_type(ped, p, label)
     if named and (p.name or _ped_name(ped)):
         ped.set_name(p.name)
+    from diskplan.model.operations import ATTRIBUTE_FLAGS  # (a write's: a read's child starts without it)
+
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
         # the GPT bits libparted 3.5 cannot set (1, 48-63) are written by the raw patch after the commit
@@ -464,7 +494,7 @@ def build_disk(
     # One walk over the existing partitions (pyparted builds an object per partition for every walk).
     at = {} if fresh else {(q.geometry.start, q.geometry.end): q for q in disk.partitions}
     doomed = [at.get((e.start, e.end)) for e in delete]
-    for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_role(q)]):
+    for part in sorted((q for q in doomed if q is not None), key=lambda q: order[_kind_role(q.type)]):
         disk.deletePartition(part)
     if None in doomed:
         missing = [f"{e.start}..{e.end}" for e, q in zip(delete, doomed, strict=True) if q is None]
@@ -494,12 +524,7 @@ def build_disk(
 def _walk(disk: parted.Disk) -> Iterator[_ped.Partition]:
     """The real partitions of ``disk`` (no free space or metadata), walked on the _ped disk."""
     hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
-    pdisk = disk.getPedDisk()
-    q = pdisk.next_partition()
-    while q is not None:
-        if not q.type & hidden:
-            yield q
-        q = pdisk.next_partition(q)
+    return (q for q in _ped_partitions(disk.getPedDisk()) if not q.type & hidden)
 
 
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
@@ -570,6 +595,9 @@ def commit_table(
     when the device is not the one that was read (``sectors``/``sector_size``), or when libparted would
     place anything other than ``expect``. ``after_write`` runs between the write and the kernel update
     (tests inject faults there). Run it in a child (backend.isolate)."""
+    # Only a write needs these: a read's child starts without them (backup imports hashlib, a few ms).
+    from diskplan.backend.backup import BackupError, device_size
+
     with answering() as messages:
         try:
             size = device_size(path)
@@ -616,8 +644,26 @@ def commit_table(
 def _ped_name(q: _ped.Partition) -> str:
     try:
         return q.get_name() or ""
-    except _ped.PartedException:
+    except (_ped.PartedException, _ped.PartitionException):  # (pyparted's Partition.name gives None for the latter)
         return ""
+
+
+@functools.cache
+def _fs_type_calls() -> tuple[Any, Any, Any] | None:
+    """libparted's get_next, unregister and register of filesystem types (looked up once: a child that reads
+    many images asks for each), or None when they cannot be reached."""
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
+        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
+        register = lib.ped_file_system_type_register
+    except (OSError, AttributeError, ImportError):
+        return None
+    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
+    register.restype, register.argtypes = None, [ctypes.c_void_p]
+    return get_next, unregister, register
 
 
 @contextmanager
@@ -628,18 +674,11 @@ def _no_filesystem_probing() -> Iterator[None]:
     library _ped is linked with; when it cannot be reached, probing simply stays. The list is put back
     as it was (libparted's own clean-up at exit unregisters every type and asserts that each is there)."""
     taken: list[int] = []
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
-        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
-        register = lib.ped_file_system_type_register
-    except (OSError, AttributeError, ImportError):
+    calls = _fs_type_calls()
+    if calls is None:
         yield
         return
-    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
-    register.restype, register.argtypes = None, [ctypes.c_void_p]
+    get_next, unregister, register = calls
     try:
         while len(taken) < 256 and (fs_type := get_next(None)):  # libparted 3.5 has about twenty
             unregister(fs_type)

@@ -4,7 +4,6 @@ through ``read_bytes``."""
 
 from __future__ import annotations
 
-import uuid
 import zlib
 from dataclasses import dataclass
 
@@ -54,6 +53,13 @@ class GptHeader:
     entries_crc: int = 0
 
 
+def guid_text(raw: bytes) -> str:
+    """A GUID as stored on disk (its first three fields little-endian) in its usual upper-case text, as
+    ``str(uuid.UUID(bytes_le=raw)).upper()`` writes it (without importing uuid, which imports platform)."""
+    h = (raw[3::-1] + raw[5:3:-1] + raw[7:5:-1] + raw[8:16]).hex().upper()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def parse_gpt_header(raw: bytes, lba: int) -> GptHeader:
     if len(raw) < 92 or raw[:8] != b"EFI PART":
         return GptHeader(lba, False, "no GPT signature")
@@ -71,7 +77,7 @@ def parse_gpt_header(raw: bytes, lba: int) -> GptHeader:
         backup=int.from_bytes(raw[32:40], "little"),
         first_usable=int.from_bytes(raw[40:48], "little"),
         last_usable=int.from_bytes(raw[48:56], "little"),
-        disk_guid=str(uuid.UUID(bytes_le=raw[56:72])).upper(),
+        disk_guid=guid_text(raw[56:72]),
         entries_lba=int.from_bytes(raw[72:80], "little"),
         entry_count=int.from_bytes(raw[80:84], "little"),
         entry_size=int.from_bytes(raw[84:88], "little"),
@@ -100,8 +106,8 @@ def parse_gpt_entries(raw: bytes, count: int, size: int) -> list[GptEntry]:
         out.append(
             GptEntry(
                 i + 1,
-                str(uuid.UUID(bytes_le=e[0:16])).upper(),
-                str(uuid.UUID(bytes_le=e[16:32])).upper(),
+                guid_text(e[0:16]),
+                guid_text(e[16:32]),
                 int.from_bytes(e[32:40], "little"),
                 int.from_bytes(e[40:48], "little"),
                 e[56:128].decode("utf-16-le", "replace").rstrip("\0"),

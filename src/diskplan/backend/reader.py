@@ -15,11 +15,13 @@ than one sector.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
 from dataclasses import replace
 
-from diskplan.backend import gptcheck, hybrid, probe, rawtable
+from diskplan.backend import gptcheck, hybrid, probe, rawtable, readahead
 from diskplan.backend.gptattrs import with_raw_attributes
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
+from diskplan.backend.readahead import ReadError, start
 from diskplan.model import tablefindings as tf
 from diskplan.model.codes import (
     EBR_CHAIN_DAMAGED,
@@ -40,14 +42,7 @@ from diskplan.model.units import MiB
 SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 
 
-class ReadError(Exception):
-    """Nothing to plan on (cannot open, or smaller than one sector): ``str(exc)`` is one line."""
-
-
-def _read(path: str) -> Disk:
-    from diskplan.backend.libparted import read_disk  # imported in the child only: keeps start-up light
-
-    return read_disk(path)
+__all__ = ["ReadError", "read", "read_here", "read_many", "survey"]  # ReadError lives in readahead, light to import
 
 
 def _failure_reason(exc: IsolatedFailure) -> str:
@@ -63,19 +58,69 @@ def _failure_reason(exc: IsolatedFailure) -> str:
 
 
 def read(path: str, timeout: float = 30.0) -> Disk:
+    (found,) = read_many([path], timeout)
+    if isinstance(found, ReadError):
+        raise found
+    return found
+
+
+def read_many(
+    paths: Sequence[str], timeout: float = 30.0, lanes: int = 1, filesystems: bool = True
+) -> Generator[Disk | ReadError, None, None]:
+    """Each path's Disk (or the ReadError saying why there is nothing to plan on), in order. libparted's
+    reads start at once, before the first is asked for, in ``lanes`` children side by side; each child
+    reads its share one after another (``isolate.IsolatedMap``), each read bounded by ``timeout``.
+    ``filesystems=False``: partitions are not probed for filesystems (their ``fs`` stays empty)."""
+    return survey(paths, start(paths, timeout, lanes, filesystems))
+
+
+def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | ReadError, None, None]:
+    """Each path's Disk from libparted's answer in ``reads`` (readahead.start of the same paths) and this
+    process's own checks, or the ReadError saying why there is nothing to plan on."""
+    answers = iter(reads)
+
+    def disks() -> Generator[Disk | ReadError, None, None]:
+        try:
+            for path in paths:
+                answer = next(answers)  # (asked for even when unused: the answers come in order)
+                facts = _facts(path)
+                if isinstance(facts, ReadError):
+                    yield facts
+                elif isinstance(answer, IsolatedFailure):
+                    yield _Survey(path, facts).finish(None, _failure_reason(answer))
+                else:
+                    yield _Survey(path, facts).finish(answer, "")
+        finally:
+            answers.close()  # every child reaped now (or stopped, when the caller stopped asking)
+
+    return disks()
+
+
+def read_here(path: str, filesystems: bool = True) -> Disk | ReadError:
+    """``read`` with libparted in this very process: only for a process that is itself an isolated child
+    (``check`` of many disks runs whole checks in children). A libparted crash ends this process; its
+    parent must then read the disk again its own way. What libparted raises is said as ``read`` says it."""
+    facts = _facts(path)
+    if isinstance(facts, ReadError):
+        return facts
+    try:
+        disk: Disk | None = readahead.read(path, filesystems)
+        failure = ""
+    except Exception as exc:  # as isolate reports what a child raised
+        disk, failure = None, _failure_reason(IsolatedFailure(str(exc) or type(exc).__name__,
+                                                              error_type=type(exc).__name__))
+    return _Survey(path, facts).finish(disk, failure)
+
+
+def _facts(path: str) -> probe.DeviceFacts | ReadError:
     try:
         facts = probe.device_facts(path)
     except OSError as exc:
-        raise ReadError(f"cannot open it: {exc.strerror or exc}") from exc
+        return ReadError(f"cannot open it: {exc.strerror or exc}")
     if facts.sectors == 0:
         what = "empty (0 bytes)" if facts.size_bytes == 0 else f"{facts.size_bytes} B, less than one sector"
-        raise ReadError(f"it is {what}: there is nothing to read and no room for a table")
-    try:
-        disk: Disk | None = run_isolated(_read, path, timeout=timeout)
-        failure = ""
-    except IsolatedFailure as exc:
-        disk, failure = None, _failure_reason(exc)
-    return _Survey(path, facts).finish(disk, failure)
+        return ReadError(f"it is {what}: there is nothing to read and no room for a table")
+    return facts
 
 
 class _Survey:

@@ -12,6 +12,7 @@ same path (messages name it as the user did), no neighbours. Nothing outside the
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import stat
 import sys
@@ -25,7 +26,13 @@ MNT_DETACH = 2
 # Directories a child may still need while it reads (libparted reads /sys and /proc; /dev holds devices).
 NEEDED = frozenset(("/", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/lib"))
 
-_alone: set[str] = set()
+_namespace = False  # this process has its mount namespace (made once: user namespaces nest only so deep)
+_alone = ""  # the image now alone in its directory in this process ("" when none)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _own_namespace(libc: ctypes.CDLL) -> bool:
@@ -45,31 +52,41 @@ def _own_namespace(libc: ctypes.CDLL) -> bool:
     return True
 
 
+@functools.cache
+def _python_places() -> tuple[str, ...]:
+    """Where this Python imports from (resolved once: a child reading many images asks for each)."""
+    # (Not all of sys.path: `python -m` puts the working directory there, where images often are.)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))  # what holds the diskplan package
+    return tuple(os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, here))
+
+
 def _holds_python(directory: str) -> bool:
     """The directory holds (or is above) what this Python may still import: hiding it would break that."""
     inside = directory.rstrip("/") + "/"
-    # (Not all of sys.path: `python -m` puts the working directory there, where images often are.)
-    here = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))  # what holds the diskplan package
-    places = (sys.prefix, sys.base_prefix, here)
-    return any(os.path.realpath(p) == directory or os.path.realpath(p).startswith(inside) for p in places)
+    return any(p == directory or p.startswith(inside) for p in _python_places())
 
 
 def stand_alone(path: str) -> bool:
     """Make the regular file ``path`` the only entry of its directory, for this process and its children
     only. Call it in a forked child that runs libparted, never in the main process. True when done;
-    False (nothing changed) when ``path`` is not a regular file or the kernel does not allow it."""
+    False (nothing changed) when ``path`` is not a regular file or the kernel does not allow it. A child
+    that reads several images calls it for each: the directory of the one before is shown again first."""
+    global _namespace, _alone
     real = os.path.realpath(path)
-    if real in _alone:
+    if real == _alone:
         return True
+    libc = _libc()
+    show_again()  # the image before's neighbours (one may be this image)
     directory = os.path.dirname(real)
     try:
         if not stat.S_ISREG(os.stat(real).st_mode) or directory in NEEDED or _holds_python(directory):
             return False
     except OSError:
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    if not _own_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
-        return False  # (a new namespace that is not yet slave could share our mounts: stop there)
+    if not _namespace:
+        if not _own_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
+            return False  # (a new namespace that is not yet slave could share our mounts: stop there)
+        _namespace = True
     try:  # opened in the new namespace: a bind mount's source must belong to it
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -86,5 +103,14 @@ def stand_alone(path: str) -> bool:
             return False
     finally:
         os.close(fd)
-    _alone.add(real)
+    _alone = real
     return True
+
+
+def show_again() -> None:
+    """The directory of the image ``stand_alone`` hid the neighbours of, as it is (for whatever this process
+    opens next: another image of that directory, say)."""
+    global _alone
+    if _alone:
+        _libc().umount2(os.path.dirname(_alone).encode(), MNT_DETACH)
+        _alone = ""

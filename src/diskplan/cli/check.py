@@ -9,24 +9,21 @@ Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the othe
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
-
-from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
-from diskplan.model.extent import Role
-from diskplan.model.geometry import Geometry
-from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION, Report, build_report, report_json
+from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target_here, open_targets
 from diskplan.model.safetext import safe
-from diskplan.model.stackfindings import walk_lines
-from diskplan.model.toolsay import tools_say
-from diskplan.model.units import human_bytes
 
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
+# Most of the model and the output's modules (checkjson, checktext) are imported once the reads have
+# started (``checked``): they run in their children meanwhile.
+if TYPE_CHECKING:
+    from diskplan.model.disk import Disk
+    from diskplan.model.geometry import Geometry
+    from diskplan.model.report import Report
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,193 +40,127 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """rich would exit with status 1, which means "findings" here: main ends quietly instead."""
-        raise BrokenPipeError
+MAX_LANES = 8  # reading children at most, one per core
+FLEET = 16  # from this many targets on, the children run whole checks, not only libparted's reads
+CHECK_TIMEOUT = 60.0  # seconds for one target's whole check in a child (its read alone has 30)
 
 
-def _yes(ok: bool) -> Text:
-    return Text("yes", style="green") if ok else Text("NO", style="bold red")
+def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Report | None, Geometry | None, str]]:
+    """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
+    could not be read). The report judges the geometry with the user's overrides; what the other tools would
+    say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
+    probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
+    The reads begin when this is called; the rest of the reader, the report and the output's modules are
+    imported while they run."""
+    # What the reading children build their answers with, imported once here (they inherit it; on a busy
+    # machine the cores are not free to import it side by side); the rest comes while they read.
+    import diskplan.backend.gptcheck
+    import diskplan.model.disk  # noqa: F401
+
+    opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
+    return (_reported(opened, args) for opened in opening)
 
 
-NOT_JUDGED = Text("-", style="dim")  # an extended partition: a container, its logical partitions are judged
+def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
+    from diskplan.model.report import build_report
 
-
-def render(report: Report, console: Console, reported: Geometry | None = None) -> None:
-    """``reported``: the geometry as the device reports it, which the other tools see (default: the report's)."""
-    disk, geom = report.disk, report.disk.geometry
-    # Every string from the disk (its path, names, messages) goes through safe() and into Text, never
-    # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
-    console.print(Text.assemble(
-        (safe(disk.source), "bold"),
-        f": {geom.sectors} sectors × {geom.logical} B = {human_bytes(geom.size_bytes)}, "
-        f"physical block {geom.physical} B, alignment offset {geom.alignment_offset} B, "
-        f"table {disk.table.label or 'none'}",
-    ))
-    g = report.grain
-    console.print(
-        f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
-        + (f", offset {g.offset}s" if g.offset else "")
-    )
-    console.print(Text(f"starts judged by: {geom.page_rule()}"))
-    if report.partitions:
-        t = RichTable(box=None, pad_edge=False, header_style="bold")
-        for col in ("#", "start", "end", "size"):
-            t.add_column(col, justify="right")
-        t.add_column("name")
-        t.add_column("physical")
-        t.add_column("grain")
-        t.add_column("findings")
-        for r in report.partitions:
-            p = r.partition
-            t.add_row(
-                str(p.number),
-                f"{p.start}s",
-                f"{p.end}s",
-                human_bytes(p.size * geom.logical),
-                Text(safe(p.name) or p.role.value),
-                *((NOT_JUDGED, NOT_JUDGED) if p.role is Role.EXTENDED
-                  else (_yes(r.aligned_physical), _yes(r.aligned_grain))),
-                ", ".join(f.code for f in r.findings) or "-",
-            )
-        console.print(t)
-    for number, layers in disk.stacks:
-        where = f"partition {number}" if number else "whole disk"
-        start = next((p.start for p in disk.table.partitions if p.number == number), 0)
-        for line in walk_lines(geom, start, layers, where[0].upper() + where[1:]):
-            console.print(Text(f"  {safe(line)}", style="dim"))
-    for f in report.all_findings:
-        where = f"partition {f.partition}" if f.partition is not None else "table"
-        console.print(Text.assemble((f"{f.severity}", SEVERITY_STYLE[f.severity]),
-                                    f" {where}: {safe(f.message)} [{f.code}]"))
-        for line in f.explanation:
-            console.print(Text(f"    {safe(line)}"))
-    render_tools(report, console, reported or geom)
-    if not report.all_findings:
-        console.print("[green]No findings: every partition is aligned.[/]")
-
-
-def render_tools(report: Report, console: Console, reported: Geometry) -> None:
-    """What parted, fdisk and sgdisk would print about each partition (model.toolsay)."""
-    says = tools_say(reported, report.disk.table)
-    if not says:
-        return
-    console.print(Text("what the tools say (from the geometry the device reports):", style="bold"))
-    target = safe(report.disk.source)
-    for number, say in says.items():
-        console.print(Text(f"  partition {number}:"))
-        for line in say.lines(target):
-            console.print(Text(f"    {line}"))
-
-
-def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
-    """``check --json``: each partition gets a ``tools`` object (README.md)."""
-    out = report_json(report)
-    says = tools_say(reported, report.disk.table)
-    partitions = out["partitions"]
-    assert isinstance(partitions, list)  # report_json's dicts, one per partition
-    for p in partitions:
-        p["tools"] = says[int(p["number"])].as_json()
-    return out
-
-
-def console() -> Console:
-    """On a terminal, lines fit its width; piped, they are never wrapped (rich would cut them at 80
-    columns, arithmetic included, and a script reads whole lines)."""
-    if sys.stdout.isatty():
-        return _Console(highlight=False)
-    return _Console(highlight=False, soft_wrap=True, width=1 << 16)
-
-
-def _raw_entries(report: Report, doc: dict[str, object]) -> None:
-    """Each GPT partition's unique GUID and its 64 attribute bits, from the raw entries (libparted gives neither)."""
-    from diskplan.backend.gptattrs import raw_entries
-    from diskplan.backend.gptcheck import check_gpt
-
-    disk = report.disk
-    if disk.table.label != "gpt":
-        return
-    entries = raw_entries(disk.table, check_gpt(disk.source, disk.geometry.logical, disk.geometry.sectors))
-    partitions = doc["partitions"]
-    assert isinstance(partitions, list)
-    for part in partitions:
-        e = entries.get(part["number"])
-        if e is not None:
-            part["guid"], part["attribute_bits"] = e.part_guid, f"0x{e.attributes:016x}"
-
-
-def check_one(target: str, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
-    """(the report, the geometry as the device reports it, "") or (None, None, why the target could not be read).
-    The report judges the geometry with the user's overrides; what the other tools would say uses the reported one."""
     try:
-        as_read = open_target(target)
-        disk = apply_overrides(as_read, args)
+        disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
     except TargetError as exc:
-        return None, None, str(exc)
-    return build_report(disk), as_read.geometry, ""
+        disk = exc
+    if isinstance(disk, TargetError) or isinstance(opened, TargetError):
+        return None, None, str(disk)
+    return build_report(disk), opened.geometry, ""
 
 
-def _json_result(target: str, args: argparse.Namespace) -> tuple[int, dict[str, object] | None, str]:
-    """(exit status, the report's JSON object or None, why it could not be read)."""
-    report, reported, error = check_one(target, args)
-    if report is None or reported is None:
-        return 2, None, error
-    doc = tools_json(report, reported)
-    _raw_entries(report, doc)
-    return (1 if report.all_findings else 0), doc, ""
+def _whole_check(args: argparse.Namespace, as_json: bool, target: str) -> object:
+    """In a child: one target's whole check, as ``checked`` gives it, or with ``as_json`` its json_result."""
+    from diskplan.backend.gptcheck import one_look
+
+    with one_look():  # libparted's types, the survey and the JSON read the GPT once
+        result = _reported(open_target_here(target, filesystems=False), args)
+        if not as_json:
+            return result
+        from diskplan.cli.checkjson import json_result
+
+        return json_result(result)
 
 
-def _json_group(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
-    return [_json_result(t, args) for t in targets]
+def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: bool) -> Iterator[Any]:
+    """What ``checked`` gives (``json_result``'s of it with ``as_json``), each target checked whole in one of
+    the children, one per core, that take the targets in turn (isolate.IsolatedMap): this process only
+    gathers the answers. A target whose child crashed or hung is checked again here, the usual way."""
+    # What a whole check imports, imported once here: every child inherits it instead of importing it again
+    # (on a busy machine the cores are not free to do that side by side).
+    import diskplan.backend.libparted
+    import diskplan.backend.reader
+    import diskplan.backend.stack
+    import diskplan.cli.checkjson
+    import diskplan.discovery.topology
+    import diskplan.model.stackfindings  # noqa: F401
+    from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
 
+    lanes = min(os.cpu_count() or 1, MAX_LANES)
+    answers = iter(IsolatedMap(functools.partial(_whole_check, args, as_json), targets, timeout=CHECK_TIMEOUT,
+                               lanes=lanes))
 
-def _json_results(targets: list[str], args: argparse.Namespace) -> list[tuple[int, dict[str, object] | None, str]]:
-    """Every target's result, in order. Many targets are split between forked workers, one per core: each read
-    spends most of its time in its own libparted child, so they overlap."""
-    from diskplan.backend.isolate import IsolatedFailure, start_isolated
-
-    workers = min(os.cpu_count() or 1, len(targets) // 16, 8)
-    if workers < 2:
-        return _json_group(targets, args)
-    groups = [targets[i::workers] for i in range(workers)]
-    children = [start_isolated(_json_group, g, args) for g in groups]
-    results: list[list[tuple[int, dict[str, object] | None, str]]] = []
-    for group, child in zip(groups, children, strict=True):
+    def results() -> Iterator[Any]:
         try:
-            results.append(child.result(timeout=60 + 40 * len(group)))
-        except IsolatedFailure as exc:
-            results.append([(2, None, f"the check failed: {exc.reason}")] * len(group))
-    out: list[tuple[int, dict[str, object] | None, str]] = [(2, None, "")] * len(targets)
-    for w, rows in enumerate(results):
-        out[w::workers] = rows
-    return out
+            for target in targets:
+                answer = next(answers)
+                if isinstance(answer, IsolatedFailure):
+                    (answer,) = checked([target], args)
+                    if as_json:
+                        from diskplan.cli.checkjson import json_result
+
+                        answer = json_result(answer)
+                yield answer
+        finally:
+            answers.close()
+
+    return results()
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    if len(args.target) > 1:  # each read runs in a forked child: imported once here, every child inherits it
-        import diskplan.backend.libparted  # noqa: F401
-    if args.json:
-        results = _json_results(args.target, args)
-        for _, _, error in results:
-            if error:
-                print(f"diskplan check: {safe(error)}", file=sys.stderr)
-        codes = [code for code, _, _ in results]
-        if len(args.target) == 1:
-            if results[0][1] is not None:
-                print(json.dumps(results[0][1], indent=2))
-        else:  # one document for all of them, its status the worst of theirs
-            print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
-                              "disks": [doc for _, doc, _ in results if doc is not None],
-                              "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
-                                                                                          strict=True) if e],
-                              "status": max(codes)}, indent=2))
-        return max(codes)
+    many = len(args.target) >= FLEET
+    # The reads (or whole checks) run from here on, while the output's modules are imported.
+    reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args)
+    from diskplan.backend.gptcheck import one_look
+
+    with one_look():  # this process writes nothing: the survey and the JSON read each GPT once
+        return _json_output(args, reports, many) if args.json else _text_output(reports)
+
+
+def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
+    import json
+
+    from diskplan.cli.checkjson import json_result
+    from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
+
+    results = list(reports) if many else [json_result(r) for r in reports]
+    for _, _, error in results:
+        if error:
+            print(f"diskplan check: {safe(error)}", file=sys.stderr)
+    codes = [code for code, _, _ in results]
+    if len(args.target) == 1:
+        if results[0][1] is not None:
+            print(json.dumps(results[0][1], indent=2))
+    else:  # one document for all of them, its status the worst of theirs
+        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                          "disks": [doc for _, doc, _ in results if doc is not None],
+                          "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                      strict=True) if e],
+                          "status": max(codes)}, indent=2))
+    return max(codes)
+
+
+def _text_output(reports: Iterator[tuple[Report | None, Geometry | None, str]]) -> int:
+    from diskplan.cli.checktext import console, render
+
     codes = []
     out = console()
-    for i, target in enumerate(args.target):
-        report, reported, error = check_one(target, args)
+    for i, (report, reported, error) in enumerate(reports):
         if report is None or reported is None:
             print(f"diskplan check: {safe(error)}", file=sys.stderr)
             codes.append(2)

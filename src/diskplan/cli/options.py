@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING
 
-from diskplan.model.sizes import Amount, SizeError, parse_option
-from diskplan.model.stackfindings import with_stack_findings
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
     from diskplan.backend.write import Host
     from diskplan.model.disk import Disk
+    from diskplan.model.sizes import Amount
 
 
 class TargetError(Exception):
@@ -21,6 +19,8 @@ class TargetError(Exception):
 def _size(text: str) -> Amount:
     """The planner's size parser (model.sizes): ``100M`` is refused as ambiguous there and here, ``3s`` is
     three sectors of the disk's own size; a bare number is bytes (``--physical-block 4096``)."""
+    from diskplan.model.sizes import SizeError, parse_option
+
     try:
         return parse_option(text)
     except SizeError as exc:
@@ -50,6 +50,8 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
+    from diskplan.model.stackfindings import with_stack_findings
+
     ss = disk.geometry.logical
 
     def nbytes(amount: Amount | None) -> int | None:
@@ -71,19 +73,76 @@ def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
 
 def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
     """Read ``path`` with its sysfs topology, then the user's overrides."""
+    (opened,) = open_targets([path], args)
+    if isinstance(opened, TargetError):
+        raise opened
+    return opened
+
+
+def open_targets(
+    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True
+) -> Generator[Disk | TargetError, None, None]:
+    """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
+    of them all start at once, in ``lanes`` children side by side (backend.reader.read_many);
+    ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty)."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
+    from diskplan.backend import readahead
     from diskplan.backend.filekind import target_problem
-    from diskplan.backend.reader import ReadError, read
-    from diskplan.backend.stack import read_stacks
-    from diskplan.discovery.topology import topology
+
+    problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
+    readable = [path for path, why in zip(paths, problems, strict=True) if not why]
+    reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
+    # The reads run in their children while the rest of the reader, and the model, are imported here.
+    from diskplan.backend.reader import ReadError, survey
+
+    disks = survey(readable, reads)
+
+    def one(path: str, problem: str | None) -> Disk | TargetError:
+        if problem:
+            return TargetError(problem)
+        disk = next(disks)
+        if isinstance(disk, ReadError):
+            return TargetError(f"{path}: {disk}")
+        try:
+            return _dressed(path, disk, args)
+        except TargetError as exc:
+            return exc
+
+    def opened() -> Generator[Disk | TargetError, None, None]:
+        try:
+            for path, problem in zip(paths, problems, strict=True):
+                yield one(path, problem)
+        finally:
+            disks.close()
+
+    return opened()
+
+
+def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
+    """``open_target`` with libparted in this very process (backend.reader.read_here): only in a process
+    that is itself an isolated child."""
+    from diskplan.backend.filekind import target_problem
+    from diskplan.backend.reader import ReadError, read_here
 
     problem = target_problem(path)
     if problem:
-        raise TargetError(problem)
+        return TargetError(problem)
+    disk = read_here(path, filesystems)
+    if isinstance(disk, ReadError):
+        return TargetError(f"{path}: {disk}")
     try:
-        disk = read(path)
-    except ReadError as exc:
-        raise TargetError(f"{path}: {exc}") from exc
+        return _dressed(path, disk, None)
+    except TargetError as exc:
+        return exc
+
+
+def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
+    """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
+    from dataclasses import replace
+
+    from diskplan.backend.stack import read_stacks
+    from diskplan.discovery.topology import topology
+
     topo = topology(path)
     if topo is not None:
         geom = replace(

@@ -69,6 +69,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-color", "--no-colour", dest="mono", action="store_const", const=True,
                    help="draw without colour: partitions by their number, the cursor in reverse video "
                    "(automatic with NO_COLOR or a monochrome TERM)")
+    p.add_argument("--theme", metavar="NAME",
+                   help="Textual colour theme for this run (e.g. nord, gruvbox, textual-light); without it, the "
+                   "theme last chosen in the command palette (ctrl+p, Theme), remembered in "
+                   "$XDG_CONFIG_HOME/diskplan/settings.json. The console profile keeps its 16 colours")
     add_overrides(p)
 
 
@@ -172,11 +176,22 @@ def list_demos() -> None:
     print(f"\nOpen one with: diskplan --demo NAME (default {demos.DEFAULT})")
 
 
+def unknown_theme(name: str) -> str:
+    """Why ``--theme NAME`` cannot be used ("" when it can), with the names that can."""
+    from diskplan.ui.settings import theme_names
+
+    names = theme_names()
+    return "" if name in names else f"unknown theme {safe(name)!r}; the themes are: {', '.join(names)}"
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     if args.list_demos:
         list_demos()
         return 0
+    if args.theme is not None and (why := unknown_theme(args.theme)):
+        print(f"diskplan: {why}", file=sys.stderr)
+        return 2
     start: tuple[str, str] | None
     if args.demo is not None:
         if args.target:
@@ -206,11 +221,11 @@ def main(argv: list[str]) -> int:
         return 2
 
     return run_planner(CliSource(args), start, console=console_wanted(os.environ, args.console),
-                       mono=mono_wanted(os.environ, args.mono), exercise=args.exercise)
+                       mono=mono_wanted(os.environ, args.mono), exercise=args.exercise, theme=args.theme)
 
 
 def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bool, mono: bool,
-                served: bool = False, exercise: bool = False) -> int:
+                served: bool = False, exercise: bool = False, theme: str | None = None) -> int:
     """Run the planner on ``source`` until it quits; ``served``: in a browser (cli/serve.py), where the
     terminal is a web page and neither devices nor files of the server's are offered."""
     # Start-up allocates many objects that live as long as the program (modules, classes, styles, widgets):
@@ -221,9 +236,13 @@ def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bo
     if start is not None:
         source.prefetch(*start)
     from diskplan.ui.app import PlannerApp  # Textual only when the planner really starts
+    from diskplan.ui.settings import Settings
 
     gc.freeze()  # what is imported stays: never scanned again
-    app = PlannerApp(source, start, console=console, mono=mono, served=served, exercise=exercise)
+    # Served, a browser's theme is not the server's to remember (no settings: nothing is saved).
+    settings = None if served else Settings.from_env(os.environ)
+    app = PlannerApp(source, start, console=console, mono=mono, served=served, exercise=exercise, theme=theme,
+                     settings=settings)
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: app.exit(1))

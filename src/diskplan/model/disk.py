@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
-from diskplan.model.repair import GptRepair
-from diskplan.model.stack import Layer
 from diskplan.model.table import Table
+
+if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk without importing them
+    from diskplan.model.findings import Finding
+    from diskplan.model.repair import GptRepair
+    from diskplan.model.stack import Layer
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ libparted's commit (backend.gptpatch).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -45,6 +46,7 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+@functools.lru_cache(maxsize=1024)  # a table names the same few types again and again
 def lookup(text: str) -> PartType | None:
     """Find a type by name ("linux swap", "esp"-like short names), GUID, or MBR id ("0x82", "82")."""
     key = _norm(text)

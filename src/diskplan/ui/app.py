@@ -56,11 +56,13 @@ from diskplan.ui.target import Source, Target, why_not_writable
 
 if TYPE_CHECKING:  # the commit, the pickers and the help are imported when first used, not before the first frame
     from textual.notifications import SeverityLevel
+    from textual.theme import Theme
 
     from diskplan.backend.write import Host
     from diskplan.discovery.udev import DiskInfo
     from diskplan.model.disk import Disk
     from diskplan.model.findings import Finding
+    from diskplan.ui.settings import Settings
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
 # (an xterm title; scripts/bench_floor.py writes the same).
@@ -180,10 +182,16 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         mono: bool = False,
         served: bool = False,
         exercise: bool = False,
+        theme: str | None = None,
+        settings: Settings | None = None,
     ) -> None:
         """``mono``: draw without colour (--no-color, a monochrome terminal); NO_COLOR does it too.
         ``served``: served to browsers (diskplan serve): the device picker and plan files are absent.
-        ``exercise``: open demos as exercises (--exercise)."""
+        ``exercise``: open demos as exercises (--exercise).
+        ``theme``: for this run (--theme); otherwise the one ``settings`` remembers, where a theme chosen in
+        the command palette is remembered. The console profile keeps its 16 colours (ansi-dark) whatever
+        either says: the Linux console has no others, and a theme made of RGB colours would be approximated
+        there, often unreadably."""
         super().__init__()
         self.served = served
         self.exercise_wanted = exercise
@@ -217,8 +225,11 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         self._confirming: list[Screen[object]] = []  # screens asking for consent: no toast may cover them
         self._held: list[tuple[str, str, SeverityLevel, float | None]] = []  # toasts raised meanwhile
         self.after_first_disk: Callable[[], None] | None = None  # called once the first disk is drawn
+        self.settings = settings
         if console:
             self.theme = "ansi-dark"
+        elif (wanted := theme or (settings.theme if settings else None)) in self.available_themes:
+            self.theme = wanted  # (a remembered theme this Textual no longer has is ignored)
         # CONSOLE_CSS is parsed and matched only where it applies; Textual reads self.CSS when it starts
         extra = (CONSOLE_CSS if console else "") + (MONO_CSS if self.mono else "")
         if extra:
@@ -274,6 +285,8 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
             self._console_glyphs.apply()
         if self.mono:
             self.add_class("-mono")
+        if self.settings is not None and not self.console_profile:
+            self.theme_changed_signal.subscribe(self, self._remember_theme)
         self._show_tabs("explain")
         self.query_one(TitleBar).show("", "")
         start = self.start
@@ -286,6 +299,13 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
 
     def on_unmount(self) -> None:
         self._console_glyphs.restore()
+
+    def _remember_theme(self, theme: Theme) -> None:
+        """A theme chosen while the planner runs (the palette's Theme command) is the next run's too."""
+        assert self.settings is not None  # subscribed only with settings
+        why_not = self.settings.remember("theme", theme.name)
+        if why_not:
+            self.notify(why_not, severity="warning")
 
     # --- opening disks --------------------------------------------------------------------------------
 
@@ -793,6 +813,16 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
             self.push_screen(ConsoleCommandPalette(id="--command-palette", placeholder="Search for commands"))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The planner's commands, then Textual's own (Theme, Keys, Screenshot...) but for those ours already
+        has (Quit). No Theme on the console profile: its 16 colours are the only ones it has."""
+        ours = list(self._planner_commands())
+        yield from ours
+        titles = {c.title for c in ours}
+        for command in super().get_system_commands(screen):
+            if command.title not in titles and not (self.console_profile and command.title == "Theme"):
+                yield command
+
+    def _planner_commands(self) -> Iterable[SystemCommand]:
         smap = self.sector_map
         yield SystemCommand("Help", "Keys and map symbols", self.action_help)
         yield SystemCommand("Go to...", "Move the cursor to an LBA, a size, a percentage or a partition",
