@@ -729,7 +729,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
     def action_help(self) -> None:
         from diskplan.ui.screens import HelpScreen
 
-        self.push_screen(HelpScreen(self.glyphs))
+        self.push_screen(HelpScreen(self.glyphs, served=self.served))
 
     def action_goto(self) -> None:
         if self.target is None:

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from diskplan.discovery.udev import DiskInfo, Watcher
 
 
-def help_text(g: Glyphs) -> Content:
+def help_text(g: Glyphs, *, served: bool = False) -> Content:
+    """The keys and symbols; ``served`` (diskplan serve) leaves out what is absent there: the device picker
+    and plan files (PlannerApp.SERVED_ABSENT)."""
     keys = [
         ("Moving", ""),
         ("arrows", "move the cursor one cell / one row"),
@@ -57,7 +59,7 @@ def help_text(g: Glyphs) -> Content:
               "misaligned one)"),
         ("M", "finish an interrupted data move (offered when the disk has an unfinished move journal)"),
         ("R", "repair a damaged GPT copy or a lost protective MBR (offered when the disk needs it; w writes it)"),
-        ("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump"),
+        *([] if served else [("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump")]),
         ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves and "
               "resizes are written on their own, one partition at a time: progress, Esc stops a move at a chunk "
               "boundary (M or `diskplan resume` finishes it). A partition being moved must not be mounted"),
@@ -79,7 +81,7 @@ def help_text(g: Glyphs) -> Content:
         ("Tab", "focus: map, partition list, explanation"),
         ("Enter", "(in the list) jump to that partition"),
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
-        ("d  o", "open a demo disk / pick a device"),
+        ("d", "open a demo disk") if served else ("d  o", "open a demo disk / pick a device"),
         ("k  Enter", "in an exercise (--exercise, x in the demo picker): check the plan / the next step of the "
                      "walk-through"),
         ("Ctrl+P", "command palette: every command by name"),
@@ -144,14 +146,15 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, glyphs: Glyphs) -> None:
+    def __init__(self, glyphs: Glyphs, *, served: bool = False) -> None:
         super().__init__()
         self.glyphs = glyphs
+        self.served = served
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as v:
             v.border_title = "Help (Esc closes)"
-            yield Static(help_text(self.glyphs))
+            yield Static(help_text(self.glyphs, served=self.served))
 
     def action_scroll(self, direction: int) -> None:
         self.query_one(VerticalScroll).scroll_relative(y=direction, animate=False)
