@@ -33,6 +33,7 @@ from diskplan.ui.exercise_mode import ExerciseActions
 from diskplan.ui.explain import blocks_touched, explain, layers_here, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
+    CP437_TEXT,
     KeysFooter,
     StatusLine,
     TitleBar,
@@ -250,7 +251,10 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if self._confirming:
             self._held.append((message, title, severity, timeout))
             return
-        super().notify(safe(message), title=safe(title), severity=severity, timeout=timeout, markup=False)
+        if self.console_profile:  # the model's arithmetic (×, −) as in the panels
+            message, title = message.translate(CP437_TEXT), title.translate(CP437_TEXT)
+        text = "\n".join(safe(line) for line in message.split("\n"))  # a message's own lines stay lines
+        super().notify(text, title=safe(title), severity=severity, timeout=timeout, markup=False)
 
     # --- layout ---------------------------------------------------------------------------------------
 
