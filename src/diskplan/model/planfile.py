@@ -442,6 +442,9 @@ def _relative_spec(label: str, ss: int, wants: tuple[relplan.Want, ...], against
         relplan.check(wants)
     except relplan.RelativeError as exc:
         raise PlanFileError(str(exc)) from exc
+    # The table's own rules (numbering, four msdos primaries, one active) hold on any disk: checked on
+    # placeholders of one sector each, in the file's order, as exact plans are checked when read.
+    _checked(PlanSpec(label, ss, tuple(replace(p, start=1 + i, end=1 + i) for i, p in enumerate(numbered))))
     return PlanSpec(label, ss, (), None, None, None, against, relative=wants)
 
 
