@@ -731,6 +731,9 @@ def parted_word(text: str) -> str | None:
     return None
 
 
+PARTED_FLAGS = ("boot", "legacy_boot", "hidden")  # the flags parted 3.5's `set` knows, of those a plan carries
+
+
 def parted_recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
     """How parted 3.5 writes type ``code``: (fs-type for mkpart, flags to set on, flags to set off); it
     cannot set a GUID or an id directly, only through these."""
@@ -793,7 +796,7 @@ def to_parted(spec: PlanSpec, device: str) -> str:
         lines.append(f"{run} mkpart {kind}{fs_word} {p.start}s {p.end}s")
         flag_on = list(on)
         for f in p.flags:
-            if f in ("boot", "legacy_boot", "hidden"):
+            if f in PARTED_FLAGS:
                 flag_on.append(f)
             else:
                 lines.append(f"# parted 3.5 cannot set {labels.GPT_ATTRIBUTES.get(f, f)} on partition {number}; "
