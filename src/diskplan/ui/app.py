@@ -462,6 +462,13 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
     def refresh_facts(self) -> None:
         self._facts()
 
+    def show_lesson(self) -> None:
+        """The facts (a demo's lesson, an exercise's step) shown from the top, as when the demo opened: the
+        cursor's next move of its own switches to the explanation."""
+        self._lesson_open = True
+        self._opened_at = self.sector_map.cursor_lba
+        self.action_view("facts")
+
     # --- reacting to the map --------------------------------------------------------------------------
 
     @on(SectorMap.CursorMoved)
