@@ -71,9 +71,10 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
                  "(confirmed like a write) / reads only, anywhere"),
         ("Partitions that hold data", ""),
         ("resize", "r (or dragging its [ or ] edge) grows or shrinks it with its filesystem's own tool: "
-                   "resize2fs, xfs_growfs, btrfs, ntfsresize, mkswap, pvresize. The status line says how far a "
-                   "shrink can go (measured on the disk: resize2fs -P, ntfsresize --info...) and the edge stops "
-                   "there. XFS only grows; LUKS and unknown content are refused, with the reason"),
+                   "resize2fs, xfs_growfs, btrfs, ntfsresize, libparted's FAT resizer (as fatresize), mkswap, "
+                   "pvresize. The status line says how far a shrink can go (measured on the disk: resize2fs -P, "
+                   "ntfsresize --info...) and the edge stops there. XFS only grows; LUKS and unknown content are "
+                   "refused, with the reason"),
         ("order", "a shrink resizes the filesystem first, then the table entry; a grow the entry first; the "
                   "start edge moves the data too: a shrink before the move, a grow after it"),
         ("move", "copied in chunks with a journal, read back and compared, the entry rewritten last (its "
