@@ -253,8 +253,10 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
             return
         if self.console_profile:  # the model's arithmetic (×, −) as in the panels
             message, title = message.translate(CP437_TEXT), title.translate(CP437_TEXT)
-        text = "\n".join(safe(line) for line in message.split("\n"))  # a message's own lines stay lines
-        super().notify(text, title=safe(title), severity=severity, timeout=timeout, markup=False)
+        text, title = "\n".join(safe(line) for line in message.split("\n")), safe(title)  # its lines stay lines
+        if any(n.message == text and n.title == title for n in self._notifications):
+            return  # still shown: a key pressed again at a limit does not stack the same refusal
+        super().notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
     # --- layout ---------------------------------------------------------------------------------------
 
