@@ -138,8 +138,9 @@ def test_4_suggested_starts_lie_in_the_usable_area() -> None:
     hdd = Geometry(sectors=M4, rotational=True)
     f = _finding(hdd, Partition(1, 34, M4 - 34), C.START_NOT_GRAIN)
     assert "0s" not in f.message and "Aligned starts nearby: 2048s." in " ".join(f.explanation)
+    assert f.message.endswith("(nearest boundary 2048s)")  # one boundary, in the singular
     mid = _finding(hdd, Partition(1, 3000, M4 - 34), C.START_NOT_GRAIN)
-    assert "2048s or 4096s" in mid.message
+    assert "(nearest boundaries 2048s or 4096s)" in mid.message
 
 
 def test_5_the_dos_lesson_matches_the_pg_test_fsync_experiment() -> None:
