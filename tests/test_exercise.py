@@ -382,3 +382,25 @@ def test_the_numbers_the_goals_quote_are_the_demos_own() -> None:
     extent0 = lvm.partitions[0].start * 512 + lvm.pv.pe_start
     assert f"byte {extent0:,}" in text("lvm-partition")
     assert GOALS["lvm-partition"].steps[1].lba == extent0 // 512  # the walk-through stops on that sector
+
+
+@run
+async def test_at_80x25_each_step_is_read_whole_at_the_top_of_the_facts() -> None:
+    """The status line cuts a step at 80 columns ("... = 1,875,444,164." without the room it leaves), and a
+    cursor move used to switch the panel to the explanation: each step stays in the facts, whole, first."""
+    app = PlannerApp(start=demo("dos-63"), exercise=True)
+    async with app.run_test(size=(80, 25)) as pilot:
+        smap = await started(app, pilot)
+        smap.focus()
+        steps = GOALS["dos-63"].steps
+        for i, step in enumerate(steps[:2]):
+            await pilot.press("enter")
+            await pilot.pause()
+            views = app.query_one(ViewsPanel)
+            assert views.current == "facts" and views.scroll_y == 0
+            head = views.text("facts").split("\n")[:2]
+            assert head == ["Exercise: fix this layout", f"Step {i + 1}/{len(steps)}: {step.text}"], head
+        assert smap.cursor_lba == steps[1].lba
+        smap.move_to(63)  # a move of one's own: the explanation again
+        await pilot.pause()
+        assert app.query_one(ViewsPanel).current == "explain"

@@ -334,3 +334,20 @@ def test_ignition_through_sgdisk_writes_what_apply_writes(tmp_path: pathlib.Path
             assert theirs[1][1] + theirs[1][2] - 1 == SIZE // 512 - 34 and ours[1][1] + ours[1][2] - 1 == 20969471
         for p in (tmp_path / "ours.img", img):
             p.unlink()
+
+
+def test_the_refusal_of_a_relative_plan_offers_only_formats_that_hold_it() -> None:
+    """`a parted script` (not "an"), and Ignition offered only when no size is a percentage (it refuses them)."""
+    from diskplan.cli.export import render
+
+    for fmt, text, offered in (("parted", HALVES, "--format ansible or repart)"),
+                               ("sfdisk", '{"label": "gpt", "partitions": [{"size": "1GiB"}, {"size": "rest"}]}',
+                                "--format ansible, ignition or repart)")):
+        spec = load_plan(text)
+        with pytest.raises(PlanFileError) as exc:
+            render(spec, fmt, "/dev/sda")
+        said = str(exc.value)
+        assert said.startswith(f"{'an' if fmt == 'sfdisk' else 'a'} {fmt} script is in exact sectors") and \
+            said.endswith(offered), said
+        if "ignition" in offered:
+            assert render(spec, "ignition", "/dev/sda")  # what it offers, it prints

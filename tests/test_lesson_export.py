@@ -56,6 +56,10 @@ def test_markdown_has_the_lesson_the_arithmetic_and_the_exercise(name: str) -> N
         assert line in text
     svg = re.search(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)", text)
     assert svg is not None and b"<svg" in base64.b64decode(svg.group(1))
+    lines = text.split("\n")
+    for i, line in enumerate(lines[1:], 1):  # a heading stands apart, as in the rest of the page
+        if line.startswith("#"):
+            assert lines[i - 1] == "", (name, lines[i - 1], line)
 
 
 def test_the_arithmetic_lines_are_the_experiments_numbers() -> None:

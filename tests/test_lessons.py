@@ -138,8 +138,9 @@ def test_4_suggested_starts_lie_in_the_usable_area() -> None:
     hdd = Geometry(sectors=M4, rotational=True)
     f = _finding(hdd, Partition(1, 34, M4 - 34), C.START_NOT_GRAIN)
     assert "0s" not in f.message and "Aligned starts nearby: 2048s." in " ".join(f.explanation)
+    assert f.message.endswith("(nearest boundary 2048s)")  # one boundary, in the singular
     mid = _finding(hdd, Partition(1, 3000, M4 - 34), C.START_NOT_GRAIN)
-    assert "2048s or 4096s" in mid.message
+    assert "(nearest boundaries 2048s or 4096s)" in mid.message
 
 
 def test_5_the_dos_lesson_matches_the_pg_test_fsync_experiment() -> None:
@@ -286,3 +287,17 @@ def test_no_ssd_overrides_sysfs() -> None:
     assert _codes(virtual, Partition(1, 34, M4 - 34))[1] == [C.START_NOT_GRAIN]
     assert "--no-ssd" in " ".join(_finding(Geometry(sectors=M4, rotational=False), Partition(1, 34, M4 - 34),
                                            C.START_NOT_PAGE).explanation)
+
+
+def test_9_the_lvm_exercise_quotes_the_experiment_s_parted_command_and_its_size() -> None:
+    """The lvm-whole-disk exercise asks for what seed 004 did next: `mkpart primary 1MB 6390GB`, so a PV
+    partition of at least 6390 GB - 1 MB (parted's decimal units), stated as 6,389 GB."""
+    from diskplan.model.exercise import GOALS
+
+    text = _text("004")
+    assert "mkpart primary 1MB 6390GB" in text and "pvremove" in text
+    goal = GOALS["lvm-whole-disk"]
+    said = " ".join(goal.task)
+    assert "mkpart primary 1MB 6390GB" in said and "pvremove" in said
+    ((need, _),) = goal.needs
+    assert need <= 6390 * 10**9 - 10**6 and f"{need // 10**9:,} GB" in said

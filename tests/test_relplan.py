@@ -205,3 +205,19 @@ def test_a_share_below_one_grain_is_refused_with_its_size() -> None:
     assert str(exc.value) == ("partition entry 1: 1% of this disk's usable space (47 MiB) is less than one grain "
                               "(2048 sectors): the disk is too small for this plan (it needs 204800 sectors of usable "
                               "space, 100 MiB; this disk has 96256)")
+
+
+@pytest.mark.parametrize(("label", "parts", "refusal"), [
+    ("msdos", [{"size": "20%"}] * 5, "msdos has at most 4 primary partitions"),
+    ("gpt", [{"size": "rest", "number": 200}], "GPT partition numbers go from 1 to 128"),
+    ("msdos", [{"size": "10%", "flags": ["boot"]}, {"size": "rest", "flags": ["boot"]}],
+     "msdos marks one partition active (boot), not 2"),
+])
+def test_a_relative_plan_breaking_the_table_s_own_rules_is_refused_when_read(
+        label: str, parts: list[dict[str, object]], refusal: str) -> None:
+    """The rules no disk changes (numbering, msdos's four primaries, one active partition) hold for relative
+    plans when read too, as for exact ones: `export --format ansible/ignition` does not resolve the plan on a
+    disk, and printed a fifth msdos primary or GPT partition 200."""
+    with pytest.raises(PlanFileError) as exc:
+        load_plan(plan(*parts, label=label))
+    assert "the plan is not a valid table: " in str(exc.value) and refusal in str(exc.value)

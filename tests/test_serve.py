@@ -211,3 +211,24 @@ def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_director
     assert str(seen["backups"]).startswith(ws + "/state/") and str(seen["journals"]).startswith(ws + "/state/")
     assert seen["start"] == ("demo", "dos-63") and seen["served"] is True and seen["console"] is False
     assert not os.path.exists(ws)
+
+
+@run
+async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> None:
+    """Help lists only keys that work: served, `o` and Ctrl+S/Ctrl+O do nothing, so it does not offer them."""
+    from textual.widgets import Static
+
+    from diskplan.ui.screens import HelpScreen
+
+    for served in (True, False):
+        app = PlannerApp(ModelSource(), ("demo", "ssd-gpt-34"), served=served, watch_devices=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await started(app, pilot)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            text = "\n".join(str(w.render()) for w in app.screen.query(Static))
+            assert ("\nd  o\n" in text) != served and ("\nd\n" in text) == served
+            assert "pick a device" not in text if served else "pick a device" in text
+            assert "^s ^o" not in text if served else "save the plan as JSON" in text
+            assert "open a demo disk" in text and "write the plan" in text

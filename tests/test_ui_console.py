@@ -302,3 +302,31 @@ def test_every_explanation_and_fact_of_the_console_profile_is_cp437(name: str) -
     assert any("×" in t or " x " in t for t in texts)  # the arithmetic is there, in the console's letters
     for text in texts:
         assert not not_cp437(text), f"{name}: {sorted(not_cp437(text))}"
+
+
+def test_the_exercise_s_status_lines_and_notes_are_cp437() -> None:
+    """The walk-through's steps and k's verdict quote arithmetic (×, −): on the console, in the status line
+    and the notification too, as in the panels; the notification's lines are lines, not a literal \\n."""
+    from helpers.pilot import status_text
+
+    async def visit() -> tuple[list[str], list[str]]:
+        app = PlannerApp(start=target("dos-63"), console=True, lister=fake_disks, watch_devices=False,
+                         exercise=True)
+        said: list[str] = []
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            app.sector_map.focus()
+            for _ in range(2):  # step 2 quotes 116,741 × 16,065 − 1
+                await pilot.press("enter")
+                await pilot.pause()
+                said.append(status_text(app))
+            await pilot.press("k")
+            await pilot.pause()
+            notes = [str(n.message) + str(n.title) for n in app._notifications]
+        return said, notes
+
+    said, notes = asyncio.run(visit())
+    assert "116,741 x 16,065 - 1" in said[1]
+    assert notes and not not_cp437("".join(said + notes)), not_cp437("".join(said + notes))
+    assert not any("\\n" in n for n in notes), notes

@@ -218,8 +218,10 @@ async def test_refusals_are_notified_with_the_reason_and_change_nothing() -> Non
         existing = s.partitions[2]
         smap.move_to(existing.start)
         before = plan_of(app)
-        await pilot.press("r")  # an existing partition holds data: never resized
-        assert "holds data" in notes(app) and plan_of(app) is before and app.session.drag is None  # type: ignore[union-attr]
+        await pilot.press("r")  # a demo shown from the model has no filesystem to measure: refused, nothing else
+        said = notes(app)
+        assert "partition 3 cannot be resized: this disk is shown from the model" in said and "Enter plans" not in said
+        assert plan_of(app) is before and app.session.drag is None  # type: ignore[union-attr]
         app.clear_notifications()
         await pilot.press("m")  # moved only with its data: said before anything moves; Esc takes it back
         assert "plans a data move" in notes(app) and app.session.drag is not None  # type: ignore[union-attr]

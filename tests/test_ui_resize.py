@@ -207,6 +207,7 @@ async def test_an_xfs_shrink_and_an_unknown_content_are_refused_with_the_reason(
         await pilot.pause()
         said = " ".join(str(n.message) for n in app._notifications)
         assert "partition 2 cannot be resized: it holds no filesystem blkid knows" in said
+        assert "Enter plans it" not in said  # no "resizing it plans..." beside the refusal
         assert app.session.drag is None and not plan_of(app).dirty
 
 

@@ -18,7 +18,7 @@ from diskplan.model.lvmformat import StripedVg, pv_header_pieces
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import UNICODE, Glyphs
 from diskplan.ui.panels import ViewsPanel
-from diskplan.ui.screens import help_text
+from diskplan.ui.screens import help_sections
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
 
@@ -107,8 +107,8 @@ def test_the_map_marks_where_the_pvs_data_begins_and_the_status_line_names_it() 
     assert on.splitlines()[0].count(f"{glyph} layer data") == 1  # the legend explains it
     assert "LBA 4,096" in on and "LVM2 physical volume data begins here (byte 2,097,152)" in on
     assert "LBA 4,097" in off and "begins here" not in off
-    line = next(x for x in help_text(UNICODE).plain.splitlines() if x.strip().startswith(f"'{glyph}'"))
-    assert "data of a layer inside (LVM, LUKS, md) begins here" in line
+    _, legend = help_sections(UNICODE)
+    assert "data of a layer inside (LVM, LUKS, md) begins here" in dict(legend)[f"'{glyph}'"]
 
 
 def test_a_misplaced_pe_start_is_marked_with_the_problem_style(tmp_path: Path) -> None:

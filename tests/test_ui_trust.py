@@ -163,8 +163,8 @@ def test_no_toast_covers_the_write_confirmation(sparse_image, tmp_path, monkeypa
             await started(app, pilot)
             propose(app, 20 * MiB_SECTORS, 16 * MiB_SECTORS)
             # Toasts as long as the ones that covered the dialog, raised just before it opens.
-            for _ in range(3):
-                app.notify("plan saved to /a/rather/long/path/that/fills/the/toast/diskplan-plan.json " * 2,
+            for i in range(3):
+                app.notify(f"plan {i} saved to /a/rather/long/path/that/fills/the/toast/diskplan-plan.json " * 2,
                            title="This table can be repaired", timeout=30)
             await pilot.press("w")
             screen = app.screen
@@ -397,3 +397,22 @@ async def test_at_80_columns_the_list_keeps_the_deletion_mark_whole() -> None:
         row = next(line for line in screen_text(app).splitlines() if f"{home.start:,}s" in line)
         listed = row.split("│")[0].rstrip()
         assert listed.endswith("(del)"), row  # not "home (d"
+
+
+@run
+async def test_the_same_note_again_does_not_stack_a_second_toast() -> None:
+    """A key pressed again at a limit (a shrink at the filesystem's minimum) said the same refusal once per
+    press: at 80x25 four identical toasts covered the map. The same text and title while it is still shown
+    is not raised again; another text is."""
+    app = PlannerApp(start=demo("modern"))
+    async with app.run_test(size=(80, 25), notifications=True) as pilot:
+        await started(app, pilot)
+        app.clear_notifications()
+        for _ in range(4):  # one per key press: each handled before the next
+            app.notify("partition 2 cannot be resized further: stopped at its vfat minimum", title="Refused")
+            await pilot.pause()
+        assert len(app._notifications) == 1
+        app.notify("partition 2 cannot be resized further: stopped at its vfat minimum", title="Other")
+        app.notify("another refusal", title="Refused")
+        await pilot.pause()
+        assert len(app._notifications) == 3

@@ -95,9 +95,12 @@ def render(spec: PlanSpec, fmt: str, device: str) -> str:
     if fmt == "json":
         return to_json(spec)
     if fmt in ("sfdisk", "parted") and spec.relative is not None:
-        raise PlanFileError(f"an {fmt} script is in exact sectors, and this plan's sizes are relative: "
-                            "`diskplan apply PLAN DISK` resolves it on a disk, then `diskplan export DISK` prints "
-                            "it (or use --format ansible, ignition or repart)")
+        # Ignition sizes are MiB, never a share: offered only to a plan without percentages
+        others = "ansible or repart" if any(w.size.percent is not None for w in spec.relative) \
+            else "ansible, ignition or repart"
+        raise PlanFileError(f"{'an' if fmt == 'sfdisk' else 'a'} {fmt} script is in exact sectors, and this plan's "
+                            "sizes are relative: `diskplan apply PLAN DISK` resolves it on a disk, then "
+                            f"`diskplan export DISK` prints it (or use --format {others})")
     if fmt == "sfdisk":
         return to_sfdisk(spec, device)
     if fmt == "parted":

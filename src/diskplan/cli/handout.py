@@ -180,7 +180,7 @@ def markdown(le: Lesson) -> str:
     out += ["", "## The sector map", "", f"![The sector map of {s.name}](data:image/svg+xml;base64,{svg})", "",
             "## Findings and their arithmetic", ""]
     if not le.findings:
-        out.append("No findings: every start is on the grain.")
+        out += ["No findings: every start is on the grain.", ""]
     for f in le.findings:
         out += [f"### {_finding_head(f)}", ""] + [f"- {line}" for line in f.explanation] + [""]
     if goal:

@@ -167,7 +167,7 @@ def _task(spec: PlanSpec, t: _Task, relative: bool) -> list[str]:
         out.append(f"        fs_type: {_q(fs)}")
     flags = list(on)
     for f in p.flags:
-        if f in ("boot", "legacy_boot", "hidden"):
+        if f in planfile.PARTED_FLAGS:
             flags.append(f)
         else:
             out.insert(0, f"    # parted 3.5 cannot set {f} on partition {p.number}; use the sfdisk script")

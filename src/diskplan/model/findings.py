@@ -159,7 +159,8 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | N
         )
     return Finding(
         START_NOT_GRAIN,
-        f"starts off the {human_bytes(gbytes)} grain" + (f" (nearest boundaries {near})" if near else ""),
+        f"starts off the {human_bytes(gbytes)} grain"
+        + (f" (nearest boundar{'ies' if ' or ' in near else 'y'} {near})" if near else ""),
         (
             f"Start: {_start_line(geom, p.start)}; grain {grain.sectors} × {geom.logical} B = {gbytes} B; "
             f"{arith}.",

@@ -442,6 +442,9 @@ def _relative_spec(label: str, ss: int, wants: tuple[relplan.Want, ...], against
         relplan.check(wants)
     except relplan.RelativeError as exc:
         raise PlanFileError(str(exc)) from exc
+    # The table's own rules (numbering, four msdos primaries, one active) hold on any disk: checked on
+    # placeholders of one sector each, in the file's order, as exact plans are checked when read.
+    _checked(PlanSpec(label, ss, tuple(replace(p, start=1 + i, end=1 + i) for i, p in enumerate(numbered))))
     return PlanSpec(label, ss, (), None, None, None, against, relative=wants)
 
 
@@ -728,6 +731,9 @@ def parted_word(text: str) -> str | None:
     return None
 
 
+PARTED_FLAGS = ("boot", "legacy_boot", "hidden")  # the flags parted 3.5's `set` knows, of those a plan carries
+
+
 def parted_recipe(label: str, code: str) -> tuple[str, list[str], list[str]] | None:
     """How parted 3.5 writes type ``code``: (fs-type for mkpart, flags to set on, flags to set off); it
     cannot set a GUID or an id directly, only through these."""
@@ -790,7 +796,7 @@ def to_parted(spec: PlanSpec, device: str) -> str:
         lines.append(f"{run} mkpart {kind}{fs_word} {p.start}s {p.end}s")
         flag_on = list(on)
         for f in p.flags:
-            if f in ("boot", "legacy_boot", "hidden"):
+            if f in PARTED_FLAGS:
                 flag_on.append(f)
             else:
                 lines.append(f"# parted 3.5 cannot set {labels.GPT_ATTRIBUTES.get(f, f)} on partition {number}; "

@@ -33,6 +33,7 @@ from diskplan.ui.exercise_mode import ExerciseActions
 from diskplan.ui.explain import blocks_touched, explain, layers_here, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
 from diskplan.ui.panels import (
+    CP437_TEXT,
     KeysFooter,
     StatusLine,
     TitleBar,
@@ -261,7 +262,12 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if self._confirming:
             self._held.append((message, title, severity, timeout))
             return
-        super().notify(safe(message), title=safe(title), severity=severity, timeout=timeout, markup=False)
+        if self.console_profile:  # the model's arithmetic (×, −) as in the panels
+            message, title = message.translate(CP437_TEXT), title.translate(CP437_TEXT)
+        text, title = "\n".join(safe(line) for line in message.split("\n")), safe(title)  # its lines stay lines
+        if any(n.message == text and n.title == title for n in self._notifications):
+            return  # still shown: a key pressed again at a limit does not stack the same refusal
+        super().notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
     # --- layout ---------------------------------------------------------------------------------------
 
@@ -477,6 +483,13 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
 
     def refresh_facts(self) -> None:
         self._facts()
+
+    def show_lesson(self) -> None:
+        """The facts (a demo's lesson, an exercise's step) shown from the top, as when the demo opened: the
+        cursor's next move of its own switches to the explanation."""
+        self._lesson_open = True
+        self._opened_at = self.sector_map.cursor_lba
+        self.action_view("facts")
 
     # --- reacting to the map --------------------------------------------------------------------------
 
@@ -749,7 +762,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
     def action_help(self) -> None:
         from diskplan.ui.screens import HelpScreen
 
-        self.push_screen(HelpScreen(self.glyphs))
+        self.push_screen(HelpScreen(self.glyphs, served=self.served))
 
     def action_goto(self) -> None:
         if self.target is None:

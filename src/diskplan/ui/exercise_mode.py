@@ -45,6 +45,9 @@ class ExerciseActions(_Base):
         if goal is None:
             return []
         out = [("Exercise: fix this layout\n", "bold")]
+        if self.walk_step:  # the step just taken, whole (the status line cuts it at 80 columns), first
+            out.append((f"Step {self.walk_step}/{len(goal.steps)}: {goal.steps[self.walk_step - 1].text}\n",
+                        "bold"))
         out += [(f"{line}\n", "") for line in goal.task]
         if self.verdict is not None:  # before the steps: what k said is what the student looks for
             style = "$success" if self.verdict.solved else "$warning"
@@ -92,6 +95,7 @@ class ExerciseActions(_Base):
         smap.move_to(step.lba, force=True)  # in view at the new zoom
         self.walk_step = i + 1
         self.refresh_facts()
+        self.show_lesson()  # type: ignore[attr-defined]  # PlannerApp's: the facts stay, the step on top
         self.say(f"Step {i + 1}/{len(goal.steps)}: {step.text}")
 
     def refresh_facts(self) -> None:

@@ -194,6 +194,8 @@ class StatusLine(Widget):
 
     def update(self, status: str) -> None:
         """The status line's text (plain: no markup)."""
+        if getattr(self.app, "console_profile", False):  # the model's arithmetic (×, −) as in the panels
+            status = status.translate(CP437_TEXT)
         if status != self._status:
             self._status = status
             self.refresh(Region(0, 1, self.size.width, 1))  # that line alone: a drag step sends no legend

@@ -326,9 +326,14 @@ class PlanActions(_Base):
             self.notify(self._data_warning(p.number, p.size), title="Moving a partition that holds data",
                         severity="warning", timeout=10)
         elif data and p is not None:
-            self.notify(self._resize_warning(p.number), title="Resizing a partition that holds data",
-                        severity="warning", timeout=10)
-            self.measure([n])
+            number = p.number
+
+            def warn() -> None:  # once measured: a content that cannot be resized is refused instead
+                if self.session is s and s.drag is not None:
+                    self.notify(self._resize_warning(number), title="Resizing a partition that holds data",
+                                severity="warning", timeout=10)
+
+            self.measure([n], warn)
         self.sector_map.select(n)
         self.refresh_bindings()
         self._follow_edge()

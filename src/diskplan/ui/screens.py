@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from diskplan.discovery.udev import DiskInfo, Watcher
 
 
-def help_text(g: Glyphs) -> Content:
+HELP_INTRO = ("Each cell is a run of sectors; the left column is the first LBA of the row. Gridlines appear where "
+              "the zoom is fine enough to show them.")
+
+
+def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The keys (a heading where the text is empty) and the symbols; ``served`` (diskplan serve) leaves out
+    what is absent there: the device picker and plan files (PlannerApp.SERVED_ABSENT)."""
     keys = [
         ("Moving", ""),
         ("arrows", "move the cursor one cell / one row"),
@@ -57,7 +63,7 @@ def help_text(g: Glyphs) -> Content:
               "misaligned one)"),
         ("M", "finish an interrupted data move (offered when the disk has an unfinished move journal)"),
         ("R", "repair a damaged GPT copy or a lost protective MBR (offered when the disk needs it; w writes it)"),
-        ("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump"),
+        *([] if served else [("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump")]),
         ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves and "
               "resizes are written on their own, one partition at a time: progress, Esc stops a move at a chunk "
               "boundary (M or `diskplan resume` finishes it). A partition being moved must not be mounted"),
@@ -65,9 +71,10 @@ def help_text(g: Glyphs) -> Content:
                  "(confirmed like a write) / reads only, anywhere"),
         ("Partitions that hold data", ""),
         ("resize", "r (or dragging its [ or ] edge) grows or shrinks it with its filesystem's own tool: "
-                   "resize2fs, xfs_growfs, btrfs, ntfsresize, mkswap, pvresize. The status line says how far a "
-                   "shrink can go (measured on the disk: resize2fs -P, ntfsresize --info...) and the edge stops "
-                   "there. XFS only grows; LUKS and unknown content are refused, with the reason"),
+                   "resize2fs, xfs_growfs, btrfs, ntfsresize, libparted's FAT resizer (as fatresize), mkswap, "
+                   "pvresize. The status line says how far a shrink can go (measured on the disk: resize2fs -P, "
+                   "ntfsresize --info...) and the edge stops there. XFS only grows; LUKS and unknown content are "
+                   "refused, with the reason"),
         ("order", "a shrink resizes the filesystem first, then the table entry; a grow the entry first; the "
                   "start edge moves the data too: a shrink before the move, a grow after it"),
         ("move", "copied in chunks with a journal, read back and compared, the entry rewritten last (its "
@@ -79,7 +86,7 @@ def help_text(g: Glyphs) -> Content:
         ("Tab", "focus: map, partition list, explanation"),
         ("Enter", "(in the list) jump to that partition"),
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
-        ("d  o", "open a demo disk / pick a device"),
+        ("d", "open a demo disk") if served else ("d  o", "open a demo disk / pick a device"),
         ("k  Enter", "in an exercise (--exercise, x in the demo picker): check the plan / the next step of the "
                      "walk-through"),
         ("Ctrl+P", "command palette: every command by name"),
@@ -113,22 +120,7 @@ def help_text(g: Glyphs) -> Content:
         legend = [(k, v) for k, v in legend if not k.startswith(f"'{g.flagged}'")]
     if g.notice != g.problem:
         legend.insert(2, (f"'{g.notice}'", "where a notice's boundary lies ('!': a finding that costs I/O)"))
-    parts: list[str | tuple[str, str]] = [
-        ("The sector map\n", "bold"),
-        "Each cell is a run of sectors; the left column is the first LBA of the row. Gridlines appear "
-        "where the zoom is fine enough to show them.\n\n",
-    ]
-    for k, v in keys:
-        if not v:
-            parts.append((f"{k}\n", "bold $accent"))
-        else:
-            parts.append((f"  {k:<11}", "bold"))
-            parts.append(f"{v}\n")
-    parts.append(("\nSymbols\n", "bold $accent"))
-    for k, v in legend:
-        parts.append((f"  {k:<18}", "bold"))
-        parts.append(f"{v}\n")
-    return Content.assemble(*parts)
+    return keys, legend
 
 
 class HelpScreen(ModalScreen[None]):
@@ -142,16 +134,33 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen > VerticalScroll {
         width: 90%; max-width: 96; height: 90%; border: solid $accent; background: $surface; padding: 0 1;
     }
+    HelpScreen .help-heading { text-style: bold; color: $accent; }
+    HelpScreen .help-row { height: auto; }
+    HelpScreen .help-key { width: 13; text-style: bold; padding-left: 2; }
+    HelpScreen .help-symbol { width: 20; text-style: bold; padding-left: 2; }
+    HelpScreen .help-text { width: 1fr; }
     """
 
-    def __init__(self, glyphs: Glyphs) -> None:
+    def __init__(self, glyphs: Glyphs, *, served: bool = False) -> None:
         super().__init__()
         self.glyphs = glyphs
+        self.served = served
 
     def compose(self) -> ComposeResult:
+        # One row a key, its text wrapping beside the key column (a hanging indent), not under it.
+        keys, legend = help_sections(self.glyphs, served=self.served)
         with VerticalScroll() as v:
             v.border_title = "Help (Esc closes)"
-            yield Static(help_text(self.glyphs))
+            yield Static("The sector map", classes="help-heading")
+            yield Static(HELP_INTRO + "\n")
+            for column, rows in (("help-key", keys), ("help-symbol", [("", ""), ("Symbols", ""), *legend])):
+                for k, text in rows:
+                    if not text:  # a heading, or an empty line
+                        yield Static(k, classes="help-heading", markup=False)
+                        continue
+                    with Horizontal(classes="help-row"):
+                        yield Static(k, classes=column, markup=False)
+                        yield Static(text, classes="help-text", markup=False)
 
     def action_scroll(self, direction: int) -> None:
         self.query_one(VerticalScroll).scroll_relative(y=direction, animate=False)
