@@ -15,6 +15,7 @@ declare -A need=(
   [pkg-config]=/usr/bin/pkg-config
   [gcc]=/usr/bin/gcc
 )
+declare -A wish=()  # installed when possible; a test that needs one says so and is skipped otherwise
 if [ "$want_test" = 1 ]; then
   need+=([parted]=/usr/sbin/parted [fdisk]=/usr/sbin/sfdisk [gdisk]=/usr/sbin/gdisk [tmux]=/usr/bin/tmux)
   # filesystems the data-move tests create, check and read back (tests/test_move_disk.py)
@@ -24,8 +25,9 @@ if [ "$want_test" = 1 ]; then
   need+=([ntfs-3g]=/usr/sbin/ntfsresize)
   # the storage stack's headers, made by the real tools (tests/test_stack.py); mdadm only reads ours
   need+=([lvm2]=/usr/sbin/pvcreate [cryptsetup-bin]=/usr/sbin/cryptsetup [mdadm]=/usr/sbin/mdadm)
-  # the browser that loads `diskplan serve`'s page (tests/test_serve.py, through Playwright)
-  need+=([chromium]=/usr/lib/chromium/chromium)
+  # the browser that loads `diskplan serve`'s page (tests/test_serve.py, through Playwright): optional, as
+  # some distributions ship it only as a snap; without it that one test is skipped and says why
+  wish+=([chromium]=/usr/lib/chromium/chromium)
   # the fleet formats' referees (tests/test_fleet_formats.py): systemd-repart, and ansible-playbook with the
   # community.general collection (Debian's ansible package bundles it: no Galaxy download)
   need+=([systemd]=/usr/bin/systemd-repart
@@ -61,6 +63,19 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "diskplan needs these Debian packages. Run:" >&2
     echo "    sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
+  fi
+fi
+
+wished=()
+for pkg in "${!wish[@]}"; do
+  [ -e "${wish[$pkg]}" ] || wished+=("$pkg")
+done
+if [ ${#wished[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y -qq --no-install-recommends "${wished[@]}" >/dev/null 2>&1 ||
+      echo "Could not install ${wished[*]}: the tests that need it are skipped, with the reason." >&2
+  else
+    echo "Optional, for a few tests (skipped without): sudo apt-get install -y ${wished[*]}" >&2
   fi
 fi
 
