@@ -229,3 +229,17 @@ def test_a_fat_with_4096_byte_sectors_is_refused_before_libparted_corrupts_it(lo
         check = subprocess.run([*CHECK["vfat"], v], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
         assert "LABEL=MOVED" in run("blkid", "-p", "-o", "export", v)
+
+
+def test_the_planner_is_told_a_4096_byte_fat_cannot_be_resized(tmp_path) -> None:
+    """What the planner measures before a resize says so too (it used to offer a grow that the write refused)."""
+    from diskplan.backend.resize import content_limits
+
+    for sector, resizable in ((4096, False), (512, True)):
+        img = tmp_path / f"fat{sector}.img"
+        with open(img, "wb") as f:
+            f.truncate(64 << 20)
+        run("mkfs.vfat", "-F", "32", "-S", str(sector), "-s", "1", str(img))
+        got = content_limits(str(img), 0, (64 << 20) // 512, 512)
+        assert got.fs == "vfat" and got.grow is resizable, got
+        assert ("512-byte sectors only" in got.why) is not resizable, got.why

@@ -147,7 +147,7 @@ def content_limits(target: str, start: int, sectors: int, sector_size: int) -> L
     try:
         with fscheck.view(target, start * sector_size, sectors * sector_size) as loop:
             fs = fscheck.identify(loop)
-            missing = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+            missing = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs) or tools.unresizable(loop, fs.fs)
             found = fs_limits(fs.fs, None, missing)
             least = tools.minimum(loop, fs.fs) if found.shrink else None
     except (fscheck.CheckError, tools.ResizeError, OSError) as exc:

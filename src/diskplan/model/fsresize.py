@@ -95,7 +95,8 @@ class Limits:
 
 def limits(fs: str, minimum: int | None, missing: str = "") -> Limits:
     """What resizing content ``fs`` allows, given the smallest size its tool reported (``minimum``, bytes)
-    and why its tool cannot run here (``missing``: the tool and its Debian package)."""
+    and why its tool cannot run here (``missing``: the tool and its Debian package, or why the tool must not
+    be given this filesystem)."""
     r, why = resizer(fs)
     if r is None:
         return Limits(fs, False, False, None, f"it holds {why}")
