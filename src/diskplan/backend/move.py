@@ -53,7 +53,7 @@ from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
-from diskplan.backend.movejournal import Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
     Asked,
@@ -574,7 +574,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
     finally:
         j.close()
     refusals: list[str] = []
-    if "done" in marks or "undone" in marks:
+    if set(ENDED) & set(marks):
         refusals.append(f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
     plan = Schedule(h.start, h.to, h.length, h.chunk)
     if rollback:
