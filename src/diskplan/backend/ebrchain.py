@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
 from diskplan.backend.movejournal import fault
-from diskplan.backend.rawtable import mbr_entries
+from diskplan.backend.rawtable import chs, mbr_entries
 from diskplan.model.labels import EXTENDED_IDS
 
 PARKED_TYPE = 0xDA  # "Non-FS data": what a hidden logical entry says it holds
@@ -65,15 +65,6 @@ class Chain:
         if not 0 <= k < len(self.links):
             raise ChainError(f"the EBR chain has no partition {number}")
         return self.links[k]
-
-
-def chs(lba: int) -> bytes:
-    """CHS for the usual 255 heads × 63 sectors geometry; the 'beyond CHS' marker past cylinder 1023."""
-    c, rest = divmod(lba, 255 * 63)
-    if c > 1023:
-        return bytes((0xFE, 0xFF, 0xFF))
-    h, s = divmod(rest, 63)
-    return bytes((h, (s + 1) | ((c >> 2) & 0xC0), c & 0xFF))
 
 
 def read_chain(path: str, sector_size: int) -> Chain:

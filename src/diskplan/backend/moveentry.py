@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain
 from diskplan.backend.gptcheck import GptCopy, check_gpt, header_for
+from diskplan.backend.rawtable import chs
 
 
 class EntryError(Exception):
@@ -145,8 +146,8 @@ def entry_writes(
     mbr = bytearray(bk.read_sectors(path, 0, 1, sector_size))
     base = 446 + 16 * (entry.number - 1)
     mbr[base + 8 : base + 12] = to.to_bytes(4, "little")
-    mbr[base + 1 : base + 4] = ebrchain.chs(to)
-    mbr[base + 5 : base + 8] = ebrchain.chs(to + length - 1)
+    mbr[base + 1 : base + 4] = chs(to)
+    mbr[base + 5 : base + 8] = chs(to + length - 1)
     if ptype is not None:
         mbr[base + 4] = int(ptype, 16) if ptype else 0
     mbr[base + 12 : base + 16] = (length if ptype != "" else 0).to_bytes(4, "little")

@@ -284,3 +284,12 @@ def bsd_label(path: str) -> tuple[int, list[BsdPartition]] | None:
                 parts.append(BsdPartition(i + 1, start, size, fstype))
         return off, parts
     return None
+
+
+def chs(lba: int) -> bytes:
+    """CHS for the usual 255 heads × 63 sectors geometry; the 'beyond CHS' marker past cylinder 1023."""
+    c, rest = divmod(lba, 255 * 63)
+    if c > 1023:
+        return bytes((0xFE, 0xFF, 0xFF))
+    h, s = divmod(rest, 63)
+    return bytes((h, (s + 1) | ((c >> 2) & 0xC0), c & 0xFF))
