@@ -40,7 +40,7 @@ class Ask(ConfirmedByName):
         return f"Type {self.confirm_word} to write test data to bytes {self.first}-{self.end - 1} of {self.target}"
 
 
-def write_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:
+def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:
     """Why test data may not be written to ``target`` (its free space, ``placed``), before asking who uses it."""
     out = []
     if whole_disk(target) != target:

@@ -16,7 +16,7 @@ import argparse
 import os
 import stat
 
-from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, write_refusals
+from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
             refusals = []
         else:
             placed = free_range(disk, need)
-            refusals = write_refusals(path, disk, placed, need)
+            refusals = measure_refusals(path, disk, placed, need)
     dev = device_kind(path)
     console.print(f"{path}: {dev.what}")
     console.print(f"device: {dev.facts()}")

@@ -24,7 +24,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, write_refusals
+from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
 from diskplan.backend.write import Host
 from diskplan.discovery.devicekind import DeviceKind, device_kind
@@ -67,8 +67,8 @@ def where(path: str, disk: Disk, lba: int, read_only: bool, count: int = COUNT) 
             return Where(0, 0, (f"{path} is smaller than the {need // MiB} MiB a measurement reads",))
         return Where(*placed, ())
     placed = free_range(disk, need, at=lba)
-    # write_refusals names a missing range as the whole disk's; here it is the cursor's (said below)
-    refusals = write_refusals(path, disk, placed or (0, need), need)
+    # measure_refusals names a missing range as the whole disk's; here it is the cursor's (said below)
+    refusals = measure_refusals(path, disk, placed or (0, need), need)
     if placed is None:
         free = next((e for e in disk.table.free_regions() if e.start <= lba <= e.end), None)
         if free is None:
