@@ -315,7 +315,7 @@ def two_moves(tmp_path: pathlib.Path, label: str, grow: int = 0) -> tuple[Img, D
 
 @pytest.mark.parametrize("label", ["msdos", "gpt"])
 def test_a_plan_killed_in_its_last_step_is_done_after_resume_and_its_rest_says_so(tmp_path, label) -> None:
-    d, doc, plan = two_moves(tmp_path, label)
+    d, _, plan = two_moves(tmp_path, label)
     killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")  # step 2 (partition 1), read back
     rest = tmp_path / "plan.rest.json"
     assert killed.returncode == -9 and f"the rest of it is saved in {rest}" in killed.stdout, killed.stdout
@@ -353,7 +353,7 @@ def test_a_plan_stopped_between_steps_says_the_one_command_that_finishes_it(tmp_
     """Ctrl+C in step 1's last chunk: step 1 finishes, step 2 never starts; the message names the rest plan
     (made against the disk as read then), and applying it finishes the plan. An existing plan.rest.json is
     left alone."""
-    d, doc, plan = two_moves(tmp_path, "msdos")
+    d, _, plan = two_moves(tmp_path, "msdos")
     theirs = tmp_path / "plan.rest.json"
     theirs.write_text("mine\n")
     stopped = d.cli("apply", plan, d.dev, "--yes", kill="synced:1:INT")
@@ -368,7 +368,7 @@ def test_a_plan_stopped_between_steps_says_the_one_command_that_finishes_it(tmp_
 
 
 def test_the_rest_plan_is_refused_on_another_disk(tmp_path) -> None:
-    d, doc, plan = two_moves(tmp_path, "msdos")
+    d, _, plan = two_moves(tmp_path, "msdos")
     (tmp_path / "other").mkdir()
     other = Img(tmp_path / "other", [(2048, 20480), (22528, 20480)], label="msdos", mib=64)  # the same layout
     killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")

@@ -17,6 +17,7 @@ itself still applies).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, replace
 
@@ -124,8 +125,6 @@ class RestPlan:
     def discard(self) -> None:
         """Remove it (every step done, or none): the plan itself says all there is."""
         if self.path:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self.path)
-            except OSError:
-                pass
             self.path = ""

@@ -8,8 +8,7 @@ import argparse
 import shlex
 
 from diskplan.backend.filekind import write_refusals
-from diskplan.backend.move import MoveProposal
-from diskplan.backend.move import MoveOutcome
+from diskplan.backend.move import MoveOutcome, MoveProposal
 from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
 from diskplan.backend.planrest import RestPlan, fingerprint_now, fingerprints_after
 from diskplan.backend.write import CommitError, Host, Verdict
