@@ -379,3 +379,36 @@ def test_the_rest_plan_is_refused_on_another_disk(tmp_path) -> None:
     assert got.returncode == 1 and "made_against" in got.stderr and "Nothing was written" in got.stderr, \
         got.stdout + got.stderr
     assert other.digest() == before
+
+
+def test_ctrl_c_in_a_later_move_says_resume_then_the_rest(tmp_path) -> None:
+    """Ctrl+C in step 2's copy leaves that move unfinished: the line names resume first, then the rest plan."""
+    need_tool("resize2fs")
+    d, _, plan = two_moves(tmp_path, "msdos", grow=8192)
+    stopped = d.cli("apply", plan, d.dev, "--yes", kill="read:3:INT")  # step 2's first chunk
+    rest = tmp_path / "plan.rest.json"
+    line = f"to finish the plan: diskplan resume {d.dev} --yes, then diskplan apply {rest} {d.dev}"
+    assert stopped.returncode == 2 and line in stopped.stderr, stopped.stdout + stopped.stderr
+    assert d.cli("resume", d.dev, "--yes").returncode == 0
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0 and "step 1: grow partition 2" in done.stdout, done.stdout + done.stderr
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 28672)
+
+
+def test_the_rest_of_a_plan_read_from_stdin_goes_to_the_state_directory(tmp_path, monkeypatch) -> None:
+    from diskplan.backend.planrest import RestPlan
+    from diskplan.model.planfile import load_plan
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    spec = load_plan(json.dumps({"label": "msdos", "partitions": [{"number": 1, "start": 2048, "size": 2048,
+                                                                     "keeps": {"number": 1}}]}))
+    first, second = RestPlan("-", spec), RestPlan("-", spec)
+    assert first.save("sha256:" + "0" * 64) and second.save("sha256:" + "1" * 64)
+    where = tmp_path / "diskplan" / "plans"
+    assert (first.path, second.path) == (str(where / "plan.rest.json"), str(where / "plan.rest-2.json"))
+    saved = load_plan((where / "plan.rest.json").read_text())
+    assert saved.made_against == "sha256:" + "0" * 64 and saved.partitions == spec.partitions
+    assert saved.keeps == spec.keeps
+    first.discard()
+    assert not (where / "plan.rest.json").exists() and (where / "plan.rest-2.json").exists()
