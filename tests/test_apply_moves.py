@@ -318,7 +318,7 @@ def test_a_plan_killed_in_its_last_step_is_done_after_resume_and_its_rest_says_s
     d, _, plan = two_moves(tmp_path, label)
     killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")  # step 2 (partition 1), read back
     rest = tmp_path / "plan.rest.json"
-    assert killed.returncode == -9 and f"the rest of it is saved in {rest}" in killed.stdout, killed.stdout
+    assert killed.returncode == -9 and f"the rest of the plan is saved in {rest}" in killed.stdout, killed.stdout
     assert d.cli("resume", d.dev, "--yes").returncode == 0
     done = d.cli("apply", str(rest), d.dev, "--yes")
     assert done.returncode == 0 and "nothing to do" in done.stdout, done.stdout + done.stderr
@@ -334,7 +334,9 @@ def test_a_plan_killed_in_its_second_step_is_finished_by_resume_then_its_rest(tm
     d, doc, plan = two_moves(tmp_path, label, grow=8192)
     killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")  # step 2 (partition 1), read back
     rest = tmp_path / "plan.rest.json"
-    assert killed.returncode == -9 and f"the rest of it is saved in {rest}" in killed.stdout, killed.stdout
+    assert killed.returncode == -9 and f"the rest of the plan is saved in {rest}" in killed.stdout, killed.stdout
+    assert f"`diskplan resume {d.dev} --yes` (if a move is unfinished) then `diskplan apply {rest} {d.dev}`" \
+        in killed.stdout
     saved = json.loads(rest.read_text())
     assert saved["partitions"] == doc["partitions"] and saved["made_against"] != doc["made_against"]
     assert d.cli("resume", d.dev, "--yes").returncode == 0
