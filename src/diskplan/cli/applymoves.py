@@ -87,7 +87,8 @@ def finish_line(rest: RestPlan, outcomes: list[MoveOutcome], n: int, after: list
         if rest.problem and done < n:
             err.print(rest.problem, style="yellow")
         return
-    if not last.resumable:  # stopped between steps, or a step refused or failed whole: the table as it is now
-        rest.save(fingerprint_now(target, after[done]))
+    if not last.resumable and not rest.save(fingerprint_now(target, after[done])):  # the table as it is now
+        err.print(rest.problem, style="yellow")
+        return
     then = f"{last.resume_command}, then " if last.resumable else ""
     err.print(f"to finish the plan: {then}diskplan apply {shlex.quote(rest.path)} {shlex.quote(target)}", style="bold")
