@@ -303,3 +303,114 @@ def test_an_exported_plan_on_another_disk_says_how_to_copy_the_layout(tmp_path: 
     proc = img.cli("apply", str(plan), str(blank), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(run("sfdisk", "--json", str(blank)))["partitiontable"]["partitions"][0]["start"] == 2048
+
+
+def two_moves(tmp_path: pathlib.Path, label: str, grow: int = 0) -> tuple[Img, Doc, str]:
+    """Two partitions that both move right, partition 2 first (step 1), then partition 1 into its old place;
+    ``grow``: then partition 2 grows by that many sectors (step 3)."""
+    d = Img(tmp_path, [(2048, 20480), (22528, 20480)], label=label, mib=64)
+    doc = place(place(d.export(), 1, 30720), 2, 51200, 20480 + grow)
+    return d, doc, d.plan(doc)
+
+
+@pytest.mark.parametrize("label", ["msdos", "gpt"])
+def test_a_plan_killed_in_its_last_step_is_done_after_resume_and_its_rest_says_so(tmp_path, label) -> None:
+    d, _, plan = two_moves(tmp_path, label)
+    killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")  # step 2 (partition 1), read back
+    rest = tmp_path / "plan.rest.json"
+    assert killed.returncode == -9 and f"the rest of the plan is saved in {rest}" in killed.stdout, killed.stdout
+    assert d.cli("resume", d.dev, "--yes").returncode == 0
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0 and "nothing to do" in done.stdout, done.stdout + done.stderr
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 20480)
+
+
+@pytest.mark.parametrize("label", ["msdos", "gpt"])
+def test_a_plan_killed_in_its_second_step_is_finished_by_resume_then_its_rest(tmp_path, label) -> None:
+    """The killed apply said where the rest is before its first step; after resume the plan itself is stale
+    (and on msdos could not go without made_against), the rest plan does what is left, then nothing."""
+    need_tool("resize2fs")
+    d, doc, plan = two_moves(tmp_path, label, grow=8192)
+    killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")  # step 2 (partition 1), read back
+    rest = tmp_path / "plan.rest.json"
+    assert killed.returncode == -9 and f"the rest of the plan is saved in {rest}" in killed.stdout, killed.stdout
+    assert f"`diskplan resume {d.dev} --yes` (if a move is unfinished) then `diskplan apply {rest} {d.dev}`" \
+        in killed.stdout
+    saved = json.loads(rest.read_text())
+    assert saved["partitions"] == doc["partitions"] and saved["made_against"] != doc["made_against"]
+    assert d.cli("resume", d.dev, "--yes").returncode == 0
+    stale = d.cli("apply", plan, d.dev, "--yes")
+    assert stale.returncode == 1 and "made_against" in stale.stderr
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "step 1: grow partition 2: 51200..71679 -> 51200..79871" in done.stdout and "step 2" not in done.stdout
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 28672)
+    again = d.cli("apply", str(rest), d.dev, "--yes")
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_plan_stopped_between_steps_says_the_one_command_that_finishes_it(tmp_path) -> None:
+    """Ctrl+C in step 1's last chunk: step 1 finishes, step 2 never starts; the message names the rest plan
+    (made against the disk as read then), and applying it finishes the plan. An existing plan.rest.json is
+    left alone."""
+    d, _, plan = two_moves(tmp_path, "msdos")
+    theirs = tmp_path / "plan.rest.json"
+    theirs.write_text("mine\n")
+    stopped = d.cli("apply", plan, d.dev, "--yes", kill="synced:1:INT")
+    rest = tmp_path / "plan.rest-2.json"
+    assert stopped.returncode == 2 and "stopped before step 2 of 2" in stopped.stderr
+    assert f"to finish the plan: diskplan apply {rest} {d.dev}" in stopped.stderr, stopped.stdout + stopped.stderr
+    assert theirs.read_text() == "mine\n"
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0 and "step 2" not in done.stdout, done.stdout + done.stderr
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 20480)
+
+
+def test_the_rest_plan_is_refused_on_another_disk(tmp_path) -> None:
+    d, _, plan = two_moves(tmp_path, "msdos")
+    (tmp_path / "other").mkdir()
+    other = Img(tmp_path / "other", [(2048, 20480), (22528, 20480)], label="msdos", mib=64)  # the same layout
+    killed = d.cli("apply", plan, d.dev, "--yes", kill="verified:2")
+    assert killed.returncode == -9
+    rest = str(tmp_path / "plan.rest.json")
+    before = other.digest()
+    got = other.cli("apply", rest, other.dev, "--yes")
+    assert got.returncode == 1 and "made_against" in got.stderr and "Nothing was written" in got.stderr, \
+        got.stdout + got.stderr
+    assert other.digest() == before
+
+
+def test_ctrl_c_in_a_later_move_says_resume_then_the_rest(tmp_path) -> None:
+    """Ctrl+C in step 2's copy leaves that move unfinished: the line names resume first, then the rest plan."""
+    need_tool("resize2fs")
+    d, _, plan = two_moves(tmp_path, "msdos", grow=8192)
+    stopped = d.cli("apply", plan, d.dev, "--yes", kill="read:3:INT")  # step 2's first chunk
+    rest = tmp_path / "plan.rest.json"
+    line = f"to finish the plan: diskplan resume {d.dev} --yes, then diskplan apply {rest} {d.dev}"
+    assert stopped.returncode == 2 and line in stopped.stderr, stopped.stdout + stopped.stderr
+    assert d.cli("resume", d.dev, "--yes").returncode == 0
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0 and "step 1: grow partition 2" in done.stdout, done.stdout + done.stderr
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 28672)
+
+
+def test_the_rest_of_a_plan_read_from_stdin_goes_to_the_state_directory(tmp_path, monkeypatch) -> None:
+    from diskplan.backend.planrest import RestPlan
+    from diskplan.model.planfile import load_plan
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    spec = load_plan(json.dumps({"label": "msdos", "partitions": [{"number": 1, "start": 2048, "size": 2048,
+                                                                     "keeps": {"number": 1}}]}))
+    first, second = RestPlan("-", spec), RestPlan("-", spec)
+    assert first.save("sha256:" + "0" * 64) and second.save("sha256:" + "1" * 64)
+    where = tmp_path / "diskplan" / "plans"
+    assert (first.path, second.path) == (str(where / "plan.rest.json"), str(where / "plan.rest-2.json"))
+    saved = load_plan((where / "plan.rest.json").read_text())
+    assert saved.made_against == "sha256:" + "0" * 64 and saved.partitions == spec.partitions
+    assert saved.keeps == spec.keeps
+    first.discard()
+    assert not (where / "plan.rest.json").exists() and (where / "plan.rest-2.json").exists()

@@ -5,11 +5,13 @@ confirmation; then the steps one at a time (backend.planmoves), each with its pr
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from diskplan.backend.filekind import write_refusals
-from diskplan.backend.move import MoveProposal
+from diskplan.backend.move import MoveOutcome, MoveProposal
 from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
-from diskplan.backend.write import CommitError, Host
+from diskplan.backend.planrest import RestPlan, fingerprint_now, fingerprints_after
+from diskplan.backend.write import CommitError, Host, Verdict
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.move import render_move
@@ -57,7 +59,36 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
     if code is not None:
         return code
     answer = confirm(pm, args.yes)
+    steps = [s for s, _ in pm.steps]
+    rest, after = RestPlan(args.plan, spec), fingerprints_after(disk, steps)
+
+    def before(i: int) -> None:  # a kill in step i, then resume, leaves the table as after step i
+        if len(steps) > 1 and rest.save(after[i]) and i == 1:
+            t = shlex.quote(args.target)
+            console.print(f"the rest of the plan is saved in {rest.path}: should this stop part-way, even killed, "
+                          f"`diskplan resume {t} --yes` (if a move is unfinished) then "
+                          f"`diskplan apply {shlex.quote(rest.path)} {t}` finish it")
+
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcomes = execute_plan_moves(pm, answer, host, backup_path=args.backup, progress=lambda i, s: show,
-                                      stop=stop, finished=lambda o: render_outcome(o, console, err))
+                                      stop=stop, finished=lambda o: render_outcome(o, console, err), before=before)
+    finish_line(rest, outcomes, len(steps), after, args.target, err)
     return outcomes[-1].exit_code
+
+
+def finish_line(rest: RestPlan, outcomes: list[MoveOutcome], n: int, after: list[str], target: str,
+                err: Out) -> None:
+    """Say the one command that finishes a plan stopped part-way (its rest saved by backend.planrest), or
+    remove the rest plan when every step is done or none (then the plan itself still applies)."""
+    done = sum(o.verdict is Verdict.WRITTEN for o in outcomes)
+    last = outcomes[-1]
+    if not rest.path or done == n or (done == 0 and not last.resumable):
+        rest.discard()
+        if rest.problem and done < n:
+            err.print(rest.problem, style="yellow")
+        return
+    if not last.resumable and not rest.save(fingerprint_now(target, after[done])):  # the table as it is now
+        err.print(rest.problem, style="yellow")
+        return
+    then = f"{last.resume_command}, then " if last.resumable else ""
+    err.print(f"to finish the plan: {then}diskplan apply {shlex.quote(rest.path)} {shlex.quote(target)}", style="bold")
