@@ -27,6 +27,7 @@ MAX_ENTRY_BYTES = 4 << 20  # far above any real table (128 × 128 B = 16 KiB; An
 
 @dataclass(frozen=True)
 class GptCopy:
+    """One GPT copy (header and entry array) as found at its place, and what is wrong with it."""
     which: str  # "primary" or "backup"
     lba: int  # where the header was looked for
     header: GptHeader | None  # None: no GPT signature there
@@ -42,6 +43,7 @@ class GptCopy:
 
 @dataclass(frozen=True)
 class GptState:
+    """Both GPT copies of a disk, as read once."""
     primary: GptCopy
     backup: GptCopy
     sectors: int

@@ -12,6 +12,7 @@ from diskplan.model.labels import EXTENDED_IDS
 
 @dataclass(frozen=True)
 class MbrEntry:
+    """One of the four entries of an MBR (or an EBR), as stored."""
     index: int  # 0..3
     boot: bool
     type_id: int
@@ -39,6 +40,7 @@ def mbr_entries(sector0: bytes) -> list[MbrEntry]:
 
 @dataclass(frozen=True)
 class GptHeader:
+    """A GPT header as read from the disk, and whether it holds together."""
     lba: int  # where it was read
     valid: bool
     problem: str  # why not valid, empty when valid
@@ -88,6 +90,7 @@ def parse_gpt_header(raw: bytes, lba: int) -> GptHeader:
 
 @dataclass(frozen=True)
 class GptEntry:
+    """One used GPT partition entry, as stored."""
     number: int
     type_guid: str
     part_guid: str
@@ -133,6 +136,7 @@ PROTECTIVE_ID = 0xEE
 
 @dataclass(frozen=True)
 class MbrPartition:
+    """A primary or logical MBR partition, at its absolute place on the disk."""
     number: int  # 1..4 primary, 5.. logical
     type_id: int
     start: int  # absolute LBA
@@ -147,6 +151,7 @@ class MbrPartition:
 
 @dataclass(frozen=True)
 class MbrLayout:
+    """An MBR's partitions with the extended partition's chain followed, and what was wrong with it."""
     primaries: tuple[MbrPartition, ...]
     logicals: tuple[MbrPartition, ...]
     missing_ebr: tuple[tuple[int, int], ...] = ()  # (extended partition number, LBA without an EBR)
@@ -208,6 +213,7 @@ def is_hybrid_mbr(layout: MbrLayout) -> bool:
 
 @dataclass(frozen=True)
 class ApmEntry:
+    """One entry of an Apple Partition Map."""
     number: int  # the entry's index in the map, from 1 (what libblkid, parted and pdisk number)
     start: int  # in the map's blocks (the driver descriptor's block size), not in sectors
     count: int
@@ -261,6 +267,7 @@ BSD_LABEL_OFFSETS = (512, 64)  # i386 puts it in sector 1; some ports at byte 64
 
 @dataclass(frozen=True)
 class BsdPartition:
+    """One slot of a BSD disklabel."""
     number: int  # slot index + 1 (a=1, b=2, c=3, ...), as sfdisk numbers them
     start: int
     size: int

@@ -13,14 +13,23 @@ import functools
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
-from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target_here, open_targets
+from diskplan.cli.options import (
+    LateWidthFormatter,
+    TargetError,
+    add_overrides,
+    apply_overrides,
+    open_target_here,
+    open_targets,
+)
 from diskplan.model.safetext import safe
 
 # Most of the model and the output's modules (checkjson, checktext) are imported once the reads have
-# started (``checked``): they run in their children meanwhile.
+# started (``checked``): they run in their children meanwhile. Nor is typing imported (~3.5 ms).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from diskplan.model.disk import Disk
     from diskplan.model.geometry import Geometry
     from diskplan.model.report import Report
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan check",
+        formatter_class=LateWidthFormatter,
         description="Check every partition's alignment and explain each finding.",
         epilog="Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still "
         "checked).",
