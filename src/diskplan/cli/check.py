@@ -143,9 +143,7 @@ def main(argv: list[str]) -> int:
 
 
 def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
-    import json
-
-    from diskplan.cli.checkjson import json_result
+    from diskplan.cli.checkjson import as_text, json_result
     from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
 
     results = list(reports) if many else [json_result(r) for r in reports]
@@ -155,13 +153,13 @@ def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -
     codes = [code for code, _, _ in results]
     if len(args.target) == 1:
         if results[0][1] is not None:
-            print(json.dumps(results[0][1], indent=2))
+            print(as_text(results[0][1]))
     else:  # one document for all of them, its status the worst of theirs
-        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
-                          "disks": [doc for _, doc, _ in results if doc is not None],
-                          "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
-                                                                                      strict=True) if e],
-                          "status": max(codes)}, indent=2))
+        print(as_text({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                       "disks": [doc for _, doc, _ in results if doc is not None],
+                       "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                   strict=True) if e],
+                       "status": max(codes)}))
     return max(codes)
 
 
