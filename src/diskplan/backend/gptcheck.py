@@ -19,14 +19,20 @@ from diskplan.backend.rawtable import (
     read_bytes,
 )
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Region, Table
+
+# model.repair is imported where a repair is planned: this module is imported before libparted's reading
+# child is forked (which never plans one), so what it imports is on every check's critical path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from diskplan.model.repair import GptRepair
 
 MAX_ENTRY_BYTES = 4 << 20  # far above any real table (128 × 128 B = 16 KiB; Android uses a few hundred)
 
 
 @dataclass(frozen=True)
 class GptCopy:
+    """One GPT copy (header and entry array) as found at its place, and what is wrong with it."""
     which: str  # "primary" or "backup"
     lba: int  # where the header was looked for
     header: GptHeader | None  # None: no GPT signature there
@@ -42,6 +48,7 @@ class GptCopy:
 
 @dataclass(frozen=True)
 class GptState:
+    """Both GPT copies of a disk, as read once."""
     primary: GptCopy
     backup: GptCopy
     sectors: int
@@ -211,6 +218,8 @@ def plan_repair(state: GptState) -> GptRepair | None:
         if entries_lba + count > h.first_usable:
             return None
         header = _rebuilt_header(good, 1, h.current, entries_lba, logical)
+    from diskplan.model.repair import GptRepair
+
     return GptRepair(
         good=good.which,
         rewrite=bad.which,
@@ -253,6 +262,8 @@ def grown_repair(path: str, state: GptState) -> GptRepair | None:
         writes.append((0, pmbr))
     if b.lba < entries_lba:  # a stale header in the new free space would be found by tools that scan for one
         writes.append((b.lba, bytes(logical)))
+    from diskplan.model.repair import GptRepair
+
     return GptRepair(
         good="primary",
         rewrite="backup",
@@ -324,6 +335,8 @@ def gpt_table(copy: GptCopy, sectors: int, read_only: str) -> Table:
 def protective_mbr_repair(path: str, state: GptState) -> GptRepair:
     """Sector 0 rewritten as a protective MBR: libparted 3.5 (and some firmware) ignore a GPT without one.
     The boot code and disk signature (bytes 0..445) are kept; the four entries become one 0xEE entry."""
+    from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
+
     logical = state.logical
     old = read_bytes(path, 0, logical)
     sector = bytearray(old[:446].ljust(446, b"\0") + bytes(logical - 446))

@@ -13,7 +13,6 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import _ped
 import parted
@@ -27,6 +26,10 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import attribute_flags, gpt_attribute_flags
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
+
+TYPE_CHECKING = False  # the reading child does without importing typing (~3 ms of its read)
+if TYPE_CHECKING:
+    from typing import Any
 
 WRITABLE_LABELS = ("gpt", "msdos")
 

@@ -20,6 +20,7 @@ BLKGETSIZE64 = 0x80081272
 
 @dataclass(frozen=True)
 class DeviceFacts:
+    """What the kernel says about a block device or an image file."""
     path: str
     size_bytes: int
     logical: int

@@ -12,6 +12,7 @@ from diskplan.model.labels import EXTENDED_IDS
 
 @dataclass(frozen=True)
 class MbrEntry:
+    """One of the four entries of an MBR (or an EBR), as stored."""
     index: int  # 0..3
     boot: bool
     type_id: int
@@ -39,6 +40,7 @@ def mbr_entries(sector0: bytes) -> list[MbrEntry]:
 
 @dataclass(frozen=True)
 class GptHeader:
+    """A GPT header as read from the disk, and whether it holds together."""
     lba: int  # where it was read
     valid: bool
     problem: str  # why not valid, empty when valid
@@ -88,6 +90,7 @@ def parse_gpt_header(raw: bytes, lba: int) -> GptHeader:
 
 @dataclass(frozen=True)
 class GptEntry:
+    """One used GPT partition entry, as stored."""
     number: int
     type_guid: str
     part_guid: str
@@ -133,6 +136,7 @@ PROTECTIVE_ID = 0xEE
 
 @dataclass(frozen=True)
 class MbrPartition:
+    """A primary or logical MBR partition, at its absolute place on the disk."""
     number: int  # 1..4 primary, 5.. logical
     type_id: int
     start: int  # absolute LBA
@@ -147,6 +151,7 @@ class MbrPartition:
 
 @dataclass(frozen=True)
 class MbrLayout:
+    """An MBR's partitions with the extended partition's chain followed, and what was wrong with it."""
     primaries: tuple[MbrPartition, ...]
     logicals: tuple[MbrPartition, ...]
     missing_ebr: tuple[tuple[int, int], ...] = ()  # (extended partition number, LBA without an EBR)
@@ -201,89 +206,6 @@ def is_hybrid_mbr(layout: MbrLayout) -> bool:
     """A protective 0xEE entry next to real ones (Boot Camp, gptsync, gdisk's hybrid MBRs)."""
     ids = [p.type_id for p in layout.primaries]
     return PROTECTIVE_ID in ids and any(t != PROTECTIVE_ID for t in ids)
-
-
-# --- Apple Partition Map ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ApmEntry:
-    number: int  # the entry's index in the map, from 1 (what libblkid, parted and pdisk number)
-    start: int  # in the map's blocks (the driver descriptor's block size), not in sectors
-    count: int
-    name: str
-    type: str
-
-
-def _cstr(raw: bytes) -> str:
-    return raw.split(b"\0", 1)[0].decode("latin-1")
-
-
-def apm_block_size(sector0: bytes) -> int:
-    """The driver descriptor's block size ("ER" signature), 0 when there is none."""
-    if len(sector0) < 4 or sector0[:2] != b"ER":
-        return 0
-    size = int.from_bytes(sector0[2:4], "big")
-    return size if size in (512, 1024, 2048, 4096) else 0
-
-
-def apm_entries(path: str, max_entries: int = 256) -> tuple[int, list[ApmEntry]]:
-    """(block size, map entries) of an Apple Partition Map; starts and counts in bytes / block size.
-    Entry i lives at byte i × block size; every entry says how many entries the map has."""
-    block = apm_block_size(read_bytes(path, 0, 512)) or 512
-    out: list[ApmEntry] = []
-    count = 1
-    i = 1
-    while i <= min(count, max_entries):
-        raw = read_bytes(path, i * block, 512)
-        if len(raw) < 88 or raw[:2] != b"PM":
-            break
-        if i == 1:
-            count = int.from_bytes(raw[4:8], "big")
-        out.append(
-            ApmEntry(
-                i,
-                int.from_bytes(raw[8:12], "big"),
-                int.from_bytes(raw[12:16], "big"),
-                _cstr(raw[16:48]),
-                _cstr(raw[48:80]),
-            )
-        )
-        i += 1
-    return block, out
-
-
-# --- BSD disklabel ------------------------------------------------------------------------------------
-
-BSD_MAGIC = 0x82564557
-BSD_LABEL_OFFSETS = (512, 64)  # i386 puts it in sector 1; some ports at byte 64 of sector 0
-
-
-@dataclass(frozen=True)
-class BsdPartition:
-    number: int  # slot index + 1 (a=1, b=2, c=3, ...), as sfdisk numbers them
-    start: int
-    size: int
-    fstype: int
-
-
-def bsd_label(path: str) -> tuple[int, list[BsdPartition]] | None:
-    """(offset of the label, used slots) of a stand-alone BSD disklabel, or None."""
-    for off in BSD_LABEL_OFFSETS:
-        raw = read_bytes(path, off, 148 + 16 * 22)
-        if len(raw) < 148 or int.from_bytes(raw[0:4], "little") != BSD_MAGIC:
-            continue
-        if int.from_bytes(raw[132:136], "little") != BSD_MAGIC:
-            continue
-        n = min(int.from_bytes(raw[138:140], "little"), 22, (len(raw) - 148) // 16)
-        parts = []
-        for i in range(n):
-            e = raw[148 + 16 * i : 164 + 16 * i]
-            size, start, fstype = int.from_bytes(e[0:4], "little"), int.from_bytes(e[4:8], "little"), e[12]
-            if size and fstype:  # fstype 0 is "unused" (the whole-disk slot c is usually that)
-                parts.append(BsdPartition(i + 1, start, size, fstype))
-        return off, parts
-    return None
 
 
 def chs(lba: int) -> bytes:

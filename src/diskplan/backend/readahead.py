@@ -5,10 +5,10 @@ backend.isolate is imported here; each child imports libparted (and the model) i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from diskplan.backend.isolate import IsolatedMap
 
+TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
 

@@ -264,7 +264,9 @@ class _Survey:
     def _apm(self, geom: Geometry) -> Table | None:
         """The Apple Partition Map, converted from its own block size to our sectors (libparted 3.5 reads
         2048 B APM blocks on 512 B sectors as if they were sectors: every offset 4x too small)."""
-        block, entries = rawtable.apm_entries(self.path)
+        from diskplan.backend.rawlabels import apm_entries
+
+        block, entries = apm_entries(self.path)
         if not entries or block < geom.logical:
             return None
         k = block // geom.logical
@@ -292,7 +294,9 @@ class _Survey:
         )
 
     def _bsd(self, geom: Geometry) -> Table | None:
-        found = rawtable.bsd_label(self.path)
+        from diskplan.backend.rawlabels import bsd_label
+
+        found = bsd_label(self.path)
         if found is None:
             return None
         _, slots = found

@@ -13,14 +13,23 @@ import functools
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
-from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target_here, open_targets
+from diskplan.cli.options import (
+    LateWidthFormatter,
+    TargetError,
+    add_overrides,
+    apply_overrides,
+    open_target_here,
+    open_targets,
+)
 from diskplan.model.safetext import safe
 
 # Most of the model and the output's modules (checkjson, checktext) are imported once the reads have
-# started (``checked``): they run in their children meanwhile.
+# started (``checked``): they run in their children meanwhile. Nor is typing imported (~3.5 ms).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from diskplan.model.disk import Disk
     from diskplan.model.geometry import Geometry
     from diskplan.model.report import Report
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan check",
+        formatter_class=LateWidthFormatter,
         description="Check every partition's alignment and explain each finding.",
         epilog="Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the others are still "
         "checked).",
@@ -133,9 +143,7 @@ def main(argv: list[str]) -> int:
 
 
 def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
-    import json
-
-    from diskplan.cli.checkjson import json_result
+    from diskplan.cli.checkjson import as_text, json_result
     from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
 
     results = list(reports) if many else [json_result(r) for r in reports]
@@ -145,13 +153,13 @@ def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -
     codes = [code for code, _, _ in results]
     if len(args.target) == 1:
         if results[0][1] is not None:
-            print(json.dumps(results[0][1], indent=2))
+            print(as_text(results[0][1]))
     else:  # one document for all of them, its status the worst of theirs
-        print(json.dumps({"format": CHECK_FORMAT, "version": CHECK_VERSION,
-                          "disks": [doc for _, doc, _ in results if doc is not None],
-                          "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
-                                                                                      strict=True) if e],
-                          "status": max(codes)}, indent=2))
+        print(as_text({"format": CHECK_FORMAT, "version": CHECK_VERSION,
+                       "disks": [doc for _, doc, _ in results if doc is not None],
+                       "errors": [{"target": t, "error": e} for t, (_, _, e) in zip(args.target, results,
+                                                                                   strict=True) if e],
+                       "status": max(codes)}))
     return max(codes)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Topology:
+    """What sysfs says about a block device's topology (zeros: not said)."""
     logical: int = 0
     physical: int = 0
     min_io: int = 0

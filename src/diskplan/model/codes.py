@@ -16,6 +16,7 @@ SEVERITY_RANK = {ERROR: 0, WARNING: 1, NOTICE: 2}
 
 @dataclass(frozen=True)
 class Code:
+    """A finding's stable code, its severity and when a disk gets it."""
     code: str  # stable: what ``diskplan check --json`` prints
     severity: str  # ERROR, WARNING or NOTICE
     when: str  # the README's line: when a disk gets this finding

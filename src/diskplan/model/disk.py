@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
 
+TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk without importing them
     from diskplan.model.findings import Finding
     from diskplan.model.repair import GptRepair
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk w
 
 @dataclass(frozen=True)
 class Disk:
+    """A disk as read: its geometry, its table, and what the reader had to say about it."""
     geometry: Geometry
     table: Table
     source: str = ""  # path the user gave

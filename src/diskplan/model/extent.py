@@ -8,6 +8,7 @@ from enum import Enum
 
 @dataclass(frozen=True, order=True)
 class Extent:
+    """A run of sectors, both ends included."""
     start: int
     end: int  # inclusive
 
@@ -47,6 +48,7 @@ class State(Enum):
 
 @dataclass(frozen=True)
 class Partition:
+    """A partition as the table (or the plan) holds it; sectors, end included."""
     number: int
     start: int
     end: int  # inclusive

@@ -55,6 +55,7 @@ RMW_EDGES = (
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing found about a disk or a partition, with its explanation."""
     code: str  # one of model.codes, which gives its severity
     message: str  # one line
     explanation: tuple[str, ...]  # the arithmetic and what it costs, in plain words

@@ -20,6 +20,7 @@ FLASH_PAGE = 4096
 
 @dataclass(frozen=True)
 class Geometry:
+    """What a disk reports about itself (sizes in bytes, count in logical sectors) and what is known of it."""
     sectors: int
     logical: int = 512
     physical: int = 512

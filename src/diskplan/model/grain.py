@@ -21,6 +21,7 @@ BOGUS_OPTIMAL_IO = 33553920
 
 @dataclass(frozen=True)
 class Grain:
+    """The alignment unit partitions should start on, in sectors, with its offset."""
     sectors: int
     offset: int = 0
 

@@ -17,6 +17,7 @@ from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
 
 @dataclass(frozen=True)
 class PartType:
+    """A partition type: its name, its GPT GUID and MBR id where it has them, and libparted's flag for it."""
     name: str
     gpt: str | None  # type GUID, upper case
     mbr: int | None  # MBR system id

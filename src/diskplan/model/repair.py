@@ -20,6 +20,7 @@ PROTECTIVE_MBR = "protective MBR"
 
 @dataclass(frozen=True)
 class GptRepair:
+    """Rebuilding a damaged GPT copy (or a lost protective MBR) from the good copy: where it goes."""
     good: str  # "primary" or "backup": the copy that passed every check and is shown
     rewrite: str  # the copy the repair rebuilds from it, or PROTECTIVE_MBR
     header_lba: int  # where the rebuilt header goes

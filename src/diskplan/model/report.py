@@ -23,6 +23,7 @@ from diskplan.model.stackfindings import layers_json
 
 @dataclass(frozen=True)
 class PartitionReport:
+    """One partition's alignment and its findings."""
     partition: Partition
     aligned_physical: bool
     aligned_grain: bool
@@ -31,6 +32,7 @@ class PartitionReport:
 
 @dataclass(frozen=True)
 class Report:
+    """A disk's whole check: its grain, each partition's report and the table's findings."""
     disk: Disk
     grain: Grain
     partitions: tuple[PartitionReport, ...]

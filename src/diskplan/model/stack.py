@@ -36,6 +36,7 @@ class StackError(ValueError):
 
 @dataclass(frozen=True)
 class Layer:
+    """One layer found inside a partition (LVM, md, LUKS, a filesystem) and how it lays out its data."""
     kind: str  # "lvm2-pv", "md", "luks1", "luks2", "ext4", "xfs"
     data_offset: int  # bytes from where this layer begins to where its data begins (0 for a filesystem)
     stripe: int = 0  # bytes: the chunk a striped layer spreads (md chunk, LVM stripe size, fs stride)
@@ -65,6 +66,7 @@ MDA_MAGIC = b" LVM2 x[5A%r0N*>"
 
 @dataclass(frozen=True)
 class PvLabel:
+    """An LVM physical volume's label and header."""
     sector: int  # where the label was found (0-3)
     device_size: int  # bytes, as pvcreate saw the device
     pe_start: int  # bytes: the first data area, where extent 0 begins
@@ -116,6 +118,7 @@ def vg_metadata_text(read: Reader, mda_offset: int) -> str:
 
 @dataclass(frozen=True)
 class VgFacts:
+    """What an LVM volume group's metadata says about extents and stripes."""
     name: str
     extent_size: int  # bytes
     stripes: tuple[tuple[str, int, int], ...]  # (lv name, stripe count, stripe size in bytes)
@@ -165,6 +168,7 @@ MD_MAGIC = 0xA92B4EFC
 
 @dataclass(frozen=True)
 class MdSuper:
+    """An md RAID superblock's facts about its layout."""
     minor: int  # 0, 1 or 2: where the superblock sits
     level: int
     layout: int

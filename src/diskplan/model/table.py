@@ -22,6 +22,7 @@ class Region:
 
 @dataclass(frozen=True)
 class Table:
+    """A partition table: its label, its usable range and its partitions."""
     label: str | None  # "gpt", "msdos", another libparted label name, or None (no table)
     first_usable: int
     last_usable: int
