@@ -308,8 +308,7 @@ class DevicePicker(Screen[str | None]):
         tables = self.query(DataTable)
         if not tables:  # pushed while the app was closing
             return
-        table = tables.first()
-        table.add_columns(*PICKER_COLUMNS)
+        tables.first().add_columns(*PICKER_COLUMNS)
         self.action_refresh()
         if self.watch_devices:
             from diskplan.discovery.udev import Watcher
@@ -343,12 +342,17 @@ class DevicePicker(Screen[str | None]):
         self._shown = (disks, error)
         table = self.query_one(DataTable)
         at = table.cursor_row
-        table.clear()
         # The model comes from the device or a path: escaped, and plain text (a DataTable string is markup).
         rows = [[d.node, safe(d.model or (d.backing_file and f"file {d.backing_file}") or "-"),
                  human_bytes(d.size_bytes), f"{d.logical}/{d.physical}", d.table, d.kind, d.scheduler or "-"]
                 for d in disks]
-        for d, row in zip(disks, fit_model(rows, (self.size.width or self.app.size.width) - 1), strict=True):
+        rows = fit_model(rows, (self.size.width or self.app.size.width) - 1)
+        # Columns as wide as their widest cell, given, not measured: DataTable measures new rows when it is
+        # next idle, and on a busy machine a refresh could leave every column at its heading's width.
+        table.clear(columns=True)
+        for i, label in enumerate(PICKER_COLUMNS):
+            table.add_column(label, width=max(len(r[i]) for r in [list(PICKER_COLUMNS), *rows]))
+        for d, row in zip(disks, rows, strict=True):
             table.add_row(row[0], Text(row[1]), *row[2:], key=d.node)
         if 0 < at < table.row_count:  # a refresh or a resize keeps the row the user was on
             table.move_cursor(row=at)
