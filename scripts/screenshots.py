@@ -65,31 +65,28 @@ def misaligned_pv(directory: pathlib.Path) -> str:
     return str(img)
 
 
+def _ext4_gpt_image(path: pathlib.Path, script: str, start: int) -> str:
+    """A 4 GiB image at `path` with the GPT `script` (sfdisk) and a 1 GiB ext4 at sector `start`."""
+    with open(path, "wb") as f:
+        f.truncate(4 << 30)
+    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
+                   capture_output=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={start * 512}", str(path), "1G"],
+                   check=True, capture_output=True)
+    return str(path)
+
+
 def old_gpt(directory: pathlib.Path) -> str:
     """A 4 GiB disk partitioned as old tools did: a 1 GiB ext4 partition from sector 34 (made by sfdisk and
     mkfs.ext4), then free space: what A realigns."""
-    path = directory / "old-gpt-34.img"
-    with open(path, "wb") as f:
-        f.truncate(4 << 30)
-    script = "label: gpt\nfirst-lba: 34\nstart=34, size=2097152, type=linux, name=data\n"
-    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
-                   capture_output=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={34 * 512}", str(path), "1G"], check=True,
-                   capture_output=True)
-    return str(path)
+    return _ext4_gpt_image(directory / "old-gpt-34.img",
+                           "label: gpt\nfirst-lba: 34\nstart=34, size=2097152, type=linux, name=data\n", 34)
 
 
 def ext4_gpt(directory: pathlib.Path) -> str:
     """A 4 GiB disk with a 1 GiB ext4 partition at 1 MiB, then free space: what r grows or shrinks."""
-    path = directory / "ext4-gpt.img"
-    with open(path, "wb") as f:
-        f.truncate(4 << 30)
-    script = "label: gpt\nstart=2048, size=2097152, type=linux, name=data\n"
-    subprocess.run(["sfdisk", "--quiet", "--no-reread", str(path)], input=script, text=True, check=True,
-                   capture_output=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "data", "-E", f"offset={2048 * 512}", str(path), "1G"], check=True,
-                   capture_output=True)
-    return str(path)
+    return _ext4_gpt_image(directory / "ext4-gpt.img", "label: gpt\nstart=2048, size=2097152, type=linux, name=data\n",
+                           2048)
 
 
 WAIT = "(wait)"  # a key that waits for the planner's workers (a filesystem measured) before the next key
