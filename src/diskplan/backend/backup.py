@@ -534,6 +534,23 @@ def private_dir(path: str) -> None:
 SAVED: list[str] = []  # this process's backups: every write saves one before its first sector, so none = none written
 
 
+def write_synced(fd: int, data: bytes) -> None:
+    """All of ``data`` written to ``fd`` (os.write may write less than asked), then fsynced."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def sync_dir(path: str) -> None:
+    """fsync the directory ``path``: the names created or replaced in it are durable too."""
+    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
 def save(b: TableBackup, path: str) -> str:
     """Write the backup to ``path`` (created 0600, never overwritten, never through a symlink), synced to
     disk; returns its absolute path. Any failure removes what was written: no partial backup is left.
@@ -554,17 +571,10 @@ def save(b: TableBackup, path: str) -> str:
     try:
         try:
             os.fchmod(fd, 0o600)  # whatever the umask
-            view = memoryview(text)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            write_synced(fd, text)
         finally:
             os.close(fd)
-        dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dfd)  # the file's name is durable too
-        finally:
-            os.close(dfd)
+        sync_dir(parent)
         if load(path) != b:
             raise BackupError(f"the backup {path} does not read back as written")
     except (OSError, BackupError) as exc:

@@ -21,7 +21,7 @@ import contextlib
 import os
 from dataclasses import dataclass, replace
 
-from diskplan.backend.backup import state_dir
+from diskplan.backend.backup import state_dir, sync_dir, write_synced
 from diskplan.backend.planmoves import table_after
 from diskplan.backend.tableid import disk_fingerprint, table_fingerprint
 from diskplan.model.disk import Disk
@@ -105,18 +105,11 @@ class RestPlan:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                view = memoryview(to_json(spec).encode())
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
+                write_synced(fd, to_json(spec).encode())
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
-            dfd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            sync_dir(os.path.dirname(self.path))
         except OSError as exc:
             self.problem = f"the rest of the plan could not be saved in {self.path}: {exc.strerror}"
             return False
