@@ -384,3 +384,16 @@ def test_the_planner_refuses_to_write_an_image_that_ends_in_part_of_a_sector(spa
 
     asyncio.run(go())
     assert not (tmp_path / "state").exists()  # no backup left behind
+
+
+def test_a_loop_over_a_file_whose_name_is_not_utf8_is_listed(tmp_path, loop_device) -> None:
+    """sysfs gives the backing file's name as it is; one that is not UTF-8 made the disk listing raise, and the
+    device picker showed no disk at all."""
+    from diskplan.discovery.udev import list_disks
+
+    img = pathlib.Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/odd-\xff.img"))
+    with open(img, "wb") as f:
+        f.truncate(8 * MiB)
+    node = loop_device(img)
+    disk = next(d for d in list_disks() if d.node == node)
+    assert disk.backing_file.startswith(str(tmp_path)) and "\ufffd" in disk.backing_file

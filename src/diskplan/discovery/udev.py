@@ -46,7 +46,8 @@ class DiskInfo:
 
 def _read(path: str) -> str:
     try:
-        with open(path) as f:
+        # a loop's backing file may have any bytes in its name: one odd name must not hide every disk
+        with open(path, errors="replace") as f:
             return f.read().strip()
     except OSError:
         return ""
