@@ -16,7 +16,6 @@ than one sector.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import replace
 
 from diskplan.backend import gptcheck, hybrid, probe, rawtable, readahead
 from diskplan.backend.gptattrs import with_raw_attributes
@@ -38,6 +37,7 @@ from diskplan.model.labels import EXTENDED_IDS
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table
 from diskplan.model.units import MiB
+from diskplan.model.value import replace
 
 SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 

@@ -177,10 +177,9 @@ def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
 
 def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
-    from dataclasses import replace
-
     from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
+    from diskplan.model.value import replace
 
     topo = topology(path)
     if topo is not None:
