@@ -101,8 +101,7 @@ def test_equality_hash_repr_and_replace_are_a_dataclass_s(x: int, y: int, tags: 
 def test_defaults_and_factories_are_a_dataclass_s() -> None:
     ours, theirs = PLAIN
     assert repr(ours(1)) == repr(theirs(1))
-    assert ours(1).tags is not ours(2).tags or ours(1).tags == ()
-    assert ours.y == theirs.y == 0  # a default stays on the class; a factory's field has none there
+    assert vars(ours)["y"] == vars(theirs)["y"] == 0  # a default stays on the class; a factory's field has none
     assert not hasattr(ours, "tags") and not hasattr(theirs, "tags")
     with pytest.raises(TypeError):
         ours()
@@ -127,15 +126,17 @@ def test_order_and_post_init_are_a_dataclass_s(s1: int, e1: int, s2: int, e2: in
 
 
 def test_values_refuse_assignment_as_frozen_dataclasses_do() -> None:
-    for ours, theirs in (PLAIN, ORDERED, INHERITED):
-        obj = ours(1, 2)
-        with pytest.raises(AttributeError) as caught:
-            obj.x = 5  # type: ignore[attr-defined]
-        assert isinstance(caught.value, v.FrozenInstanceError)
-        with pytest.raises(AttributeError):
-            del obj.x  # type: ignore[attr-defined]
-        with pytest.raises(AttributeError):
-            obj.new = 1  # type: ignore[attr-defined]
+    for twins in (PLAIN, ORDERED, INHERITED):
+        for cls in twins:
+            obj = cls(1, 2)
+            with pytest.raises(AttributeError) as caught:
+                obj.x = 5
+            assert isinstance(caught.value, v.FrozenInstanceError if cls is twins[0] else
+                              dataclasses.FrozenInstanceError)
+            with pytest.raises(AttributeError):
+                del obj.x
+            with pytest.raises(AttributeError):
+                obj.new = 1
 
 
 def test_eq_false_compares_identity_and_hashes_by_it() -> None:
@@ -170,7 +171,7 @@ def test_a_non_default_field_after_a_default_is_refused() -> None:
         @v.value
         class Bad:
             a: int = 0
-            b: int
+            b: int  # type: ignore[misc]
 
 
 def test_check_defines_its_values_without_importing_dataclasses() -> None:

@@ -28,10 +28,9 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from dataclasses import asdict
 
 from diskplan.model.move import Read, Written
-from diskplan.model.value import value
+from diskplan.model.value import asdict, value
 
 FORMAT = 1
 MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended

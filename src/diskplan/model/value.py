@@ -206,3 +206,9 @@ def replace(obj: T, /, **changes: Any) -> T:
     given = {f.name: getattr(obj, f.name) for f in cls.__value_fields__}  # type: ignore[attr-defined]
     given.update(changes)
     return cls(**given)
+
+
+def asdict(obj: object) -> dict[str, Any]:
+    """The fields of the value ``obj`` and their values, in order (one level: the values are kept as they are,
+    where dataclasses.asdict would copy nested ones)."""
+    return {f.name: getattr(obj, f.name) for f in obj.__class__.__value_fields__}  # type: ignore[attr-defined]
