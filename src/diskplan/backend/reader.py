@@ -82,8 +82,10 @@ def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | R
     def disks() -> Generator[Disk | ReadError, None, None]:
         try:
             for path in paths:
-                answer = next(answers)  # (asked for even when unused: the answers come in order)
                 facts = _facts(path)
+                if not isinstance(facts, ReadError):  # read while libparted reads: kept by gptcheck.one_look
+                    gptcheck.check_gpt(path, facts.logical, facts.sectors)
+                answer = next(answers)  # (asked for even when unused: the answers come in order)
                 if isinstance(facts, ReadError):
                     yield facts
                 elif isinstance(answer, IsolatedFailure):

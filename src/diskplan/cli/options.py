@@ -132,6 +132,8 @@ def open_targets(
     readable = [path for path, why in zip(paths, problems, strict=True) if not why]
     reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
     # The reads run in their children while the rest of the reader, and the model, are imported here.
+    import diskplan.backend.stack
+    import diskplan.discovery.topology  # noqa: F401 (for _dressed)
     from diskplan.backend.reader import ReadError, survey
 
     disks = survey(readable, reads)
