@@ -7,7 +7,7 @@ import dataclasses
 import pickle
 import subprocess
 import sys
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from hypothesis import given
@@ -153,6 +153,9 @@ def test_inherited_fields_come_first() -> None:
     assert ours(1, "x", 4) == ours(1, "x", 4) != ours(1, "x", 5)
     assert ours(4).twice() == 8
     assert v.replace(ours(1), c=9) == ours(1, "b", 9)
+    # what Hypothesis's builds() and other readers of __init__'s hints see, inherited fields included
+    assert get_type_hints(ours.__init__) == get_type_hints(theirs.__init__) == {"a": int, "b": str, "c": int,
+                                                                               "return": type(None)}
 
 
 def test_values_cross_the_reading_child_s_pipe() -> None:

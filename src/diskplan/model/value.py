@@ -44,10 +44,10 @@ MISSING: Any = _Missing()
 class Field:
     """One field: its default or default factory, and whether it counts in equality and ``repr``."""
 
-    __slots__ = ("compare", "default", "default_factory", "name", "repr")
+    __slots__ = ("compare", "default", "default_factory", "name", "repr", "type")
 
     def __init__(self, default: Any, default_factory: Any, compare: bool, repr: bool) -> None:
-        self.name = ""
+        self.name, self.type = "", ""
         self.default, self.default_factory, self.compare, self.repr = default, default_factory, compare, repr
 
 
@@ -67,24 +67,23 @@ def _is_class_var(annotation: object) -> bool:
 def _fields(cls: type) -> list[Field]:
     """The fields of ``cls``: its bases' value fields first, then its own annotations in order (a default left on
     the class, as dataclasses leave it; a factory's field has none there)."""
-    own: dict[str, Field] = {}
+    by_name: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
         for f in getattr(base, "__value_fields__", ()):
-            own[f.name] = f
+            by_name[f.name] = f
     for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063 (own only; no inspect)
         if _is_class_var(annotation):
             continue
         default = cls.__dict__.get(name, MISSING)
         f = default if isinstance(default, Field) else Field(default, MISSING, True, True)
-        f.name = name
+        f.name, f.type = name, annotation
         if f.default is MISSING:
             if name in cls.__dict__:
                 delattr(cls, name)
         else:
             setattr(cls, name, f.default)
-        own.pop(name, None)  # a redefined field takes its new place, as in a dataclass
-        own[name] = f
-    fields = list(own.values())
+        by_name[name] = f  # (a redefined field keeps its base's place, as in a dataclass)
+    fields = list(by_name.values())
     seen_default = False
     for f in fields:
         if f.default is not MISSING or f.default_factory is not MISSING:
@@ -119,9 +118,7 @@ def _init(cls: type, fields: list[Field]) -> Callable[..., None]:
     exec(source, vars(module) if module else {}, namespace)  # our own text, made from field names
     init: Callable[..., None] = namespace["_make"](MISSING, *defaults.values())
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 (inherited fields: "Any"; no inspect)
-    init.__annotations__ = {f.name: own.get(f.name, "Any") for f in fields}
-    init.__annotations__["return"] = None
+    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return init
 
 
@@ -177,7 +174,8 @@ def _make(cls: type, eq: bool, order: bool) -> type:
             method.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, method)
     cls.__value_fields__ = tuple(fields)  # type: ignore[attr-defined]
-    cls.__match_args__ = names  # type: ignore[attr-defined,misc]
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = names  # type: ignore[attr-defined,misc]
     return cls
 
 
