@@ -154,8 +154,8 @@ def test_inherited_fields_come_first() -> None:
     assert ours(4).twice() == 8
     assert v.replace(ours(1), c=9) == ours(1, "b", 9)
     # what Hypothesis's builds() and other readers of __init__'s hints see, inherited fields included
-    assert get_type_hints(vars(ours)["__init__"]) == get_type_hints(vars(theirs)["__init__"]) == {"a": int, "b": str, "c": int,
-                                                                               "return": type(None)}
+    hints = {"a": int, "b": str, "c": int, "return": type(None)}
+    assert get_type_hints(vars(ours)["__init__"]) == get_type_hints(vars(theirs)["__init__"]) == hints
 
 
 def test_values_cross_the_reading_child_s_pipe() -> None:
