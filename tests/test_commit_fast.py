@@ -185,3 +185,24 @@ def test_filesystem_probing_is_off_only_while_reading_back(ext4_image: pathlib.P
     before = file_sha(ext4_image)
     assert run_isolated(_filesystems_seen, str(ext4_image), timeout=60) == ("ext4", "", "ext4")
     assert file_sha(ext4_image) == before
+
+
+def test_a_read_does_without_the_parted_package_and_a_write_after_it_loads_it(
+    sparse_image: Callable[..., pathlib.Path],
+) -> None:
+    """The reading child reads on pyparted's _ped objects: the parted package (~8 ms to import, a tenth of a
+    `check`) is first imported by a write, which then works in the same process."""
+    img = sparse_image(64 * MiB)
+    run("sfdisk", "-q", str(img), input="label: gpt\n,8MiB,L\n,8MiB,S\n")
+    code = (
+        "import sys\n"
+        "from diskplan.backend import libparted\n"
+        "from diskplan.model.extent import Partition\n"
+        f"disk = libparted.read_disk({str(img)!r}, filesystems=False)\n"
+        "print([(p.number, p.start, p.end, p.flags) for p in disk.table.partitions], 'parted.disk' in sys.modules)\n"
+        f"libparted.write_table({str(img)!r}, 'gpt', (Partition(1, 2048, 4095, type='Linux filesystem'),))\n"
+        "print('parted.disk' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["[(1, 2048, 18431, ()), (2, 18432, 34815, ('swap',))] False", "True"]
+    assert [(n, start, size) for n, start, size, _, _ in sfdisk_parts(img)] == [(1, 2048, 2048)]

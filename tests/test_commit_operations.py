@@ -3,7 +3,6 @@ the disk will hold, what makes a plan unwritable, and what a read-back table is 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -13,6 +12,7 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.operations import differences, plan_changes, plan_writes, validate
 from diskplan.model.table import Table
+from diskplan.model.value import replace
 
 L, E = Role.LOGICAL, Role.EXTENDED
 

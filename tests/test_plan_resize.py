@@ -5,8 +5,6 @@ when the free space leaves no room."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +14,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Changes, plan_writes
 from diskplan.model.plan import Edge
 from diskplan.model.table import new_table
+from diskplan.model.value import replace
 from test_plan import GIB, existing, ok, plan_on, refused
 
 MiB = 2048  # sectors

@@ -10,7 +10,6 @@ import os
 import pathlib
 import re
 from collections.abc import Callable
-from dataclasses import replace
 
 import pytest
 
@@ -22,6 +21,7 @@ from diskplan.discovery import inuse
 from diskplan.model.codes import GPT_BACKUP_DAMAGED
 from diskplan.model.extent import Extent
 from diskplan.model.plan import History, Plan
+from diskplan.model.value import replace
 from helpers.cli import diskplan
 from helpers.images import DAMAGE, HOST, digest, file_sha, flip, last_lba, mounted, partx_update, poke, sgdisk_clean
 from helpers.tools import need_tool, run

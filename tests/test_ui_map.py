@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 import pytest
 from rich.style import Style
@@ -11,6 +10,7 @@ from textual.message import Message
 
 from diskplan.model import demos
 from diskplan.model.extent import Partition, State
+from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.partlist import PartitionList

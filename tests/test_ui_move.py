@@ -12,13 +12,13 @@ import pathlib
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.move_screen import Meter, MoveScreen
 from diskplan.ui.panels import ViewsPanel

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 from rich.style import Style
@@ -15,6 +14,7 @@ from diskplan.cli.options import open_target
 from diskplan.cli.planner import parser
 from diskplan.model.codes import LAYER_NOT_PAGE
 from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import UNICODE, Glyphs
 from diskplan.ui.panels import ViewsPanel

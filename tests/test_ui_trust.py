@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from dataclasses import replace
 
 from textual.widgets import DataTable, Input
 
@@ -18,6 +17,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.plan import Plan
 from diskplan.model.table import new_table, no_table
+from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.cells import Kind, MapContent
 from diskplan.ui.commit_screen import CommitScreen

@@ -9,12 +9,13 @@ from __future__ import annotations
 import pathlib
 import signal
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from conftest import need_tool
 from diskplan.backend import backup as bk
 from diskplan.backend.write import ConfirmedByName, DiskState, Host, Verdict, Write, WriteOutcome
 from diskplan.model.extent import Extent
+from diskplan.model.value import replace
 
 HOST = Host(users=lambda path: [])
 

@@ -25,7 +25,6 @@ import pwd
 import stat
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from diskplan.backend.gptcheck import check_gpt
 from diskplan.backend.rawtable import (
@@ -38,6 +37,7 @@ from diskplan.backend.rawtable import (
 )
 from diskplan.model.extent import Extent
 from diskplan.model.labels import EXTENDED_IDS, partition_node
+from diskplan.model.value import value
 
 FORMAT = 2  # 2 adds the table id and the seal; format 1 (no seal) is still read
 READS = (1, 2)
@@ -52,7 +52,7 @@ class BackupError(Exception):
     """The backup could not be taken, read or put back: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class Chunk:
     start: int  # first LBA
     data: bytes  # whole sectors
@@ -61,7 +61,7 @@ class Chunk:
         return Extent(self.start, self.start + len(self.data) // sector_size - 1)
 
 
-@dataclass(frozen=True)
+@value
 class Seal:
     """What a write left on the disk, recorded right after it: the table's id and the SHA-256 of the
     sectors a restore would write (``over``), read back from the disk."""
@@ -71,7 +71,7 @@ class Seal:
     sha256: str
 
 
-@dataclass(frozen=True)
+@value
 class TableBackup:
     target: str
     sectors: int
@@ -813,7 +813,7 @@ def device_size(path: str) -> int:
         os.close(fd)
 
 
-@dataclass(frozen=True)
+@value
 class PutBack:
     """What a restore writes now: the saved sectors outside every partition of the table on the disk,
     and those that held the backed-up table itself; ``kept``: saved sectors inside a partition now on the

@@ -13,18 +13,18 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
 
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model.demos import Scenario
 from diskplan.model.extent import Partition
+from diskplan.model.value import value
 
 
 class DemoUnavailable(Exception):
     """The scenario cannot be built here; ``str(exc)`` says why in one line a user can act on."""
 
 
-@dataclass(frozen=True)
+@value
 class DemoImage:
     scenario: str
     image: str  # the sparse file

@@ -19,12 +19,11 @@ sector written at once. A crash between leaves the old chain whole; after, the n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.backend import backup as bk
 from diskplan.backend.movejournal import fault
 from diskplan.backend.rawtable import chs, mbr_entries
 from diskplan.model.labels import EXTENDED_IDS
+from diskplan.model.value import value
 
 PARKED_TYPE = 0xDA  # "Non-FS data": what a hidden logical entry says it holds
 MAX_LOGICAL = 256
@@ -34,7 +33,7 @@ class ChainError(Exception):
     """The EBR chain is not what a logical move can work on: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class Link:
     """One EBR: where it is, its logical partition (absolute start, size, type id) and the next EBR (0: none)."""
 
@@ -49,7 +48,7 @@ class Link:
         return self.type_id == PARKED_TYPE and self.size == 1
 
 
-@dataclass(frozen=True)
+@value
 class Chain:
     slot: int  # the extended partition's MBR entry, 0..3
     ext_start: int

@@ -21,9 +21,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from dataclasses import dataclass
 
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.model.value import value
 
 TIMEOUT = 3600.0
 _CANCEL, _NO, _OK = 64, 4, 8  # PedExceptionOption bits
@@ -33,7 +33,7 @@ class FatError(Exception):
     """libparted's FAT resizer could not do it: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class _Said:
     ok: bool
     value: int

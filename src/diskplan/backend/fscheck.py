@@ -13,7 +13,8 @@ import contextlib
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from diskplan.model.value import value
 
 CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
     # blkid TYPE -> (read-only check command, Debian package)
@@ -32,7 +33,7 @@ class CheckError(Exception):
     """A referee could not run: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class Identity:
     """What blkid reads in the partition's bytes."""
 

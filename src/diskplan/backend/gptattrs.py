@@ -4,13 +4,12 @@ Specification's no-auto, read-only and grow-fs flags live there too)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from diskplan.backend.gptcheck import GptState, check_gpt
 from diskplan.backend.rawtable import GptEntry
 from diskplan.model.disk import Disk
 from diskplan.model.labels import gpt_attribute_flags
 from diskplan.model.table import Table
+from diskplan.model.value import replace
 
 
 def raw_entries(table: Table, gpt: GptState | None) -> dict[int, GptEntry]:

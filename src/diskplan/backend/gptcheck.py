@@ -7,7 +7,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from diskplan.backend.rawtable import (
     PROTECTIVE_ID,
@@ -20,6 +19,7 @@ from diskplan.backend.rawtable import (
 )
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.table import Region, Table
+from diskplan.model.value import field, value
 
 # model.repair is imported where a repair is planned: this module is imported before libparted's reading
 # child is forked (which never plans one), so what it imports is on every check's critical path.
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MAX_ENTRY_BYTES = 4 << 20  # far above any real table (128 × 128 B = 16 KiB; Android uses a few hundred)
 
 
-@dataclass(frozen=True)
+@value
 class GptCopy:
     """One GPT copy (header and entry array) as found at its place, and what is wrong with it."""
     which: str  # "primary" or "backup"
@@ -46,7 +46,7 @@ class GptCopy:
         return self.header is not None and not self.problem
 
 
-@dataclass(frozen=True)
+@value
 class GptState:
     """Both GPT copies of a disk, as read once."""
     primary: GptCopy

@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
 from diskplan.backend.gptcheck import GptCopy, check_gpt, copies_differ, header_for
 from diskplan.model import labels
 from diskplan.model.extent import Partition
 from diskplan.model.ptypes import describe
+from diskplan.model.value import value
 
 
 class PatchError(Exception):
     """The entries cannot be patched safely: one line."""
 
 
-@dataclass(frozen=True)
+@value
 class EntryWish:
     """What one partition's entry must hold: its type GUID and its planned attribute bits."""
 

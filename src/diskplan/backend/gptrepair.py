@@ -19,8 +19,6 @@ the kind repaired. ``diskplan restore`` puts the old bytes back.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from diskplan.backend import backup as bk
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -58,6 +56,7 @@ from diskplan.model.extent import Role
 from diskplan.model.operations import differences, repair_operations
 from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Table
+from diskplan.model.value import replace
 
 REPAIRED = {"primary": (GPT_PRIMARY_DAMAGED,), "backup": (GPT_BACKUP_DAMAGED,),
             PROTECTIVE_MBR: (GPT_NO_PROTECTIVE_MBR,)}

@@ -13,19 +13,19 @@ import mmap
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from diskplan.backend.lock import whole_disk
 from diskplan.backend.write import ConfirmedByName
 from diskplan.model.disk import Disk
 from diskplan.model.measure import Offset, Result, Test
 from diskplan.model.units import MiB
+from diskplan.model.value import value
 
 # What the write tests write: recognisable in a hex dump of the disk afterwards.
 PATTERN = b"diskplan measure test data. "
 
 
-@dataclass(frozen=True)
+@value
 class Ask(ConfirmedByName):
     """The confirmation of a measurement's writes (backend.write.Asked): the exact byte range, the word."""
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import _ped
-import parted
 
 from diskplan.backend import isolate, siblings
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
@@ -27,9 +26,26 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.labels import attribute_flags, gpt_attribute_flags
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
+
+class _PartedOnFirstUse:
+    """Stands for pyparted's parted package until a write first uses it, then puts the package in its place."""
+
+    def __getattr__(self, name: str) -> object:
+        import parted as package
+
+        globals()["parted"] = package
+        return getattr(package, name)
+
+
 TYPE_CHECKING = False  # the reading child does without importing typing (~3 ms of its read)
 if TYPE_CHECKING:
     from typing import Any
+
+    import parted
+else:
+    # Reading is done on pyparted's _ped objects; the parted package (its wrappers over them, ~8 ms to import:
+    # decimal, platform, a flag table built at import) is loaded at its first use, by a write.
+    parted = _PartedOnFirstUse()
 
 WRITABLE_LABELS = ("gpt", "msdos")
 
@@ -172,29 +188,34 @@ def _regions(pdisk: _ped.Disk, label: str, geom: Geometry, first: int, last: int
     return tuple(regions)
 
 
-def _probe_filesystem(device: parted.Device) -> str:
+def _probe_filesystem(device: _ped.Device) -> str:
     try:
-        fs = parted.probeFileSystem(parted.Geometry(device=device, start=0, length=device.length))
-        return fs or ""
+        fs = _ped.file_system_probe(_ped.Geometry(device, 0, device.length))
+        return str(fs.name) if fs is not None else ""
     except Exception:
         return ""
 
 
-def _probed_label(device: parted.Device) -> str | None:
+def _probed_label(device: _ped.Device) -> str | None:
     """The label libparted recognises, None when none at all (asked before newDisk, which would report
     that as an error indistinguishable from a damaged table)."""
     try:
-        return str(device.getPedDevice().disk_probe().name)
+        return str(device.disk_probe().name)
     except (_ped.IOException, _ped.PartedException, _ped.DiskException):
         return None
 
 
-def _device(path: str) -> parted.Device:
+def _ped_device(path: str) -> _ped.Device:
     """libparted's device for ``path``; in a forked child, an image file is first made to stand alone in
     its directory, so libparted opens nothing but it (backend.siblings)."""
     if isolate.IN_CHILD:
         siblings.stand_alone(path)
-    return parted.getDevice(path)
+    return _ped.device_get(path)
+
+
+def _device(path: str) -> parted.Device:
+    """``_ped_device`` in pyparted's wrapper, for writing."""
+    return parted.Device(PedDevice=_ped_device(path))
 
 
 def read_disk(path: str, filesystems: bool = True) -> Disk:
@@ -208,7 +229,7 @@ def read_disk(path: str, filesystems: bool = True) -> Disk:
     with answering(_read_handler) as messages:
         try:
             try:
-                device = _device(path)
+                device = _ped_device(path)
             except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
                 raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
             held = _held_open(device, messages)
@@ -221,7 +242,7 @@ def read_disk(path: str, filesystems: bool = True) -> Disk:
             siblings.show_again()  # this process may go on to open other files of that directory
 
 
-def _held_open(device: parted.Device, messages: list[str]) -> bool:
+def _held_open(device: _ped.Device, messages: list[str]) -> bool:
     """Open ``device`` once more, so the opens inside libparted's calls nest in this one. False when it
     would not open: each call then opens it and says why, as before (what this attempt said is dropped)."""
     said = len(messages)
@@ -233,11 +254,11 @@ def _held_open(device: parted.Device, messages: list[str]) -> bool:
     return True
 
 
-def _read_disk(path: str, device: parted.Device, messages: list[str], filesystems: bool) -> Disk:
+def _read_disk(path: str, device: _ped.Device, messages: list[str], filesystems: bool) -> Disk:
     geom = Geometry(
         sectors=device.length,
-        logical=device.sectorSize,
-        physical=max(device.physicalSectorSize, device.sectorSize),
+        logical=device.sector_size,
+        physical=max(device.phys_sector_size, device.sector_size),
         path=path,
         model=device.model or "",
     )
@@ -252,15 +273,15 @@ def _read_disk(path: str, device: parted.Device, messages: list[str], filesystem
     probing = filesystems or probed == "loop"
     try:
         with contextlib.nullcontext() if probing else _no_filesystem_probing():
-            disk = parted.newDisk(device)
+            pdisk = _ped.disk_new(device)
     except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
         reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
         if reason in _went_on:  # pyparted repeats a question we answered; the failure came later, unsaid
             reason = f"it failed after saying: {reason}"
         raise BackendError(f"libparted refused it: {reason}") from exc
-    label = disk.type
+    label = str(pdisk.type.name)
     if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
-        fs = next((p.fileSystem.type for p in disk.partitions if p.fileSystem), "") or _probe_filesystem(device)
+        fs = next((q.fs_type.name for q in _walk(pdisk) if q.fs_type), "") or _probe_filesystem(device)
         return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
     gpt = check_gpt(path, geom.logical, geom.sectors) if label == "gpt" else None
     if label == "gpt":
@@ -270,9 +291,8 @@ def _read_disk(path: str, device: parted.Device, messages: list[str], filesystem
     else:
         first, last = 0, geom.sectors - 1
     types = _raw_types(path, label, geom.logical, gpt)
-    pdisk = disk.getPedDisk()
-    named = bool(pdisk.type.check_feature(parted.DISK_TYPE_PARTITION_NAME))
-    parts = tuple(sorted((_partition(q, named, types) for q in _walk(disk)), key=lambda p: (p.start, p.number)))
+    named = bool(pdisk.type.check_feature(_ped.DISK_TYPE_PARTITION_NAME))
+    parts = tuple(sorted((_partition(q, named, types) for q in _walk(pdisk)), key=lambda p: (p.start, p.number)))
     read_only = ""
     if label not in WRITABLE_LABELS:
         read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
@@ -302,9 +322,9 @@ _PED_ERRORS: tuple[type[BaseException], ...] = tuple(
     v for k, v in vars(_ped).items() if k.endswith("Exception") and isinstance(v, type) and issubclass(v, Exception)
 )
 _KIND = {
-    Role.PRIMARY: parted.PARTITION_NORMAL,
-    Role.EXTENDED: parted.PARTITION_EXTENDED,
-    Role.LOGICAL: parted.PARTITION_LOGICAL,
+    Role.PRIMARY: _ped.PARTITION_NORMAL,
+    Role.EXTENDED: _ped.PARTITION_EXTENDED,
+    Role.LOGICAL: _ped.PARTITION_LOGICAL,
 }
 # Flags that choose a partition's type in libparted 3.5: cleared before another type is set.
 _TYPE_FLAGS = frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
@@ -313,7 +333,16 @@ _TYPE_FLAGS = frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
 # Flag names to libparted's codes. Flags are read and set on the _ped partition itself: pyparted wraps
 # every call in two setlocale() calls (for untranslated messages; our children never set LC_MESSAGES),
 # which made setting 128 partitions' attributes cost more than building the table.
-_FLAG_CODES = {text: int(code) for code, text in parted.partitionFlag.items()}
+def _flag_table() -> dict[str, int]:
+    """Every partition flag libparted knows, by name (as pyparted's partitionFlag, without importing it)."""
+    codes, code = {}, _ped.partition_flag_next(0)
+    while code:
+        codes[_ped.partition_flag_get_name(code)] = int(code)
+        code = _ped.partition_flag_next(code)
+    return codes
+
+
+_FLAG_CODES = _flag_table()
 
 
 def _flag_code(name: str) -> int | None:
@@ -328,9 +357,9 @@ def _flags_set(ped: _ped.Partition) -> list[str]:
 
 
 def _kind_role(kind: int) -> Role:
-    if kind & parted.PARTITION_EXTENDED:
+    if kind & _ped.PARTITION_EXTENDED:
         return Role.EXTENDED
-    if kind & parted.PARTITION_LOGICAL:
+    if kind & _ped.PARTITION_LOGICAL:
         return Role.LOGICAL
     return Role.PRIMARY
 
@@ -524,15 +553,15 @@ def build_disk(
     return disk
 
 
-def _walk(disk: parted.Disk) -> Iterator[_ped.Partition]:
-    """The real partitions of ``disk`` (no free space or metadata), walked on the _ped disk."""
-    hidden = parted.PARTITION_FREESPACE | parted.PARTITION_METADATA | parted.PARTITION_PROTECTED
-    return (q for q in _ped_partitions(disk.getPedDisk()) if not q.type & hidden)
+def _walk(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
+    """The real partitions of ``pdisk`` (no free space or metadata), as pyparted's ``Disk.partitions``."""
+    hidden = _ped.PARTITION_FREESPACE | _ped.PARTITION_METADATA | _ped.PARTITION_PROTECTED
+    return (q for q in _ped_partitions(pdisk) if not q.type & hidden)
 
 
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
     """Number, extent and role of every partition in the in-memory table."""
-    parts = (Partition(q.num, q.geom.start, q.geom.end, role=_kind_role(q.type)) for q in _walk(disk))
+    parts = (Partition(q.num, q.geom.start, q.geom.end, role=_kind_role(q.type)) for q in _walk(disk.getPedDisk()))
     return tuple(sorted(parts, key=lambda p: p.number))
 
 
@@ -733,7 +762,7 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
                 flags=tuple(sorted({*_flags_set(q), *gpt_attribute_flags(bits.get(q.num, 0))})),
                 state=State.EXISTING,
             )
-            for q in _walk(disk)
+            for q in _walk(disk.getPedDisk())
         ]
         ordered = tuple(sorted(parts, key=lambda p: (p.start, p.number)))
         return Table(label=label, first_usable=0, last_usable=sectors - 1, partitions=ordered), tuple(problems)

@@ -46,7 +46,6 @@ import datetime
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
@@ -78,6 +77,7 @@ from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.labels import LabelError, check_label
 from diskplan.model.move import BATCH_BYTES, JournalError, Schedule, old_place_touched, resume_point, schedule
 from diskplan.model.units import human_bytes
+from diskplan.model.value import field, replace, value
 
 
 def movable_label(disk: Disk) -> str:
@@ -88,7 +88,7 @@ def movable_label(disk: Disk) -> str:
         return ""
 
 
-@dataclass(frozen=True)
+@value
 class MoveProposal:
     target: str
     kind: str  # "block" or "file"
@@ -141,7 +141,7 @@ class MoveProposal:
         return accepts(self.kind, self.target, answer)
 
 
-@dataclass(frozen=True)
+@value
 class MoveOutcome:
     verdict: Verdict
     message: str

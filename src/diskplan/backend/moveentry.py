@@ -21,19 +21,19 @@ back with the new place, in one rewrite, once the data is verified there.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain
 from diskplan.backend.gptcheck import GptCopy, check_gpt, header_for
 from diskplan.backend.rawtable import chs
+from diskplan.model.value import value
 
 
 class EntryError(Exception):
     """The table does not hold the entry as expected: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class Entry:
     """Where the table says partition ``number`` is, and its GPT unique GUID ("" on msdos)."""
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from dataclasses import asdict, dataclass
 
 from diskplan.model.move import Read, Written
+from diskplan.model.value import asdict, value
 
 FORMAT = 1
 MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended
@@ -41,7 +41,7 @@ class JournalDamaged(Exception):
     """The journal cannot be trusted: one line for the user."""
 
 
-@dataclass(frozen=True)
+@value
 class Header:
     """What the move is, and enough to recognise its disk and partition again."""
 

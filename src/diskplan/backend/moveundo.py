@@ -20,7 +20,6 @@ type, UUID and label, clean), and the journal marked ``undone``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
@@ -29,6 +28,7 @@ from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, tell_
 from diskplan.backend.moveentry import EntryError, read_entry, reveal
 from diskplan.backend.movejournal import Header, Journal
 from diskplan.backend.write import Host, Verdict
+from diskplan.model.value import replace
 
 
 def _put_back(h: Header) -> None:

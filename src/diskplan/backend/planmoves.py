@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
 from diskplan.backend import fscheck
 from diskplan.backend import fsresize as tools
@@ -52,6 +51,7 @@ from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps
 from diskplan.model.operations import plan_writes
 from diskplan.model.planfile import PlanSpec
 from diskplan.model.table import Table
+from diskplan.model.value import replace, value
 
 # Why a plan that moves data and changes the table is refused rather than written in one go: the table
 # write (a libparted commit) can only be checked against the disk once the moves are done (libparted
@@ -64,7 +64,7 @@ MIXED = ("this plan moves or resizes partitions with their data and also changes
 StepProposal = MoveProposal | ResizeProposal
 
 
-@dataclass(frozen=True)
+@value
 class PlanMoves(ConfirmedByName):
     """What applying the plan's moves and resizes would do, step by step, and what refuses it."""
 

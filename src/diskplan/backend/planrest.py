@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from diskplan.backend.backup import state_dir, sync_dir, write_synced
 from diskplan.backend.planmoves import table_after
@@ -27,6 +27,7 @@ from diskplan.backend.tableid import disk_fingerprint, table_fingerprint
 from diskplan.model.disk import Disk
 from diskplan.model.move import DataStep
 from diskplan.model.planfile import PlanSpec, to_json
+from diskplan.model.value import replace
 
 REST_DIR = ("diskplan", "plans")  # under the state directory
 

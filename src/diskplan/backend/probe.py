@@ -8,9 +8,9 @@ import fcntl
 import os
 import stat
 import struct
-from dataclasses import dataclass
 
 from diskplan.backend.rawtable import read_bytes
+from diskplan.model.value import value
 
 # <linux/fs.h>
 BLKSSZGET = 0x1268
@@ -18,7 +18,7 @@ BLKPBSZGET = 0x127B
 BLKGETSIZE64 = 0x80081272
 
 
-@dataclass(frozen=True)
+@value
 class DeviceFacts:
     """What the kernel says about a block device or an image file."""
     path: str

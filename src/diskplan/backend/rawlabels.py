@@ -4,14 +4,13 @@ imports this only for a disk that does (each dataclass costs start-up time)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.backend.rawtable import read_bytes
+from diskplan.model.value import value
 
 # --- Apple Partition Map ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value
 class ApmEntry:
     """One entry of an Apple Partition Map."""
     number: int  # the entry's index in the map, from 1 (what libblkid, parted and pdisk number)
@@ -65,7 +64,7 @@ BSD_MAGIC = 0x82564557
 BSD_LABEL_OFFSETS = (512, 64)  # i386 puts it in sector 1; some ports at byte 64 of sector 0
 
 
-@dataclass(frozen=True)
+@value
 class BsdPartition:
     """One slot of a BSD disklabel."""
     number: int  # slot index + 1 (a=1, b=2, c=3, ...), as sfdisk numbers them

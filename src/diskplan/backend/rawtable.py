@@ -5,12 +5,12 @@ through ``read_bytes``."""
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 
 from diskplan.model.labels import EXTENDED_IDS
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class MbrEntry:
     """One of the four entries of an MBR (or an EBR), as stored."""
     index: int  # 0..3
@@ -38,7 +38,7 @@ def mbr_entries(sector0: bytes) -> list[MbrEntry]:
     return out
 
 
-@dataclass(frozen=True)
+@value
 class GptHeader:
     """A GPT header as read from the disk, and whether it holds together."""
     lba: int  # where it was read
@@ -88,7 +88,7 @@ def parse_gpt_header(raw: bytes, lba: int) -> GptHeader:
     return h
 
 
-@dataclass(frozen=True)
+@value
 class GptEntry:
     """One used GPT partition entry, as stored."""
     number: int
@@ -134,7 +134,7 @@ def read_bytes(path: str, offset: int, count: int) -> bytes:
 PROTECTIVE_ID = 0xEE
 
 
-@dataclass(frozen=True)
+@value
 class MbrPartition:
     """A primary or logical MBR partition, at its absolute place on the disk."""
     number: int  # 1..4 primary, 5.. logical
@@ -149,7 +149,7 @@ class MbrPartition:
         return self.start + self.size - 1
 
 
-@dataclass(frozen=True)
+@value
 class MbrLayout:
     """An MBR's partitions with the extended partition's chain followed, and what was wrong with it."""
     primaries: tuple[MbrPartition, ...]

@@ -16,7 +16,6 @@ than one sector.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import replace
 
 from diskplan.backend import gptcheck, hybrid, probe, rawtable, readahead
 from diskplan.backend.gptattrs import with_raw_attributes
@@ -38,6 +37,7 @@ from diskplan.model.labels import EXTENDED_IDS
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import MBR_LIMIT_SECTORS, Region, Table
 from diskplan.model.units import MiB
+from diskplan.model.value import replace
 
 SUPERFLOPPY_FS = ("vfat", "ntfs", "exfat")  # boot sectors that carry 0x55AA, so libparted may call them msdos
 
@@ -82,8 +82,10 @@ def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | R
     def disks() -> Generator[Disk | ReadError, None, None]:
         try:
             for path in paths:
-                answer = next(answers)  # (asked for even when unused: the answers come in order)
                 facts = _facts(path)
+                if not isinstance(facts, ReadError):  # read while libparted reads: kept by gptcheck.one_look
+                    gptcheck.check_gpt(path, facts.logical, facts.sectors)
+                answer = next(answers)  # (asked for even when unused: the answers come in order)
                 if isinstance(facts, ReadError):
                     yield facts
                 elif isinstance(answer, IsolatedFailure):

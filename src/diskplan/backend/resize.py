@@ -19,8 +19,6 @@ crash-safe: the backup of the table does not cover it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 from diskplan.backend import backup as bk
 from diskplan.backend import fscheck
 from diskplan.backend import fsresize as tools
@@ -53,9 +51,10 @@ from diskplan.model.fsresize import Limits, steps
 from diskplan.model.fsresize import limits as fs_limits
 from diskplan.model.fsresize import refusals as fs_refusals
 from diskplan.model.units import human_bytes
+from diskplan.model.value import field, replace, value
 
 
-@dataclass(frozen=True)
+@value
 class ResizeProposal:
     target: str
     kind: str  # "block" or "file"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, replace
 
 from diskplan.backend import backup as bk
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -33,9 +32,10 @@ from diskplan.backend.write import (
     usage,
 )
 from diskplan.model.extent import Extent
+from diskplan.model.value import replace, value
 
 
-@dataclass(frozen=True)
+@value
 class RestoreProposal(ConfirmedByName):
     backup: bk.TableBackup
     backup_path: str

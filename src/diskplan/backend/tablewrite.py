@@ -25,8 +25,6 @@ the comparison after the write) is pure and lives in model.operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from diskplan.backend import backup as bk
 from diskplan.backend import gptpatch
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
@@ -53,6 +51,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.operations import Changes, differences, plan_writes
 from diskplan.model.table import Table, new_table
+from diskplan.model.value import replace, value
 
 WRITE_TIMEOUT = 300.0  # seconds for one libparted commit (a slow USB stick syncing)
 
@@ -164,7 +163,7 @@ def _preview_child(
 # --- writing ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value
 class _Written:
     """What the commit child reports: the kernel's news, libparted's messages, and the table read back
     (None when it could not be read: ``problems`` says why)."""

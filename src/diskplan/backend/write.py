@@ -24,7 +24,6 @@ import stat
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -39,6 +38,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
+from diskplan.model.value import replace, value
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -61,7 +61,7 @@ class Usage(Protocol):
     def __str__(self) -> str: ...
 
 
-@dataclass(frozen=True)
+@value
 class Host:
     """What only discovery can answer: who uses ``path``, and the kernel's partition list for it
     (number -> (start, size) in 512-byte units; None for an image file)."""
@@ -94,7 +94,7 @@ class DiskState(Enum):
     RESTORED = "holds the backup"  # every saved sector is back
 
 
-@dataclass(frozen=True)
+@value
 class Identity:
     """Enough to notice that the target is no longer the disk that was read."""
 
@@ -124,7 +124,7 @@ class ConfirmedByName:
         return accepts(self.kind, self.target, answer)
 
 
-@dataclass(frozen=True)
+@value
 class Proposal(ConfirmedByName):
     """What a table commit (backend.tablewrite) or a GPT repair (backend.gptrepair) would write, and what
     refuses it: everything shown before the user is asked."""
@@ -165,7 +165,7 @@ class Proposal(ConfirmedByName):
         return f"Type {self.confirm_word} to write this table to {self.target}"
 
 
-@dataclass(frozen=True)
+@value
 class WriteOutcome:
     verdict: Verdict
     message: str  # one line

@@ -11,7 +11,6 @@ import argparse
 import os
 import stat
 import sys
-from dataclasses import replace
 
 from diskplan.backend.gptattrs import partition_guids
 from diskplan.backend.planread import read_plan_text
@@ -22,6 +21,7 @@ from diskplan.model.ignition import to_ignition
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
 from diskplan.model.repart import repart_files, to_repart
 from diskplan.model.safetext import safe
+from diskplan.model.value import replace
 
 FORMATS = ("json", "sfdisk", "parted", "ansible", "ignition", "repart")
 PLAN_PROBE_BYTES = 1 << 16

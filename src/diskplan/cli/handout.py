@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
 
 from diskplan.model import findings as F
 from diskplan.model.demos import Scenario
@@ -23,6 +22,7 @@ from diskplan.model.findings import Finding
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.stackfindings import offset_mod, with_stack_findings
 from diskplan.model.units import human_bytes, human_si
+from diskplan.model.value import value
 
 WIDTH = 760  # the drawing's width in px; a page prints it at full width
 LEFT = 10
@@ -32,7 +32,7 @@ DETAIL_CELLS = 32  # sectors shown around each start
 COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f")
 
 
-@dataclass(frozen=True)
+@value
 class Lesson:
     scenario: Scenario
     disk: Disk

@@ -132,6 +132,8 @@ def open_targets(
     readable = [path for path, why in zip(paths, problems, strict=True) if not why]
     reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
     # The reads run in their children while the rest of the reader, and the model, are imported here.
+    import diskplan.backend.stack
+    import diskplan.discovery.topology  # noqa: F401 (for _dressed)
     from diskplan.backend.reader import ReadError, survey
 
     disks = survey(readable, reads)
@@ -177,10 +179,9 @@ def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
 
 def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
-    from dataclasses import replace
-
     from diskplan.backend.stack import read_stacks
     from diskplan.discovery.topology import topology
+    from diskplan.model.value import replace
 
     topo = topology(path)
     if topo is not None:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 
 from diskplan.discovery.topology import sysfs_dir, topology
+from diskplan.model.value import value
 
 # Model strings and kernel names of disks that a hypervisor makes up.
 VIRTUAL_MODELS = ("QEMU", "VBOX", "Virtual disk", "Virtual Disk", "VMware", "Msft Virtual")
 VIRTUAL_NAMES = ("vd", "xvd", "nbd", "zram", "ram", "rbd")
 
 
-@dataclass(frozen=True)
+@value
 class DeviceKind:
     what: str  # one line: what the device is
     hardware: bool  # False: the ratio says nothing about a disk's hardware

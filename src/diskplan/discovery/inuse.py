@@ -15,12 +15,12 @@ import fcntl
 import os
 import stat
 import struct
-from dataclasses import dataclass, replace
 
 from diskplan.discovery.topology import sysfs_dir
+from diskplan.model.value import replace, value
 
 
-@dataclass(frozen=True)
+@value
 class Use:
     """One reason not to write: ``device`` is mounted / swap / held / busy / read through a loop."""
 
@@ -44,7 +44,7 @@ class Use:
         return f"{text} ({self.behind})" if self.behind else text
 
 
-@dataclass(frozen=True)
+@value
 class Node:
     """A whole disk or one of its partitions as the kernel lists it."""
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class Topology:
     """What sysfs says about a block device's topology (zeros: not said)."""
     logical: int = 0

@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from diskplan.discovery.topology import topology
+from diskplan.model.value import value
 
 # Block devices that are never partitioning targets.
 SKIP_PREFIXES = ("ram", "zram", "dm-", "md", "sr", "fd", "nbd")
 
 
-@dataclass(frozen=True)
+@value
 class DiskInfo:
     name: str  # kernel name: sda, nvme0n1, loop3
     node: str  # /dev/sda

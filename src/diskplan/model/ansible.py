@@ -15,12 +15,12 @@ as ``--format parted`` does); a type or attribute it cannot set is a ``#`` comme
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from fractions import Fraction
 
 from diskplan.model import planfile, ptypes, relplan
 from diskplan.model.extent import Partition, Role
 from diskplan.model.planfile import PlanFileError, PlanSpec
+from diskplan.model.value import value
 
 MiB = 1 << 20
 
@@ -30,7 +30,7 @@ class AnsibleError(PlanFileError):
         super().__init__(f"ansible's parted module cannot express this plan: {why}")
 
 
-@dataclass(frozen=True)
+@value
 class _Task:
     part: Partition
     start: str

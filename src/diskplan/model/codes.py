@@ -8,13 +8,13 @@ codes is this registry, row for row (tests/test_codes.py compares them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from diskplan.model.value import value
 
 ERROR, WARNING, NOTICE = "error", "warning", "notice"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1, NOTICE: 2}
 
 
-@dataclass(frozen=True)
+@value
 class Code:
     """A finding's stable code, its severity and when a disk gets it."""
     code: str  # stable: what ``diskplan check --json`` prints

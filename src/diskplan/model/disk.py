@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
+from diskplan.model.value import field, replace, value
 
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk without importing them
@@ -14,7 +13,7 @@ if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk w
     from diskplan.model.stack import Layer
 
 
-@dataclass(frozen=True)
+@value
 class Disk:
     """A disk as read: its geometry, its table, and what the reader had to say about it."""
     geometry: Geometry

@@ -22,12 +22,11 @@ and a move or resize:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.model.extent import Extent
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class LogicalMove:
     """The EBR now and afterwards, the sector the hidden entry points at (0: none free) and the extended
     partition's end afterwards."""

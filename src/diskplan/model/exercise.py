@@ -9,8 +9,6 @@ Pure: the planner (ui) and the lesson export (cli) show the same goals and verdi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.model import findings as F
 from diskplan.model.codes import END_NOT_PHYSICAL, SEVERITY_RANK
 from diskplan.model.extent import Partition, State
@@ -18,11 +16,12 @@ from diskplan.model.grain import optimal_grain
 from diskplan.model.plan import Plan
 from diskplan.model.stackfindings import offset_mod
 from diskplan.model.units import human_bytes
+from diskplan.model.value import value
 
 TOLERANCE = 0.01  # a recreated partition keeps its size within 1%: the grain rounds its edges, nothing more
 
 
-@dataclass(frozen=True)
+@value
 class Step:
     """One step of the walk-through: the cursor goes to ``lba``; ``zoom`` "sector" (one sector per cell),
     "fit" (the whole disk) or "" (as it is)."""
@@ -32,7 +31,7 @@ class Step:
     text: str
 
 
-@dataclass(frozen=True)
+@value
 class Goal:
     demo: str
     task: tuple[str, ...]  # what to achieve, in plain words: the rules below said for a student
@@ -45,7 +44,7 @@ class Goal:
     steps: tuple[Step, ...] = ()
 
 
-@dataclass(frozen=True)
+@value
 class Verdict:
     solved: bool
     wrong: tuple[tuple[str, ...], ...]  # each point: its line, then the arithmetic

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from diskplan.model.value import field, replace, value
 
-@dataclass(frozen=True, order=True)
+
+@value(order=True)
 class Extent:
     """A run of sectors, both ends included."""
     start: int
@@ -46,7 +47,7 @@ class State(Enum):
     DELETE = "delete"  # on disk, marked for deletion by the plan
 
 
-@dataclass(frozen=True)
+@value
 class Partition:
     """A partition as the table (or the plan) holds it; sectors, end included."""
     number: int

@@ -7,7 +7,6 @@ partition findings here, the table findings of model.tablefindings and model.rep
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from diskplan.model.codes import (
     CODES,
@@ -28,6 +27,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, optimal_grain
 from diskplan.model.table import MBR_LIMIT_SECTORS, Table
 from diskplan.model.units import human_bytes, human_si
+from diskplan.model.value import value
 
 # What the experiments behind diskplan measured (README "Where the numbers come from"), quoted where a
 # finding applies: each says what the device, the tool and the workload were.
@@ -53,7 +53,7 @@ RMW_EDGES = (
 )
 
 
-@dataclass(frozen=True)
+@value
 class Finding:
     """One thing found about a disk or a partition, with its explanation."""
     code: str  # one of model.codes, which gives its severity

@@ -9,10 +9,10 @@ grow by the filesystem's own tool).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class Resizer:
     """How diskplan resizes one kind of content: which tool (and its Debian package), whether it can
     grow and shrink, and whether it works on a (private, temporary) mount."""
@@ -72,7 +72,7 @@ def steps(old: int, new: int) -> tuple[str, str]:
     return ("filesystem", "entry") if new < old else ("entry", "filesystem")
 
 
-@dataclass(frozen=True)
+@value
 class Limits:
     """How far the content of one partition can be resized, as measured on the disk (backend.resize.limits):
     the planner stops a shrink at ``minimum`` and refuses what the content's tool cannot do, with ``why``."""

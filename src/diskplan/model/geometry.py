@@ -11,14 +11,14 @@ an SSD that reported 512/512 wrote 4 KiB direct I/O 19x slower from sector 34 th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from diskplan.model.value import field, replace, value
 
 # The smallest flash page we assume on an SSD that reports less: an assumption about flash, not a fact
 # the device gives (``--physical-block 16384`` says the page is larger).
 FLASH_PAGE = 4096
 
 
-@dataclass(frozen=True)
+@value
 class Geometry:
     """What a disk reports about itself (sizes in bytes, count in logical sectors) and what is known of it."""
     sectors: int

@@ -8,18 +8,18 @@ here so the planner can say what each of them would do (see shared/design/alignm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from math import lcm
 
 from diskplan.model.geometry import Geometry
 from diskplan.model.units import MiB
+from diskplan.model.value import value
 
 # libfdisk ignores this optimal_io_size: some USB bridges report it for no reason (0xFFFF * 512).
 BOGUS_OPTIMAL_IO = 33553920
 
 
-@dataclass(frozen=True)
+@value
 class Grain:
     """The alignment unit partitions should start on, in sectors, with its offset."""
     sectors: int

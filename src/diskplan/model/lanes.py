@@ -13,18 +13,18 @@ is patched or when the whole list is read.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 from operator import attrgetter
 
 from diskplan.model.extent import Extent, Partition
 from diskplan.model.snap import Gap
+from diskplan.model.value import field, value
 
 _start = attrgetter("start")
 
 
-@dataclass(frozen=True, eq=False)
+@value(eq=False)
 class Lane:
     base: tuple[Partition, ...]  # sorted by start, except that slot patch[0] holds patch[1]
     area_lo: int  # first sector of the area (the extended partition's EBR sector for logicals)

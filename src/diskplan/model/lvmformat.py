@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from dataclasses import dataclass
 
 from diskplan.model.stack import LVM_LABEL, LVM_TYPE, MDA_MAGIC, SECTOR
+from diskplan.model.value import value
 
 INITIAL_CRC = 0xF597A6CF  # lvm2's crc.c
 MDA_START = 4096  # the first metadata area follows the label's 4 KiB, as pvcreate puts it
@@ -34,7 +34,7 @@ def dashed(uuid: str) -> str:
     return "-".join((uuid[:6], *(uuid[6 + 4 * i:10 + 4 * i] for i in range(5)), uuid[26:]))
 
 
-@dataclass(frozen=True)
+@value
 class StripedVg:
     """A VG of ``pv_count`` equal PVs and one LV striped over all of them (the experiment's layout)."""
 

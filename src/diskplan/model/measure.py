@@ -9,15 +9,15 @@ block or flash page up to 1 MiB) and every misaligned offset keeps the residue i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from statistics import median
 
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent
 from diskplan.model.units import KiB, MiB
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class Test:
     name: str  # "write 4 KiB", ...
     write: bool
@@ -39,7 +39,7 @@ WRITE_TESTS = (WRITE_4K, WRITE_16K_FLUSH)
 READ_TESTS = (READ_4K, READ_16K)
 
 
-@dataclass(frozen=True)
+@value
 class Offset:
     label: str
     delta: int  # bytes from the aligned base
@@ -78,7 +78,7 @@ def place_in(free: list[Extent], logical: int, need: int) -> tuple[int, int] | N
     return None
 
 
-@dataclass(frozen=True)
+@value
 class Result:
     test: Test
     offset: Offset

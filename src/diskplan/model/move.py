@@ -30,20 +30,20 @@ Moving ``length`` sectors from ``start`` to ``target``:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from diskplan.model.extent import Extent, Role
 from diskplan.model.fsresize import Limits
 from diskplan.model.grain import Grain
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
+from diskplan.model.value import value
 
 MAX_CHUNK_BYTES = 8 << 20  # large direct I/O: one request keeps the disk streaming; memory stays small
 MIN_CLEAN_BYTES = 1 << 20  # below this shift, chunks as small as the shift would make the copy crawl
 BATCH_BYTES = 256 << 20  # at most this much is redone after a crash when nothing forces a sync sooner
 
 
-@dataclass(frozen=True)
+@value
 class Step:
     """Chunk ``index``: ``count`` sectors from ``src`` to ``dst``."""
 
@@ -66,7 +66,7 @@ class Step:
         return self.source.intersection(self.dest)
 
 
-@dataclass(frozen=True)
+@value
 class Schedule:
     start: int
     target: int
@@ -132,7 +132,7 @@ def schedule(
     return Schedule(start, target, length, max(1, min(chunk, length or 1)))
 
 
-@dataclass(frozen=True)
+@value
 class Read:
     """Journal record: chunk ``index`` was read; ``digest`` of its source, ``saved`` digest of the old
     bytes saved (empty when its write overlaps nothing of its own source)."""
@@ -142,14 +142,14 @@ class Read:
     saved: str = ""
 
 
-@dataclass(frozen=True)
+@value
 class Written:
     """Journal record: chunk ``index`` is on the device (synced)."""
 
     index: int
 
 
-@dataclass(frozen=True)
+@value
 class Resume:
     """Where a move stands: chunks ``0..next-1`` are written; ``pending`` is the read record of chunk
     ``next`` when one was made (its write may have begun: use its saved bytes and check its digest)."""
@@ -264,7 +264,7 @@ def old_place_touched(plan: Schedule, done: int, batch: int) -> Step | None:
 # --- a plan's data steps, in an order the disk allows ------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value
 class DataStep:
     """One write of a plan that keeps partitions with their content (``diskplan apply``): partition
     ``number`` goes from ``length`` sectors at ``start`` to ``new_length`` at ``to``. ``kind``: "shrink"

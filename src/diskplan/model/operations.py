@@ -16,7 +16,7 @@ stays where it is).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import dataclasses
 from functools import cached_property
 from itertools import pairwise
 from operator import attrgetter
@@ -29,6 +29,7 @@ from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table, new_table
 from diskplan.model.units import human_bytes
+from diskplan.model.value import field, replace, value
 
 DEFAULT_TYPE = {label: labels.default_type(label) for label in labels.WRITTEN_LABELS}  # what libparted gives
 # Flags libparted 3.5 can set; every other GPT attribute bit, and every type GUID it cannot express, is
@@ -38,7 +39,7 @@ LABEL_NAMES = {"gpt": "gpt", "msdos": "msdos", "dos": "msdos", "mbr": "msdos"}
 _order = attrgetter("start", "number")
 
 
-@dataclass(frozen=True)
+@value
 class Operation:
     kind: str  # "label", "delete", "create", "change", "rewrite", "keep", "repair", "move"
     number: int = 0
@@ -237,23 +238,23 @@ def _attributes_differ(label: str, old: Partition, new: Partition) -> list[str]:
     return out
 
 
-@dataclass
+@dataclasses.dataclass
 class Changes:
     """How a table becomes the planned one. Partitions are model Partitions; ``change`` pairs the one on
     disk with the plan's, and says what differs."""
 
     label: str
     fresh: bool  # a new label: libparted starts from an empty table
-    current: Table = field(default_factory=lambda: Table(None, 0, -1))  # the table on disk it was built from
+    current: Table = dataclasses.field(default_factory=lambda: Table(None, 0, -1))  # the table on disk it came from
     problems: tuple[str, ...] = ()  # why it cannot be written (validate)
     notes: tuple[str, ...] = ()  # what the user should know (a whole-disk filesystem or another label replaced)
-    delete: list[Partition] = field(default_factory=list)
-    create: list[Partition] = field(default_factory=list)
-    change: list[tuple[Partition, Partition, list[str]]] = field(default_factory=list)
-    keep: list[Partition] = field(default_factory=list)
-    rewrite: list[Partition] = field(default_factory=list)  # logical ones re-added in place: only EBRs written
+    delete: list[Partition] = dataclasses.field(default_factory=list)
+    create: list[Partition] = dataclasses.field(default_factory=list)
+    change: list[tuple[Partition, Partition, list[str]]] = dataclasses.field(default_factory=list)
+    keep: list[Partition] = dataclasses.field(default_factory=list)
+    rewrite: list[Partition] = dataclasses.field(default_factory=list)  # logical ones re-added in place: EBRs only
     # Existing partitions whose data moves or resizes (on disk, planned), in the order of their first step.
-    move: list[tuple[Partition, Partition]] = field(default_factory=list)
+    move: list[tuple[Partition, Partition]] = dataclasses.field(default_factory=list)
     # Their writes in the order they run (model.move.data_steps, as ``diskplan apply`` runs the same plan):
     # each goes where no partition is any more once the steps before it are written. Empty when no order
     # exists (``problems`` then says why).

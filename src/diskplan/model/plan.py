@@ -27,7 +27,6 @@ move or resize costs O(log n) Python steps (bisection, one slot replaced in tupl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
 from operator import attrgetter
@@ -59,6 +58,7 @@ from diskplan.model.snap import (
 )
 from diskplan.model.table import MBR_LIMIT_SECTORS, Table, label_sectors, new_table
 from diskplan.model.units import human_bytes
+from diskplan.model.value import field, replace, value
 
 _order = attrgetter("start", "number")
 TOP, LOGICAL = 0, 1
@@ -76,7 +76,7 @@ class Span(NamedTuple):
     end: int
 
 
-@dataclass(frozen=True)
+@value
 class Snap:
     """Where a step asked a partition to be, and where snapping put it (both in sectors)."""
 
@@ -113,7 +113,7 @@ class Snap:
         return "; ".join(parts + list(self.notes))
 
 
-@dataclass(frozen=True)
+@value
 class Outcome:
     before: Plan
     plan: Plan  # the plan after the step: ``before`` itself when refused or when nothing changed
@@ -165,7 +165,7 @@ def _build_lanes(table: Table, geom: Geometry) -> tuple[tuple[Lane, Lane], dict[
     return (top, logical), where
 
 
-@dataclass(frozen=True, eq=False)
+@value(eq=False)
 class Plan:
     """Plans compare equal when they want the same table on the same disk with the same snapping."""
 
@@ -850,7 +850,7 @@ class Plan:
         p = self.partition(number)
         if why or p is None:
             return self._refuse(why or f"there is no partition {number}", number)
-        new = replace(p, **changes)  # type: ignore[arg-type]  # keyword fields named by the three setters below
+        new = replace(p, **changes)  # keyword fields named by the three setters below
         if new == p:
             return Outcome(self, self, True, f"partition {number} unchanged", None, number)
         what = ", ".join(f"{k} {v!r}" for k, v in changes.items())

@@ -41,7 +41,6 @@ import shlex
 import sys
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from diskplan.model import labels, ptypes, relplan, sfdisk_script
@@ -54,6 +53,7 @@ from diskplan.model.plan import Outcome, Plan
 from diskplan.model.safetext import UNSAFE, safe
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
+from diskplan.model.value import field, replace, value
 
 FORMAT = "diskplan-plan"
 VERSION = 1
@@ -72,7 +72,7 @@ class PlanFileError(ValueError):
         super().__init__(safe(message))  # it may quote the plan: escaped once, wherever it is shown
 
 
-@dataclass(frozen=True)
+@value
 class Keep:
     """A plan's partition ``number`` is the disk's partition ``number``, whose GPT unique GUID is ``guid``
     ("" on msdos): it keeps its content wherever the plan puts it."""
@@ -81,7 +81,7 @@ class Keep:
     guid: str = ""
 
 
-@dataclass(frozen=True)
+@value
 class PlanSpec:
     """The wanted table, independent of any disk: what a plan file holds."""
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
 from diskplan.model.typenames import GPT_NAMES, MBR_NAMES
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class PartType:
     """A partition type: its name, its GPT GUID and MBR id where it has them, and libparted's flag for it."""
     name: str

@@ -19,12 +19,12 @@ boundary, as parted's ``100%`` and sfdisk's default do. A plan that cannot fit a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from diskplan.model.extent import Partition, Role
 from diskplan.model.grain import Grain
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace, value
 
 _PERCENT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*", re.ASCII)
 
@@ -33,7 +33,7 @@ class RelativeError(ValueError):
     """The relative plan cannot be resolved (on any disk, or on this one): one line saying why."""
 
 
-@dataclass(frozen=True)
+@value
 class Size:
     """What one partition asks for: a fixed number of sectors, a percentage of the usable space, or the rest."""
 
@@ -50,7 +50,7 @@ class Size:
         return f"{self.sectors}s"
 
 
-@dataclass(frozen=True)
+@value
 class Want:
     """One partition of a relative plan: its number, type, name, flags and role (``part``; its extent is a
     placeholder), where it starts (None: left to snapping) and what size it asks for."""

@@ -11,14 +11,13 @@ plan starts again from the repaired table once it is written and read back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from diskplan.model.extent import Extent
+from diskplan.model.value import field, value
 
 PROTECTIVE_MBR = "protective MBR"
 
 
-@dataclass(frozen=True)
+@value
 class GptRepair:
     """Rebuilding a damaged GPT copy (or a lost protective MBR) from the good copy: where it goes."""
     good: str  # "primary" or "backup": the copy that passed every check and is shown

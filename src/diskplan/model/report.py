@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.model.codes import (
     LIBPARTED_SAID,
     NO_TABLE,
@@ -19,9 +17,10 @@ from diskplan.model.findings import Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.ptypes import describe
 from diskplan.model.stackfindings import layers_json
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class PartitionReport:
     """One partition's alignment and its findings."""
     partition: Partition
@@ -30,7 +29,7 @@ class PartitionReport:
     findings: tuple[Finding, ...]
 
 
-@dataclass(frozen=True)
+@value
 class Report:
     """A disk's whole check: its grain, each partition's report and the table's findings."""
     disk: Disk

@@ -16,11 +16,11 @@ from the disk's size and sfdisk's alignment grain (1 MiB, or the optimal I/O siz
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.labels import EXTENDED_IDS
+from diskplan.model.value import field, value
 
 HEADERS = ("label", "unit", "label-id", "device", "grain", "first-lba", "last-lba", "table-length", "sector-size")
 MAX_NUMBER = (1 << 64) - 1
@@ -46,7 +46,7 @@ class ScriptError(ValueError):
     """What sfdisk refuses: ``str(exc)`` says where and why."""
 
 
-@dataclass(frozen=True)
+@value
 class Amount:
     """A start or a size as written: sectors, or bytes (``in_bytes``) that the disk's sector size divides."""
 
@@ -57,7 +57,7 @@ class Amount:
         return self.value // sector_size if self.in_bytes else self.value
 
 
-@dataclass(frozen=True)
+@value
 class Line:
     """One partition line; None is sfdisk's default (the next free aligned start, as much as possible)."""
 
@@ -78,7 +78,7 @@ class Line:
                 and not self.start.in_bytes and not self.size.in_bytes)
 
 
-@dataclass(frozen=True)
+@value
 class Script:
     header: dict[str, str]
     lines: tuple[Line, ...]
@@ -373,7 +373,7 @@ def _is_header(s: str) -> bool:
 # --- placing ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value
 class Disk:
     """What sfdisk knows of the disk when it places partitions."""
 
@@ -425,7 +425,7 @@ class _Align:
         return min(max(self.lba(lba, "nearest"), start), stop)
 
 
-@dataclass(frozen=True)
+@value
 class Placement:
     """Each line's partition (number, start, end, type code and role; names and flags are the caller's), and
     what sfdisk would say about the script without refusing it."""

@@ -26,7 +26,6 @@ says) and the command line's device options (``parse_option``: bytes, and a bare
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from enum import Enum
 from fractions import Fraction
 
@@ -34,6 +33,7 @@ from diskplan.model.extent import Extent
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes, human_si
+from diskplan.model.value import replace, value
 
 
 class SizeError(ValueError):
@@ -72,7 +72,7 @@ _SYNTAX = re.compile(r"^\s*([+-]?)\s*(\d{1,3}(?:[,_]\d{3})+|\d+(?:\.\d*)?|\.\d+)
 MAX_TEXT = 64
 
 
-@dataclass(frozen=True)
+@value
 class SizeInput:
     text: str  # what was typed
     sectors: int  # the amount (parse_size) or the LBA (parse_lba), in logical sectors
@@ -241,7 +241,7 @@ def parse_position(text: str, geom: Geometry, table: Table | None = None) -> Siz
     return got
 
 
-@dataclass(frozen=True)
+@value
 class Amount:
     """A device property typed on the command line (``--grain 3MiB``, ``--physical-block 4096``), kept
     until the disk's sector size is known (``3s``)."""

@@ -11,13 +11,12 @@ Every function returns ``None`` when no snapped position fits: the caller refuse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.model.extent import Extent
 from diskplan.model.grain import Grain
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class Gap:
     """Where one partition may lie: ``lo..hi`` inclusive. What bounds it is kept as partition numbers and
     words, and spelled out (``before``/``after``) only when a note or a refusal needs it."""

@@ -23,7 +23,8 @@ import json
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from diskplan.model.value import field, value
 
 SECTOR = 512  # LVM, md and LUKS1 count in 512-byte units whatever the device's sector size
 
@@ -34,7 +35,7 @@ class StackError(ValueError):
     """A header that claims a format but does not hold together."""
 
 
-@dataclass(frozen=True)
+@value
 class Layer:
     """One layer found inside a partition (LVM, md, LUKS, a filesystem) and how it lays out its data."""
     kind: str  # "lvm2-pv", "md", "luks1", "luks2", "ext4", "xfs"
@@ -64,7 +65,7 @@ LVM_LABEL, LVM_TYPE = b"LABELONE", b"LVM2 001"
 MDA_MAGIC = b" LVM2 x[5A%r0N*>"
 
 
-@dataclass(frozen=True)
+@value
 class PvLabel:
     """An LVM physical volume's label and header."""
     sector: int  # where the label was found (0-3)
@@ -116,7 +117,7 @@ def vg_metadata_text(read: Reader, mda_offset: int) -> str:
     return text.rstrip(b"\0").decode("utf-8", "replace")
 
 
-@dataclass(frozen=True)
+@value
 class VgFacts:
     """What an LVM volume group's metadata says about extents and stripes."""
     name: str
@@ -166,7 +167,7 @@ def lvm_layer(label: PvLabel, vg: VgFacts | None) -> Layer:
 MD_MAGIC = 0xA92B4EFC
 
 
-@dataclass(frozen=True)
+@value
 class MdSuper:
     """An md RAID superblock's facts about its layout."""
     minor: int  # 0, 1 or 2: where the superblock sits

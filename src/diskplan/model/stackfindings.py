@@ -7,8 +7,6 @@ A partition can start on 1 MiB and its data still land off the page: an LVM phys
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from diskplan.model.codes import FS_HINT_MISMATCH, LAYER_NOT_GRAIN, LAYER_NOT_PAGE, LAYER_NOT_STRIPE, NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.findings import Finding
@@ -16,6 +14,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.stack import Layer
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace, value
 
 NAMES = {"lvm2-pv": "LVM2 physical volume", "md": "md RAID member", "luks1": "LUKS1 header",
          "luks2": "LUKS2 header", "ext4": "ext4 filesystem", "xfs": "XFS filesystem"}
@@ -23,7 +22,7 @@ DATA = {"lvm2-pv": "extent 0 (pe_start)", "md": "the array's data (data offset)"
         "luks1": "the encrypted payload", "luks2": "the encrypted payload"}
 
 
-@dataclass(frozen=True)
+@value
 class Placed:
     """A layer and the absolute bytes where it begins and where its data begins."""
 
@@ -176,7 +175,7 @@ def _stack_starts(disk: Disk) -> dict[int, int]:
 MISSES = {LAYER_NOT_PAGE: "off the page", LAYER_NOT_STRIPE: "off the stripe", LAYER_NOT_GRAIN: "off the grain"}
 
 
-@dataclass(frozen=True)
+@value
 class DataStart:
     """Where a layer's data begins on the disk, as read: the sector map marks the LBA holding that byte while
     the partition (``number``, 0: the whole disk without a table) still starts at ``part_start``."""

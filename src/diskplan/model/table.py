@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
+from diskplan.model.value import field, replace, value
 
 GPT_ENTRY_BYTES = 128 * 128  # 128 entries of 128 bytes: what parted, sgdisk and sfdisk write
 MBR_LIMIT_SECTORS = 2**32  # MBR's 32-bit LBA fields: 2 TiB with 512-byte sectors
 
 
-@dataclass(frozen=True)
+@value
 class Region:
     """A run of sectors that is not a partition: table metadata or free space."""
 
@@ -20,7 +19,7 @@ class Region:
     label: str = ""
 
 
-@dataclass(frozen=True)
+@value
 class Table:
     """A partition table: its label, its usable range and its partitions."""
     label: str | None  # "gpt", "msdos", another libparted label name, or None (no table)

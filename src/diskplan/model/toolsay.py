@@ -8,13 +8,13 @@ other overrides (those are the user's knowledge, which no tool has).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import log2
 
 from diskplan.model.extent import Partition
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libparted_minimum, libparted_optimum
 from diskplan.model.table import Table
+from diskplan.model.value import value
 
 # gptfdisk (gpt.h): its default alignment in 512-byte sectors, and the alignment it forces on disks of at
 # least this many sectors (about 300 GB: such disks are likely Advanced Format).
@@ -37,7 +37,7 @@ def parted_compact(nbytes: int) -> str:
     return f"{d:.{places}f}{name}"
 
 
-@dataclass(frozen=True)
+@value
 class AlignCheck:
     """``parted DEV align-check opt|min N``: with ``-s`` it prints nothing and answers with its exit status
     (0 aligned, 1 not); without ``-s`` it prints ``text`` and exits 0 either way."""
@@ -113,7 +113,7 @@ def sgdisk_cautions(p: Partition, test: int | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@value
 class ToolSay:
     """Everything the tools say about one partition."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -27,6 +26,7 @@ from diskplan.model.report import table_findings as findings_of_table
 from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import data_starts
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.exercise_mode import ExerciseActions

@@ -13,7 +13,6 @@ import copy
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -25,6 +24,7 @@ from diskplan.model.grain import Grain, mib_grain, page_grain
 from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Region, Table
+from diskplan.model.value import replace, value
 
 
 class Kind(IntEnum):
@@ -52,7 +52,7 @@ PROBLEM_LEVEL = {NOTICE: 1, WARNING: 2, ERROR: 2}
 GRID_MIN_CELLS = 4
 
 
-@dataclass(frozen=True)
+@value
 class Item:
     """One thing on the map: a partition, a metadata region, or a run of free sectors."""
 

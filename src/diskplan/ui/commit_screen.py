@@ -8,7 +8,6 @@ write has begun the screen cannot be left until the outcome is known.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import ClassVar
 
 from textual import on, work
@@ -27,6 +26,7 @@ from diskplan.model.operations import Changes
 from diskplan.model.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
+from diskplan.model.value import replace
 from diskplan.ui.dialogs import FORM_CSS
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",

@@ -4,8 +4,6 @@ and the device facts. Pure functions over the model (no Textual), so they are te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -19,12 +17,13 @@ from diskplan.model.stackfindings import NAMES, DataStart, judged, offset_mod, p
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.toolsay import tool_say
 from diskplan.model.units import MiB, human_bytes, human_si
+from diskplan.model.value import value
 from diskplan.ui.cells import Item, Kind
 
 FS_BLOCK = 4096  # the block size of ext4, XFS, btrfs and NTFS by default
 
 
-@dataclass(frozen=True)
+@value
 class Line:
     style: str  # "heading", "text", "dim", "error", "warning", "notice", "good"
     text: str

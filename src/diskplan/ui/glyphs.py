@@ -8,10 +8,11 @@ systems): only glyphs every CP437 console font has (box drawing, blocks, shades)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+
+from diskplan.model.value import replace, value
 
 
-@dataclass(frozen=True)
+@value
 class Glyphs:
     name: str
     free: str  # unpartitioned sectors

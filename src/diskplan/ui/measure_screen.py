@@ -13,7 +13,6 @@ their spread, and the equivalent fio command lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import on, work
@@ -41,6 +40,7 @@ from diskplan.model.measure import (
 )
 from diskplan.model.safetext import safe
 from diskplan.model.units import MiB
+from diskplan.model.value import value
 from diskplan.ui.commit_screen import progress_bar
 from diskplan.ui.dialogs import FORM_CSS
 
@@ -49,7 +49,7 @@ ROUNDS = 5
 COUNT = 64
 
 
-@dataclass(frozen=True)
+@value
 class Where:
     """Where a measurement reads or writes, and what refuses a write there (before asking who uses the disk)."""
 

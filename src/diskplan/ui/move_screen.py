@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from typing import ClassVar
 
 from textual import on, work
@@ -36,6 +35,7 @@ from diskplan.model.move import DataStep
 from diskplan.model.operations import Changes, Operation
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace
 from diskplan.ui.commit_screen import VERDICT_STYLE
 from diskplan.ui.dialogs import FORM_CSS
 

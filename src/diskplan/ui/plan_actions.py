@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import work
@@ -20,6 +19,7 @@ from textual import work
 from diskplan.model.extent import State
 from diskplan.model.plan import Outcome, Plan
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace
 from diskplan.ui.cells import Item
 from diskplan.ui.planning import DragKind, Preview, Session
 from diskplan.ui.target import why_not_writable

@@ -9,7 +9,6 @@ can change), so a 20 TB disk with 128 partitions drags as fast as a 1 GB disk wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
 from diskplan.model.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
+from diskplan.model.value import replace, value
 
 if TYPE_CHECKING:
     from diskplan.model.disk import Disk
@@ -54,7 +54,7 @@ def _by_number(findings: list[Finding] | tuple[Finding, ...]) -> dict[int, tuple
     return {n: tuple(fs) for n, fs in out.items()}
 
 
-@dataclass(frozen=True)
+@value
 class Preview:
     """One drag step as shown: the outcome, and what the map must repaint (empty: nothing moved)."""
 

@@ -14,7 +14,6 @@ What to draw is a ``Table`` (``show`` / ``set_table`` / ``patch_table``): a plan
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from math import ceil
 from typing import ClassVar
 
@@ -34,6 +33,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
 from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Table
+from diskplan.model.value import value
 from diskplan.ui.cells import EBR_GAP, Cell, Grid, Item, Kind, MapContent
 from diskplan.ui.glyphs import UNICODE, Glyphs, part_char
 
@@ -96,7 +96,7 @@ MONO_PALETTE: Mapping[str, Style] = {
 CURSOR = "sectormap--cursor"
 
 
-@dataclass(frozen=True)
+@value
 class Hit:
     """Where the mouse is on the map: the cell's first and last LBA (the LBA is the cell's first)."""
 

@@ -7,13 +7,13 @@ can hand it disks built from the model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from diskplan.model.disk import Disk
+from diskplan.model.value import value
 
 
-@dataclass(frozen=True)
+@value
 class Target:
     disk: Disk
     title: str  # short, for the title bar: "demo ssd-gpt-34", "/dev/sda", "disk.img"
