@@ -25,7 +25,7 @@ from dataclasses import replace
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Progress
-from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, tell_kernel, with_journal
+from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, check_after, saying, with_journal
 from diskplan.backend.moveentry import EntryError, read_entry, reveal
 from diskplan.backend.movejournal import Header, Journal
 from diskplan.backend.write import Host, Verdict
@@ -66,16 +66,12 @@ def _undo(journal: Journal, base: MoveOutcome, kind: str, progress: Progress | N
     except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
         return replace(base, message=f"the rollback stopped: the table entry could not be put back: {exc}; its data "
                        f"at {h.start}..{h.end} is untouched (`diskplan resume {h.target} --rollback` tries again)")
-    kernel = tell_kernel(h.target, kind)
-    if progress:
-        progress(1, 1, "checking the filesystem at its old place")
-    try:
-        fs, clean, said = fscheck.referee(h.target, h.start * ss, h.length * ss)
-    except fscheck.CheckError as exc:
-        return replace(base, message=f"put back, but the check afterwards could not run: {exc}")
-    if (fs.fs, fs.uuid, fs.label) != (h.fs, h.fs_uuid, h.fs_label) or not clean:
-        return replace(base, details=(said,), message=f"put back, but the filesystem at {h.start}..{h.end} is not "
-                       f"what the move found there (blkid sees {fs}, clean: {clean})")
+    found = fscheck.Identity(h.fs, h.fs_uuid, h.fs_label)
+    after = check_after(h.target, kind, h.start, h.length, ss, found, base, "put back", saying(progress),
+                        "checking the filesystem at its old place", f" at {h.start}..{h.end}")
+    if isinstance(after, MoveOutcome):
+        return after
+    fs, kernel = after
     journal.append("undone")
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=(kernel,) if kernel else (),
                    message=f"rolled back: partition {h.number} is at {h.start}..{h.end} again, as before the move; "

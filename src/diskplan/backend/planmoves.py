@@ -39,12 +39,19 @@ from diskplan.backend.move import (
     movable_label,
     placement,
     prepare_move,
-    refused_before,
 )
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.backend.tablewrite import plan_made_against_another
-from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved, identity
+from diskplan.backend.write import (
+    CommitError,
+    ConfirmedByName,
+    Host,
+    Verdict,
+    half_moved,
+    identity,
+    stop_before_writing,
+)
 from diskplan.model.disk import Disk
 from diskplan.model.extent import State
 from diskplan.model.fsresize import refusals as fs_refusals
@@ -241,7 +248,7 @@ def execute_plan_moves(
     """Run the steps in order (see the module's doc): the outcome of each step tried, the last the one
     that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i;
     ``finished``: told each step's outcome as soon as it is known."""
-    gate = refused_before(pm, answer, "")
+    gate = stop_before_writing(pm, answer, MoveOutcome(Verdict.REFUSED, "", pm.target), "")
     if gate is not None:
         finished(gate)
         return [gate]
