@@ -381,8 +381,10 @@ def execute_move(
     backup_path: str | None = None,
     progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
+    rest: str = "",
 ) -> MoveOutcome:
-    """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc)."""
+    """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc). ``rest``:
+    the rest plan of the apply this move is a step of, recorded in the journal (backend.planrest)."""
     base = MoveOutcome(Verdict.REFUSED, "", p.target)
     gate = stop_before_writing(p, answer, base, p.nothing)
     if gate is not None:
@@ -410,7 +412,7 @@ def execute_move(
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical))
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:

@@ -14,7 +14,8 @@ out to be needed.
 Order, each step idempotent so an interrupted rollback is simply run again: the journal is marked
 ``rollback`` (from then on a plain ``resume`` refuses, so the copy never starts again over a partition
 being put back), the table is rewritten, the kernel told, the filesystem checked at its old place (same
-type, UUID and label, clean), and the journal marked ``undone``.
+type, UUID and label, clean), and the journal marked ``undone``. When the move was a step of an apply that saved
+the rest of its plan (backend.planrest), that file is made to start from the table the rollback leaves.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from diskplan.backend.datamove import Progress
 from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, check_after, saying, with_journal
 from diskplan.backend.moveentry import EntryError, read_entry, reveal
 from diskplan.backend.movejournal import Header, Journal
+from diskplan.backend.planrest import after_rollback
 from diskplan.backend.write import Host, Verdict
 
 
@@ -73,6 +75,7 @@ def _undo(journal: Journal, base: MoveOutcome, kind: str, progress: Progress | N
         return after
     fs, kernel = after
     journal.append("undone")
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=(kernel,) if kernel else (),
+    rest = after_rollback(h.rest, h.target) if h.rest else ""
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=tuple(x for x in (kernel, rest) if x),
                    message=f"rolled back: partition {h.number} is at {h.start}..{h.end} again, as before the move; "
                    f"{fs}, nothing of its data was moved")

@@ -17,7 +17,8 @@ against the disk as it is then (the steps before changed it) and is a whole writ
 lock, table backup, journal (a move) and checks before and after (backend.move, backend.resize). The
 first step that does not finish stops the rest; the ones before it stay done (each is whole), and the
 message says which ran. An interrupted move is finished by ``diskplan resume`` as always; ``before(i)`` is
-told just before step i writes anything, so the caller can save the rest of the plan first (backend.planrest).
+told just before step i writes anything, so the caller can save the rest of the plan first (backend.planrest),
+and returns its path: step i's move journal records it, for a rollback to make it true again.
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def execute_plan_moves(
     progress: Callable[[int, DataStep], Progress | None] = lambda i, s: None,
     stop: Callable[[], bool] = lambda: False,
     finished: Callable[[MoveOutcome], None] = lambda o: None,
-    before: Callable[[int], None] = lambda i: None,
+    before: Callable[[int], str] = lambda i: "",
 ) -> list[MoveOutcome]:
     """Run the steps in order (see the module's doc): the outcome of each step tried, the last the one
     that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i;
@@ -273,9 +274,9 @@ def execute_plan_moves(
             p = replace(p, refusals=(*p.refusals, f"partition {s.number} is at {at} with {size} sectors, not where "
                                      f"the plan's {where} expects it ({s.start}, {s.length} sectors)"))
         path = step_backup(backup_path, i) if len(pm.steps) > 1 else backup_path
-        before(i)
+        rest = before(i)
         if isinstance(p, MoveProposal):
-            o = execute_move(p, answer, host, backup_path=path, progress=progress(i, s), stop=stop)
+            o = execute_move(p, answer, host, backup_path=path, progress=progress(i, s), stop=stop, rest=rest)
         else:
             o = execute_resize(p, answer, host, backup_path=path, progress=progress(i, s))
         if i > 1 and o.verdict is not Verdict.WRITTEN:
