@@ -127,6 +127,29 @@ def test_move_right_past_the_extended_end_grows_it_then_back_left(loop_device, t
     assert ebr_of(d.dev, 6) == 30_126  # its old distance (101000) is not there: the first sector after partition 5
 
 
+def test_a_plan_moving_the_last_logical_past_the_extended_end_applies_and_grows_it(loop_device, tmp_path) -> None:
+    """What the planner's Ctrl+S writes for a drag past the extended partition's end: partition 6 at 140000 and
+    the extended grown to its new end, everything kept. `apply` runs it as one move (which grows the extended
+    first), not as a table change mixed with a move."""
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    got = diskplan(d, "export", d.dev)
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    for p in doc["partitions"]:
+        if p["number"] in (1, 6):
+            start = EXT[0] if p["number"] == 1 else 140_000
+            size = 140_000 + SIZE - EXT[0] if p["number"] == 1 else SIZE
+            p.update(start=start, end=start + size - 1, size=size)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    got = diskplan(d, "apply", str(plan), d.dev, "--yes")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "step 1: move partition 6: 39063..69062 -> 140000..169999" in got.stdout and "step 2" not in got.stdout
+    d.start = 140_000
+    assert_whole(disks, ext_size=140_000 + SIZE - EXT[0])
+
+
 def test_grow_and_shrink_a_logical(loop_device, tmp_path) -> None:
     disks = make(loop_device, tmp_path)
     d = disks[6]

@@ -54,7 +54,7 @@ from diskplan.backend.write import (
     stop_before_writing,
 )
 from diskplan.model.disk import Disk
-from diskplan.model.extent import State
+from diskplan.model.extent import Role, State
 from diskplan.model.fsresize import refusals as fs_refusals
 from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps, kept_moves, schedule
 from diskplan.model.operations import plan_writes
@@ -134,10 +134,13 @@ def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table, *, m
 
 
 def table_after(table: Table, steps: list[DataStep]) -> Table:
-    """``table`` with each stepped partition where its last step leaves it."""
+    """``table`` with each stepped partition where its last step leaves it, and the extended partition grown
+    to the furthest end a logical one reached (backend.move and backend.resize grow it, never shrink it)."""
     where = {s.number: s.after for s in steps}
+    reach = max((s.after.end for s in steps if (p := table.by_number(s.number)) and p.role is Role.LOGICAL), default=0)
     return replace(table, partitions=tuple(
-        replace(p, start=where[p.number].start, end=where[p.number].end) if p.number in where else p
+        replace(p, start=where[p.number].start, end=where[p.number].end) if p.number in where else
+        replace(p, end=max(p.end, reach)) if p.role is Role.EXTENDED else p
         for p in table.partitions))
 
 
