@@ -414,3 +414,28 @@ def test_the_rest_of_a_plan_read_from_stdin_goes_to_the_state_directory(tmp_path
     assert saved.keeps == spec.keeps
     first.discard()
     assert not (where / "plan.rest.json").exists() and (where / "plan.rest-2.json").exists()
+
+
+@pytest.mark.parametrize("label", ["msdos", "gpt"])
+def test_a_rollback_of_a_later_step_makes_the_rest_plan_start_from_the_table_it_left(tmp_path, label) -> None:
+    """Killed in step 2's copy (partition 1 into free space: its old place untouched), then `resume --rollback`:
+    the disk holds the table after step 1, so the rest plan saved before step 2 (made against the table after
+    step 2) would be refused as stale. The rollback makes it start from the table as it is, says so and names
+    the command; applying it does step 2 again and nothing else."""
+    d, doc, plan = two_moves(tmp_path, label)
+    killed = d.cli("apply", plan, d.dev, "--yes", kill="write:3")  # step 2's first chunk, written, not synced
+    rest = tmp_path / "plan.rest.json"
+    assert killed.returncode == -9 and f"the rest of the plan is saved in {rest}" in killed.stdout, killed.stdout
+    back = d.cli("resume", d.dev, "--rollback", "--yes")
+    said = back.stdout + back.stderr
+    assert back.returncode == 0 and "rolled back" in said, said
+    assert f"diskplan apply {rest} {d.dev}" in said and "starts from the table as it is now" in said, said
+    d.intact(1, 2048, 20480)
+    d.intact(2, 51200, 20480)
+    saved = json.loads(rest.read_text())
+    assert saved["partitions"] == doc["partitions"]
+    done = d.cli("apply", str(rest), d.dev, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "step 1: move partition 1: 2048..22527 -> 30720..51199" in done.stdout and "step 2" not in done.stdout
+    d.intact(1, 30720, 20480)
+    d.intact(2, 51200, 20480)

@@ -127,6 +127,29 @@ def test_move_right_past_the_extended_end_grows_it_then_back_left(loop_device, t
     assert ebr_of(d.dev, 6) == 30_126  # its old distance (101000) is not there: the first sector after partition 5
 
 
+def test_a_plan_moving_the_last_logical_past_the_extended_end_applies_and_grows_it(loop_device, tmp_path) -> None:
+    """What the planner's Ctrl+S writes for a drag past the extended partition's end: partition 6 at 140000 and
+    the extended grown to its new end, everything kept. `apply` runs it as one move (which grows the extended
+    first), not as a table change mixed with a move."""
+    disks = make(loop_device, tmp_path)
+    d = disks[6]
+    got = diskplan(d, "export", d.dev)
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    for p in doc["partitions"]:
+        if p["number"] in (1, 6):
+            start = EXT[0] if p["number"] == 1 else 140_000
+            size = 140_000 + SIZE - EXT[0] if p["number"] == 1 else SIZE
+            p.update(start=start, end=start + size - 1, size=size)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    got = diskplan(d, "apply", str(plan), d.dev, "--yes")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "step 1: move partition 6: 39063..69062 -> 140000..169999" in got.stdout and "step 2" not in got.stdout
+    d.start = 140_000
+    assert_whole(disks, ext_size=140_000 + SIZE - EXT[0])
+
+
 def test_grow_and_shrink_a_logical(loop_device, tmp_path) -> None:
     disks = make(loop_device, tmp_path)
     d = disks[6]
@@ -151,7 +174,8 @@ def test_the_plan_keeps_the_chain_in_order_and_every_ebr_free() -> None:
     assert plan_logical(1, ebrs, parts, ext, 150_062, 38_912, SIZE) == LogicalMove(39_000, 38_849, 69_063, 150_062)
     assert plan_logical(0, ebrs, parts, ext, 150_062, 2048, SIZE) == LogicalMove(63, 63, 64, 150_062)
     assert plan_logical(1, ebrs, parts, ext, 160_000, 130_000, SIZE) == LogicalMove(39_000, 39_000, 39_001, 159_999)
-    assert "free space after it (up to 150062)" in str(plan_logical(1, ebrs, parts, ext, 150_062, 130_000, SIZE))
+    assert "free space after it (up to 155000)" in str(plan_logical(1, ebrs, parts, ext, 155_000, 130_000, SIZE))
+    assert "nothing after it is free to grow it into" in str(plan_logical(1, ebrs, parts, ext, 150_062, 130_000, SIZE))
     assert "no sector for its EBR" in str(plan_logical(1, ebrs, parts, ext, 150_062, 30_126, SIZE))
     assert "not in disk order" in str(plan_logical(0, [63, 100], parts, ext, 150_062, 2048, SIZE))
     assert window(1, ebrs, parts, ext) == Extent(30_127, 150_062) and window(0, ebrs, parts, ext) == Extent(64, 38_999)

@@ -121,3 +121,63 @@ async def test_fix_my_layout_realigns_both_logical_partitions_in_an_order_the_ch
             check = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
             assert check.returncode == 0, check.stdout + check.stderr
             assert file_sums(v, "ext4", list(sums[n])) == sums[n]
+
+
+def _dump_parts(image: pathlib.Path) -> dict[int, tuple[int, int, str]]:
+    """``sfdisk --dump``, read as number -> (start, size, type)."""
+    out = {}
+    for line in run_tool("sfdisk", "--dump", str(image)).splitlines():
+        if ": start=" not in line:
+            continue
+        node, fields = line.split(" : ")
+        kv = dict(f.strip().split("=", 1) for f in fields.split(","))
+        out[int(node.strip()[len(str(image)):])] = (int(kv["start"]), int(kv["size"]), kv["type"])
+    return out
+
+
+@run
+async def test_a_drag_past_the_extended_end_grows_it_in_the_same_plan(tmp_path: pathlib.Path) -> None:
+    """Partition 6 (the last logical one, ext4) dragged past the extended partition's end (150062) into the free
+    space after it: the plan grows the extended partition to the partition's new end, the change list says so,
+    and the move dialog writes it (backend.move grows it first). sfdisk --dump shows the extended grown exactly
+    that far and both logical partitions with their numbers; e2fsck finds both clean, every file whole."""
+    need_tool("e2fsck")
+    image, sums = dos_image(tmp_path)
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=(100, 30)) as pilot:
+        smap = await started(app, pilot)
+        await drag(pilot, smap, 50_000, 50_000 + 121_000)
+        p6, ext = part(app, 6), part(app, 1)
+        assert p6.size == SIZE and p6.end > EXT[0] + EXT[1] - 1, (p6, app._said)
+        assert (ext.start, ext.end) == (EXT[0], p6.end)
+        assert "extended partition 1 grows to end at" in app._said, app._said
+        (op,) = [op for op in plan_of(app).changes() if op.kind == "move"]
+        assert str(op).endswith(f"extended partition 1 grows to end at {p6.end} first"), str(op)
+        assert not plan_of(app).writes().problems
+        screen = await confirm(app, pilot)
+        await done(app, pilot, screen)
+        assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+    dumped = _dump_parts(image)
+    assert dumped == {1: (EXT[0], p6.end - EXT[0] + 1, "5"), 5: (126, SIZE, "83"), 6: (p6.start, SIZE, "83")}, dumped
+    verify = subprocess.run(["sfdisk", "--verify", str(image)], capture_output=True, text=True)
+    assert verify.returncode == 0 and "No errors detected" in verify.stdout, verify.stdout + verify.stderr
+    for n, start in ((5, 126), (6, p6.start)):
+        with View(str(image), start, SIZE) as v:
+            check = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout + check.stderr
+            assert file_sums(v, "ext4", list(sums[n])) == sums[n]
+
+
+@run
+async def test_a_drag_past_the_extended_end_with_nothing_free_after_it_says_why(tmp_path: pathlib.Path) -> None:
+    """The image ends where the extended partition ends: nothing to grow it into. The drag stops at its end and
+    says why, in `diskplan move`'s words; the disk is not written."""
+    image, _ = dos_image(tmp_path)
+    os.truncate(image, (EXT[0] + EXT[1]) * 512)
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=(100, 30)) as pilot:
+        smap = await started(app, pilot)
+        await drag(pilot, smap, 50_000, 50_000 + 100_000)
+        p6, ext = part(app, 6), part(app, 1)
+        assert p6.end <= EXT[0] + EXT[1] - 1 and (ext.start, ext.end) == (EXT[0], EXT[0] + EXT[1] - 1)
+        assert "nothing after it is free to grow it into" in app._said, app._said

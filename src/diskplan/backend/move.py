@@ -55,7 +55,6 @@ from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reve
 from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
-    Asked,
     CommitError,
     Host,
     Identity,
@@ -68,6 +67,7 @@ from diskplan.backend.write import (
     read_target,
     recheck,
     save_backup,
+    stop_before_writing,
     take_lock,
 )
 from diskplan.backend.write import unsafe as unsafe_now
@@ -346,16 +346,31 @@ def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list
 # --- executing --------------------------------------------------------------------------------------
 
 
-def refused_before(p: Asked, answer: str, nothing: str) -> MoveOutcome | None:
-    """The outcome when a move or resize must not start: refused, ``nothing`` to do, or not confirmed."""
-    base = MoveOutcome(Verdict.REFUSED, "", p.target)
-    if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
-    if nothing:
-        return replace(base, verdict=Verdict.NOTHING, message=nothing)
-    if not p.accepts(answer):
-        return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
-    return None
+def saying(progress: Progress | None) -> Callable[[str], None]:
+    """What a step is doing, as the progress callback shows it (nothing without one)."""
+    return (lambda what: progress(1, 1, what)) if progress else (lambda what: None)
+
+
+def check_after(
+    target: str, kind: str, start: int, length: int, ss: int, found: fscheck.Identity, base: MoveOutcome, did: str,
+    say: Callable[[str], None], doing: str, where: str = "",
+) -> tuple[fscheck.Identity, str] | MoveOutcome:
+    """After a move, its rollback or a resize wrote the table: tell the kernel, then check the filesystem on
+    ``length`` sectors at ``start`` with its own checker: ``found`` (type, UUID, label) as before, clean. The
+    filesystem and what the kernel said ("" when it was told), or the failed outcome (``did``: "moved", ...)."""
+    kernel = tell_kernel(target, kind)
+    say(doing)
+    failed = replace(base, verdict=Verdict.FAILED)
+    try:
+        fs, clean, said = fscheck.referee(target, start * ss, length * ss)
+    except fscheck.CheckError as exc:
+        return replace(failed, message=f"{did}, but the check afterwards could not run: {exc}")
+    if (fs.fs, fs.uuid, fs.label) != (found.fs, found.uuid, found.label):
+        return replace(failed, message=f"{did}, but blkid now sees {fs} where it saw {found}")
+    if not clean:
+        return replace(failed, details=(said,),
+                       message=f"{did}, but the {fs.fs} checker does not find the filesystem clean{where}")
+    return fs, kernel
 
 
 def execute_move(
@@ -366,12 +381,14 @@ def execute_move(
     backup_path: str | None = None,
     progress: Progress | None = None,
     stop: Callable[[], bool] = lambda: False,
+    rest: str = "",
 ) -> MoveOutcome:
-    """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc)."""
-    gate = refused_before(p, answer, p.nothing)
+    """Check, back up, journal, copy, verify, rewrite the entry, check again (see the module's doc). ``rest``:
+    the rest plan of the apply this move is a step of, recorded in the journal (backend.planrest)."""
+    base = MoveOutcome(Verdict.REFUSED, "", p.target)
+    gate = stop_before_writing(p, answer, base, p.nothing)
     if gate is not None:
         return gate
-    base = MoveOutcome(Verdict.REFUSED, "", p.target)
     assert p.entry is not None
     held = take_lock(p.target, host, base)
     if isinstance(held, MoveOutcome):
@@ -395,7 +412,7 @@ def execute_move(
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical))
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -527,19 +544,11 @@ def _finish(
                            f"entry could not be rewritten: {exc}")
         fault("table")
         journal.append("table")
-    kernel = tell_kernel(h.target, kind)
-    if progress:
-        progress(1, 1, "checking the filesystem at its new place")
-    try:
-        fs, clean, said = fscheck.referee(h.target, h.to * ss, h.length * ss)
-    except fscheck.CheckError as exc:
-        return replace(base, verdict=Verdict.FAILED, message=f"moved, but the check afterwards could not run: {exc}")
-    if (fs.fs, fs.uuid, fs.label) != (h.fs, h.fs_uuid, h.fs_label):
-        return replace(base, verdict=Verdict.FAILED, message=f"moved, but blkid now sees {fs} where it saw "
-                       f"{fscheck.Identity(h.fs, h.fs_uuid, h.fs_label)}")
-    if not clean:
-        return replace(base, verdict=Verdict.FAILED, details=(said,),
-                       message=f"moved, but the {fs.fs} checker does not find the filesystem clean at its new place")
+    after = check_after(h.target, kind, h.to, h.length, ss, fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), base,
+                        "moved", saying(progress), "checking the filesystem at its new place", " at its new place")
+    if isinstance(after, MoveOutcome):
+        return after
+    fs, kernel = after
     journal.append("done")
     details = (kernel,) if kernel else ()
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=details,
@@ -626,10 +635,10 @@ def with_journal(
     p: MoveProposal, answer: str, host: Host, body: Callable[[Journal, MoveOutcome], MoveOutcome]
 ) -> MoveOutcome:
     """Confirmed, locked and rechecked: ``body`` on ``p.journal`` (resume finishes, moveundo rolls back)."""
-    gate = refused_before(p, answer, p.nothing)
+    base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
+    gate = stop_before_writing(p, answer, base, p.nothing)
     if gate is not None:
         return gate
-    base = MoveOutcome(Verdict.REFUSED, "", p.target, journal_path=p.journal)
     held = take_lock(p.target, host, base)
     if isinstance(held, MoveOutcome):
         return held

@@ -67,6 +67,9 @@ class Header:
     new_ebr: int = 0
     park: int = 0
     ext_end: int = 0
+    # the rest plan (backend.planrest) the apply running this move as one of its steps saved: a rollback
+    # makes it start from the table it leaves ("": a move of its own)
+    rest: str = ""
 
     @property
     def end(self) -> int:

@@ -14,7 +14,8 @@ out to be needed.
 Order, each step idempotent so an interrupted rollback is simply run again: the journal is marked
 ``rollback`` (from then on a plain ``resume`` refuses, so the copy never starts again over a partition
 being put back), the table is rewritten, the kernel told, the filesystem checked at its old place (same
-type, UUID and label, clean), and the journal marked ``undone``.
+type, UUID and label, clean), and the journal marked ``undone``. When the move was a step of an apply that saved
+the rest of its plan (backend.planrest), that file is made to start from the table the rollback leaves.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from collections.abc import Callable
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Progress
-from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, tell_kernel, with_journal
+from diskplan.backend.move import MoveOutcome, MoveProposal, at_old_place, check_after, saying, with_journal
 from diskplan.backend.moveentry import EntryError, read_entry, reveal
 from diskplan.backend.movejournal import Header, Journal
+from diskplan.backend.planrest import after_rollback
 from diskplan.backend.write import Host, Verdict
 from diskplan.model.value import replace
 
@@ -66,17 +68,14 @@ def _undo(journal: Journal, base: MoveOutcome, kind: str, progress: Progress | N
     except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
         return replace(base, message=f"the rollback stopped: the table entry could not be put back: {exc}; its data "
                        f"at {h.start}..{h.end} is untouched (`diskplan resume {h.target} --rollback` tries again)")
-    kernel = tell_kernel(h.target, kind)
-    if progress:
-        progress(1, 1, "checking the filesystem at its old place")
-    try:
-        fs, clean, said = fscheck.referee(h.target, h.start * ss, h.length * ss)
-    except fscheck.CheckError as exc:
-        return replace(base, message=f"put back, but the check afterwards could not run: {exc}")
-    if (fs.fs, fs.uuid, fs.label) != (h.fs, h.fs_uuid, h.fs_label) or not clean:
-        return replace(base, details=(said,), message=f"put back, but the filesystem at {h.start}..{h.end} is not "
-                       f"what the move found there (blkid sees {fs}, clean: {clean})")
+    found = fscheck.Identity(h.fs, h.fs_uuid, h.fs_label)
+    after = check_after(h.target, kind, h.start, h.length, ss, found, base, "put back", saying(progress),
+                        "checking the filesystem at its old place", f" at {h.start}..{h.end}")
+    if isinstance(after, MoveOutcome):
+        return after
+    fs, kernel = after
     journal.append("undone")
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=(kernel,) if kernel else (),
+    rest = after_rollback(h.rest, h.target) if h.rest else ""
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=tuple(x for x in (kernel, rest) if x),
                    message=f"rolled back: partition {h.number} is at {h.start}..{h.end} again, as before the move; "
                    f"{fs}, nothing of its data was moved")

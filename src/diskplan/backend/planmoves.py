@@ -17,7 +17,8 @@ against the disk as it is then (the steps before changed it) and is a whole writ
 lock, table backup, journal (a move) and checks before and after (backend.move, backend.resize). The
 first step that does not finish stops the rest; the ones before it stay done (each is whole), and the
 message says which ran. An interrupted move is finished by ``diskplan resume`` as always; ``before(i)`` is
-told just before step i writes anything, so the caller can save the rest of the plan first (backend.planrest).
+told just before step i writes anything, so the caller can save the rest of the plan first (backend.planrest),
+and returns its path: step i's move journal records it, for a rollback to make it true again.
 """
 
 from __future__ import annotations
@@ -38,14 +39,21 @@ from diskplan.backend.move import (
     movable_label,
     placement,
     prepare_move,
-    refused_before,
 )
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.backend.tablewrite import plan_made_against_another
-from diskplan.backend.write import CommitError, ConfirmedByName, Host, Verdict, half_moved, identity
+from diskplan.backend.write import (
+    CommitError,
+    ConfirmedByName,
+    Host,
+    Verdict,
+    half_moved,
+    identity,
+    stop_before_writing,
+)
 from diskplan.model.disk import Disk
-from diskplan.model.extent import State
+from diskplan.model.extent import Role, State
 from diskplan.model.fsresize import refusals as fs_refusals
 from diskplan.model.move import DataStep, SequenceError, data_layout, data_steps, kept_moves, schedule
 from diskplan.model.operations import plan_writes
@@ -126,10 +134,13 @@ def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table, *, m
 
 
 def table_after(table: Table, steps: list[DataStep]) -> Table:
-    """``table`` with each stepped partition where its last step leaves it."""
+    """``table`` with each stepped partition where its last step leaves it, and the extended partition grown
+    to the furthest end a logical one reached (backend.move and backend.resize grow it, never shrink it)."""
     where = {s.number: s.after for s in steps}
+    reach = max((s.after.end for s in steps if (p := table.by_number(s.number)) and p.role is Role.LOGICAL), default=0)
     return replace(table, partitions=tuple(
-        replace(p, start=where[p.number].start, end=where[p.number].end) if p.number in where else p
+        replace(p, start=where[p.number].start, end=where[p.number].end) if p.number in where else
+        replace(p, end=max(p.end, reach)) if p.role is Role.EXTENDED else p
         for p in table.partitions))
 
 
@@ -236,12 +247,12 @@ def execute_plan_moves(
     progress: Callable[[int, DataStep], Progress | None] = lambda i, s: None,
     stop: Callable[[], bool] = lambda: False,
     finished: Callable[[MoveOutcome], None] = lambda o: None,
-    before: Callable[[int], None] = lambda i: None,
+    before: Callable[[int], str] = lambda i: "",
 ) -> list[MoveOutcome]:
     """Run the steps in order (see the module's doc): the outcome of each step tried, the last the one
     that stopped the rest (or the last step). ``progress(i, step)``: the progress callback of step i;
     ``finished``: told each step's outcome as soon as it is known."""
-    gate = refused_before(pm, answer, "")
+    gate = stop_before_writing(pm, answer, MoveOutcome(Verdict.REFUSED, "", pm.target), "")
     if gate is not None:
         finished(gate)
         return [gate]
@@ -266,9 +277,9 @@ def execute_plan_moves(
             p = replace(p, refusals=(*p.refusals, f"partition {s.number} is at {at} with {size} sectors, not where "
                                      f"the plan's {where} expects it ({s.start}, {s.length} sectors)"))
         path = step_backup(backup_path, i) if len(pm.steps) > 1 else backup_path
-        before(i)
+        rest = before(i)
         if isinstance(p, MoveProposal):
-            o = execute_move(p, answer, host, backup_path=path, progress=progress(i, s), stop=stop)
+            o = execute_move(p, answer, host, backup_path=path, progress=progress(i, s), stop=stop, rest=rest)
         else:
             o = execute_resize(p, answer, host, backup_path=path, progress=progress(i, s))
         if i > 1 and o.verdict is not Verdict.WRITTEN:

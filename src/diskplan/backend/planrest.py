@@ -7,7 +7,12 @@ will be once step i is done. That is the table a kill, a power cut or Ctrl+C in 
 ``diskplan resume`` has finished the move, so the file is right even when nothing could be said after the
 stop. When apply itself stops cleanly (a step refused at its turn, a failure that left no move unfinished) it
 writes the table as read then. Applying the rest plan does only the steps still to do ("nothing to do" when
-all are), and on another disk, or after a rollback, it is refused as stale like any plan.
+all are), and on another disk it is refused as stale like any plan.
+
+Each step's move journal records the rest plan's path (``Header.rest``). ``resume --rollback`` of step i puts
+the disk back at the table after step i-1, which the file (made against the table after step i) does not
+describe: ``after_rollback`` saves it again, made against the table as it is then, so it still finishes the
+plan (doing step i again) and is never stale while the user is told to apply it.
 
 The file goes beside the plan (``plan.json`` -> ``plan.rest.json``), or in the state directory when the plan
 was read from standard input or its directory is not writable; an existing file is never overwritten (the
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from dataclasses import dataclass
 
 from diskplan.backend.backup import state_dir, sync_dir, write_synced
@@ -26,7 +32,7 @@ from diskplan.backend.planmoves import table_after
 from diskplan.backend.tableid import disk_fingerprint, table_fingerprint
 from diskplan.model.disk import Disk
 from diskplan.model.move import DataStep
-from diskplan.model.planfile import PlanSpec, to_json
+from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, to_json
 from diskplan.model.value import replace
 
 REST_DIR = ("diskplan", "plans")  # under the state directory
@@ -122,3 +128,28 @@ class RestPlan:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
             self.path = ""
+
+
+def after_rollback(path: str, target: str) -> str:
+    """Step i's move, a step of the apply that saved the rest plan ``path``, is rolled back: the disk holds the
+    table after step i-1 again. The rest plan is saved again, made against that table (the same wanted table
+    and ``keeps``: applying it does step i and the steps after it again). What to tell the user ("" when the
+    file is gone: nothing is stale then)."""
+    q, export = shlex.quote, f"plan again from `diskplan export {shlex.quote(target)}`"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, encoding="utf-8") as f:
+            spec = load_plan(f.read())
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError, PlanFileError) as exc:
+        return (f"the rest of the plan in {path} assumed this move was done and could not be read again ({exc}): "
+                f"{export}")
+    now = fingerprint_now(target, "")
+    rest = RestPlan(path, spec, path)
+    if not now or not rest.save(now):
+        rest.discard()
+        return f"the rest of the plan in {path} assumed this move was done and is removed: {export}"
+    return (f"the rest of the plan in {path} now starts from the table as it is now, without this move: "
+            f"`diskplan apply {q(path)} {q(target)}` does this move and the steps after it again (or delete the file "
+            "to stop here: the steps before this one stay done)")

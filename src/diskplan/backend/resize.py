@@ -25,13 +25,12 @@ from diskplan.backend import fsresize as tools
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import (
     MoveOutcome,
+    check_after,
     checked_entry,
     in_use_or_half_moved,
     logical_move,
     movable_label,
     placement,
-    refused_before,
-    tell_kernel,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
 from diskplan.backend.write import (
@@ -43,6 +42,7 @@ from diskplan.backend.write import (
     read_target,
     recheck,
     save_backup,
+    stop_before_writing,
     take_lock,
 )
 from diskplan.model.disk import Disk
@@ -158,10 +158,10 @@ def execute_resize(
     p: ResizeProposal, answer: str, host: Host, *, backup_path: str | None = None, progress: Progress | None = None
 ) -> MoveOutcome:
     """Check, back up, resize in the safe order, tell the kernel, check again (see the module's doc)."""
-    gate = refused_before(p, answer, p.nothing)
+    base = MoveOutcome(Verdict.REFUSED, "", p.target)
+    gate = stop_before_writing(p, answer, base, p.nothing)
     if gate is not None:
         return gate
-    base = MoveOutcome(Verdict.REFUSED, "", p.target)
     assert p.entry is not None
 
     def step(what: str) -> None:
@@ -205,17 +205,11 @@ def execute_resize(
                 where = "; ".join(done) or "nothing was changed"
                 return replace(base, message=f"the resize of partition {p.number} stopped: {exc} ({where})")
             done.append("the filesystem is resized" if what != "entry" else "the table entry is rewritten")
-        kernel = tell_kernel(p.target, p.kind)
-        step("checking the filesystem at its new size")
-        try:
-            after, clean, said = fscheck.referee(p.target, start * ss, p.new * ss)
-        except fscheck.CheckError as exc:
-            return replace(base, message=f"resized, but the check afterwards could not run: {exc}")
-        if (after.fs, after.uuid, after.label) != (fs.fs, fs.uuid, fs.label):
-            return replace(base, message=f"resized, but blkid now sees {after} where it saw {fs}")
-        if not clean:
-            return replace(base, details=(said,), message=f"resized, but the {fs.fs} checker does not find the "
-                           "filesystem clean")
+        checked = check_after(p.target, p.kind, start, p.new, ss, fs, base, "resized", step,
+                              "checking the filesystem at its new size")
+        if isinstance(checked, MoveOutcome):
+            return checked
+        after, kernel = checked
     verb = "grown" if p.new > p.old else "shrunk"
     return replace(base, verdict=Verdict.WRITTEN, details=(kernel,) if kernel else (),
                    message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "

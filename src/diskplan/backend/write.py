@@ -442,16 +442,15 @@ def stepper(progress: Progress | None, steps: int) -> Callable[[int, str], None]
     return step
 
 
-def stop_before_writing(
-    p: Asked, answer: str, base: WriteOutcome, nothing: str, done: DiskState = DiskState.PLANNED
-) -> WriteOutcome | None:
-    """The outcome when a write must not start: prepare's refusals, nothing to do (``nothing``: the
-    message, "" when there is something to write; the disk is then ``done``), or an answer that does
-    not confirm; else None."""
+def stop_before_writing(p: Asked, answer: str, base: Refused, nothing: str, **done: object) -> Refused | None:
+    """The outcome (``base`` changed: a write's, a move's or a resize's) when a write must not start:
+    prepare's refusals, nothing to do (``nothing``: the message, "" when there is something to write;
+    ``done``: what else the outcome then says, e.g. the disk's state), or an answer that does not
+    confirm; else None."""
     if p.refusals:
         return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
     if nothing:
-        return replace(base, verdict=Verdict.NOTHING, state=done, message=nothing)
+        return replace(base, verdict=Verdict.NOTHING, message=nothing, **done)
     if not p.accepts(answer):
         return replace(base, message=f"not confirmed ({p.prompt.lower()}); nothing written")
     return None
@@ -569,7 +568,7 @@ class Write(ABC, Generic[P]):
         """``answer``: what the user typed (``p.accepts``)."""
         base = self.base()
         if not self.asks_under_lock:
-            stop = stop_before_writing(self.p, answer, base, self.nothing(), self.done)
+            stop = stop_before_writing(self.p, answer, base, self.nothing(), state=self.done)
             if stop is not None:
                 return stop
         if self.checking:
@@ -579,7 +578,7 @@ class Write(ABC, Generic[P]):
             return held
         with held:  # from the last check to the verdict: no other writer in between
             if self.asks_under_lock:
-                stop = stop_before_writing(self.p, answer, base, self.nothing(), self.done)
+                stop = stop_before_writing(self.p, answer, base, self.nothing(), state=self.done)
                 if stop is not None:
                     return stop
             refused = self.recheck(base)

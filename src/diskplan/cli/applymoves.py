@@ -62,12 +62,15 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
     steps = [s for s, _ in pm.steps]
     rest, after = RestPlan(args.plan, spec), fingerprints_after(disk, steps)
 
-    def before(i: int) -> None:  # a kill in step i, then resume, leaves the table as after step i
-        if len(steps) > 1 and rest.save(after[i]) and i == 1:
+    def before(i: int) -> str:  # a kill in step i, then resume, leaves the table as after step i
+        if len(steps) < 2 or not rest.save(after[i]):
+            return ""
+        if i == 1:
             t = shlex.quote(args.target)
             console.print(f"the rest of the plan is saved in {rest.path}: should this stop part-way, even killed, "
                           f"`diskplan resume {t} --yes` (if a move is unfinished) then "
                           f"`diskplan apply {shlex.quote(rest.path)} {t}` finish it")
+        return rest.path
 
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         outcomes = execute_plan_moves(pm, answer, host, backup_path=args.backup, progress=lambda i, s: show,

@@ -67,6 +67,10 @@ def plan_logical(
         if k + 1 < len(ebrs):
             return (f"partition {number} at {new.start}..{new.end} would overwrite the EBR of partition {number + 1} "
                     f"at LBA {ebrs[k + 1]} (what made sfdisk --move-data lose logical partitions, util-linux #3568)")
+        if limit <= ext.end:
+            return (f"partition {number} at {new.start}..{new.end} would pass the extended partition's end "
+                    f"({ext.end}), and nothing after it is free to grow it into (a partition or the end of the usable "
+                    "area follows): make room after it first, or choose a place inside it")
         return (f"partition {number} at {new.start}..{new.end} would pass the extended partition's end ({ext.end}) "
                 f"and the free space after it (up to {limit})")
     new_ebr = ebr

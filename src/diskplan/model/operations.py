@@ -301,13 +301,18 @@ class Changes:
                 for p in sorted(self.rewrite, key=lambda p: p.number)]
         out += [Operation("change", new.number, new.start, new.end, ", ".join(why), new) for _, new, why in self.change]
         ss = self.sector_size
+        ext = next((p for p in self.current.partitions if p.role is Role.EXTENDED), None)
+        ext_end = ext.end if ext is not None else 0
         for old, new in self.move:
             copied = min(old.size, new.size) * ss if new.start != old.start else 0
+            grows = ""
+            if ext is not None and new.role is Role.LOGICAL and new.end > ext_end:  # backend.move grows it first
+                grows, ext_end = f"extended partition {ext.number} grows to end at {new.end} first", new.end
             if new.size == old.size:
-                out.append(Operation("move", new.number, new.start, new.end, partition=new, source=old.start,
+                out.append(Operation("move", new.number, new.start, new.end, grows, new, source=old.start,
                                      nbytes=copied))
             else:
-                out.append(Operation("resize", new.number, new.start, new.end, partition=new, source=old.start,
+                out.append(Operation("resize", new.number, new.start, new.end, grows, new, source=old.start,
                                      nbytes=copied, source_size=old.size))
         for p in sorted(self.keep, key=lambda p: p.number):
             was = dict(p.extra).get("was")
@@ -345,6 +350,21 @@ def _logical_moves(ops: Changes, cur_log: list[Partition], want_log: list[Partit
     return out
 
 
+def _grown_extended(ext: Partition, live: list[Partition], cur: list[Partition]) -> Partition | None:
+    """The plan's extended partition when it is ``ext`` (on the disk) grown exactly as far as the data moves
+    and resizes of its logical partitions take them past its end (marked by Plan, as ``_logical_moves`` reads
+    them): the step that passes the end grows it first (backend.move, backend.moveentry), so no table write
+    re-creates it. None otherwise (then it is a deletion and a creation, as any other change)."""
+    g = next((q for q in live if q.role is Role.EXTENDED and (q.number, q.start) == (ext.number, ext.start)), None)
+    if g is None or g.end <= ext.end:
+        return None
+    on_disk = {q.number: q for q in cur if q.role is Role.LOGICAL}
+    past = [q for q in live if q.role is Role.LOGICAL and q.end > ext.end]
+    moved = all(q.number in on_disk and (q.moved_from == on_disk[q.number].start or
+                                         q.resized_from == on_disk[q.number].size) for q in past)
+    return g if past and moved and g.end == max(q.end for q in past) else None
+
+
 def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool) -> Changes:
     """Compare the table on disk with the partitions the plan holds (``fresh``: under a new label)."""
     ops = Changes(label, fresh, current)
@@ -367,6 +387,11 @@ def plan_changes(label: str, current: Table, live: list[Partition], fresh: bool)
             why = _attributes_differ(label, p, m)
             if why:  # a table change as well: written first, on its own (plan_writes says so)
                 ops.change.append((p, replace(m, start=p.start, end=p.end), why))
+            continue
+        grown = _grown_extended(p, live, cur) if w is None and p.role is Role.EXTENDED else None
+        if grown is not None:  # backend.move grows it with the step that passes its end: kept, not re-created
+            want_outer.pop((grown.number, grown.start, grown.end, grown.role))
+            ops.keep.append(p)
             continue
         if w is None:
             ops.delete.append(p)

@@ -288,9 +288,44 @@ class Plan:
         sector is occupied; the lane alone keeps only the sector before each partition free)."""
         lane = self.lanes[lane_no]
         gap = lane.gap_of(i)
-        if lane_no != LOGICAL or i + 1 >= len(lane) or lane.at(i).state is not State.EXISTING:
+        if lane_no != LOGICAL or lane.at(i).state is not State.EXISTING:
             return gap
-        return replace(gap, hi=min(gap.hi, self._ebr_at(i + 1) - 1))
+        if i + 1 < len(lane):
+            return replace(gap, hi=min(gap.hi, self._ebr_at(i + 1) - 1))
+        room = self._room_after_extended()
+        if room <= gap.hi:
+            return gap
+        ext = self.extended()
+        assert ext is not None
+        # The last one may pass the extended partition's end: it grows into the free space after it, as
+        # `diskplan move` and `resize` grow it (``_fit_extended``).
+        return replace(gap, hi=room, area_hi=room, area_after=f"the free space after extended partition {ext.number}")
+
+    def _room_after_extended(self) -> int:
+        """The last sector the extended partition may grow to: the free space after it at the top level (what
+        `diskplan move` lets it grow into, backend.move.logical_move); its end when it is not on the disk."""
+        ext = self.extended()
+        if ext is None:
+            return -1
+        base = self.base.by_number(ext.number)
+        if ext.state is not State.EXISTING or base is None or base.role is not Role.EXTENDED or base.start != ext.start:
+            return ext.end
+        return max(ext.end, self.lanes[TOP].gap_of(self.where[ext.number][1]).hi)
+
+    def _fit_extended(self) -> tuple[Plan, str]:
+        """The plan with its extended partition (on the disk) ending where its logical partitions need: never
+        before its end on the disk, after the last logical partition's end (a data move or grow past it grows
+        it first, as backend.move does). What changed, said ("" when nothing)."""
+        ext = self.extended()
+        base = self.base.by_number(ext.number) if ext is not None else None
+        if ext is None or base is None or ext.state is not State.EXISTING or base.role is not Role.EXTENDED:
+            return self, ""
+        end = max(base.end, *(q.end for q in self._logicals()))
+        if end == ext.end:
+            return self, ""
+        said = (f"extended partition {ext.number} grows to end at {end}s, into the free space after it"
+                if end > base.end else f"extended partition {ext.number} ends at {end}s again, as on the disk")
+        return self._replaced(ext, replace(ext, end=end)), said
 
     def _ebr_at(self, j: int) -> int:
         """The EBR sector of logical partition ``j`` (lane order) once the plan is written: where the chain
@@ -322,7 +357,9 @@ class Plan:
         # The move is judged from where it starts on the disk, its neighbours where the plan puts them.
         parts = [base.extent if j == i else o.extent for j, o in enumerate(lane.parts)]
         ebrs = [self.base.ebrs[k] if j == i else self._ebr_at(j) for j in range(len(parts))]
-        why = plan_logical(k, ebrs, parts, ext.extent, ext.end, start, length)
+        base_ext = self.base.by_number(ext.number)
+        grows = base_ext.extent if base_ext is not None and base_ext.role is Role.EXTENDED else ext.extent
+        why = plan_logical(k, ebrs, parts, grows, self._room_after_extended(), start, length)
         return why if isinstance(why, str) and "not in disk order" not in why else ""
 
     def gap_at(self, lba: int) -> tuple[Gap | None, str]:
@@ -430,8 +467,11 @@ class Plan:
                                snap, p.number)
             return Outcome(self, self, True, f"partition {p.number} stays at {p.start}s..{p.end}s", snap, p.number)
         plan = self._replaced(p, new)
-        return Outcome(self, plan, True, f"{verb} partition {p.number} to {new.start}s..{new.end}s", snap,
-                       p.number)
+        said = ""
+        if p.role is Role.LOGICAL and p.state is State.EXISTING:
+            plan, said = plan._fit_extended()
+        return Outcome(self, plan, True, f"{verb} partition {p.number} to {new.start}s..{new.end}s"
+                       + (f" ({said})" if said else ""), snap, p.number)
 
     # --- proposing ------------------------------------------------------------------------------------
 
@@ -649,8 +689,9 @@ class Plan:
         """Where existing partition ``p`` may go, and the partitions around it (a logical one: its window in
         the EBR chain, as `diskplan realign` has it, model.ebrmove.window)."""
         lane_no, i, _ = self.where[p.number]
-        if lane_no == LOGICAL:
-            return self._gap(lane_no, i).extent, []
+        if lane_no == LOGICAL:  # within the extended partition, as `diskplan realign`: it never grows it
+            gap = self._gap(lane_no, i)
+            return Extent(gap.lo, min(gap.hi, self.lanes[LOGICAL].area_hi)), []
         t = self.table
         return Extent(t.first_usable, t.last_usable), [q.extent for q in self.lanes[TOP].parts if q.number != p.number]
 
