@@ -397,3 +397,18 @@ def test_a_loop_over_a_file_whose_name_is_not_utf8_is_listed(tmp_path, loop_devi
     node = loop_device(img)
     disk = next(d for d in list_disks() if d.node == node)
     assert disk.backing_file.startswith(str(tmp_path)) and "\ufffd" in disk.backing_file
+
+
+def test_a_loop_over_a_file_whose_name_is_not_utf8_does_not_hide_the_loops_of_an_image(tmp_path, loop_device) -> None:
+    """The check for loops over an image reads every loop's backing-file name from sysfs: one that is not UTF-8
+    made it raise (udev's listing read it leniently, inuse's strictly)."""
+    from diskplan.discovery.inuse import loops_backed_by
+
+    odd = pathlib.Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/odd-\xff.img"))
+    plain = tmp_path / "plain.img"
+    for img in (odd, plain):
+        with open(img, "wb") as f:
+            f.truncate(8 * MiB)
+    odd_node, plain_node = loop_device(odd), loop_device(plain)
+    assert [f"/dev/{n.name}" for n in loops_backed_by(str(plain))] == [plain_node]
+    assert [f"/dev/{n.name}" for n in loops_backed_by(str(odd))] == [odd_node]
