@@ -295,6 +295,24 @@ def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp
     assert "vanished" not in err and not (tmp_path / "b.dpbackup").exists()
 
 
+@pytest.mark.parametrize("command", [("move", "-N", "1", "--to", "4096"), ("resize", "-N", "1", "--size", "12MiB")])
+def test_a_data_write_to_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(
+    tmp_path, command: tuple[str, ...]
+) -> None:
+    """The write refusals are asked where every write is prepared (backend.write.unwritable): `diskplan move`
+    and `resize` did not add them (apply, repair and the planner's screens each did) and moved the partition."""
+    img = tmp_path / "odd.img"
+    img.write_bytes(b"")
+    os.truncate(img, 64 * MiB)
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=20480\n")
+    os.truncate(img, 64 * MiB + 100)
+    before = img.read_bytes()
+    proc = diskplan(command[0], str(img), *command[1:], "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "holds 67108964 bytes: the last 100 are no whole 512-byte sector" in err, err
+    assert not (tmp_path / "b.dpbackup").exists() and img.read_bytes() == before
+
+
 def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp_path) -> None:
     img = sparse_image(64 * MiB, "new\nline.img")
     plan = tmp_path / "plan.json"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal
 from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
 from diskplan.backend.planrest import RestPlan, fingerprint_now, fingerprints_after
@@ -53,8 +52,7 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
         return None
     if pm.steps:
         render_steps(pm, console)
-    refusals = (*pm.refusals, *write_refusals(args.target, disk.geometry.logical))
-    code = before_writing(refusals, "", args.yes, "move and resize them (each step backs up the table and "
+    code = before_writing(pm.refusals, "", args.yes, "move and resize them (each step backs up the table and "
                           "journals its move first)", console, err)
     if code is not None:
         return code

@@ -26,7 +26,6 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
 from diskplan.backend.planmoves import table_after
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
@@ -149,8 +148,6 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
     def _prepare(self) -> None:
         try:
             p = self._proposal(0)
-            # What every write refuses before it starts (a path the backup cannot record, a part sector).
-            p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
             k = next((i for i, s in enumerate(self.steps) if s.number == p.number and s.kind == "move"), 0)
             if isinstance(p, ResizeProposal) and k and not p.refusals:
                 # A shrink before a move: what would refuse the move, at the size it will have and with the
