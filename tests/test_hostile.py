@@ -295,6 +295,24 @@ def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp
     assert "vanished" not in err and not (tmp_path / "b.dpbackup").exists()
 
 
+@pytest.mark.parametrize("command", [("move", "-N", "1", "--to", "4096"), ("resize", "-N", "1", "--size", "12MiB")])
+def test_a_data_write_to_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(
+    tmp_path, command: tuple[str, ...]
+) -> None:
+    """The write refusals are asked where every write is prepared (backend.write.unwritable): `diskplan move`
+    and `resize` did not add them (apply, repair and the planner's screens each did) and moved the partition."""
+    img = tmp_path / "odd.img"
+    img.write_bytes(b"")
+    os.truncate(img, 64 * MiB)
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=20480\n")
+    os.truncate(img, 64 * MiB + 100)
+    before = img.read_bytes()
+    proc = diskplan(command[0], str(img), *command[1:], "--yes", "--backup", str(tmp_path / "b.dpbackup"))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "holds 67108964 bytes: the last 100 are no whole 512-byte sector" in err, err
+    assert not (tmp_path / "b.dpbackup").exists() and img.read_bytes() == before
+
+
 def test_a_path_with_a_line_break_is_refused_before_any_backup(sparse_image, tmp_path) -> None:
     img = sparse_image(64 * MiB, "new\nline.img")
     plan = tmp_path / "plan.json"
@@ -397,3 +415,18 @@ def test_a_loop_over_a_file_whose_name_is_not_utf8_is_listed(tmp_path, loop_devi
     node = loop_device(img)
     disk = next(d for d in list_disks() if d.node == node)
     assert disk.backing_file.startswith(str(tmp_path)) and "\ufffd" in disk.backing_file
+
+
+def test_a_loop_over_a_file_whose_name_is_not_utf8_does_not_hide_the_loops_of_an_image(tmp_path, loop_device) -> None:
+    """The check for loops over an image reads every loop's backing-file name from sysfs: one that is not UTF-8
+    made it raise (udev's listing read it leniently, inuse's strictly)."""
+    from diskplan.discovery.inuse import loops_backed_by
+
+    odd = pathlib.Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/odd-\xff.img"))
+    plain = tmp_path / "plain.img"
+    for img in (odd, plain):
+        with open(img, "wb") as f:
+            f.truncate(8 * MiB)
+    odd_node, plain_node = loop_device(odd), loop_device(plain)
+    assert [f"/dev/{n.name}" for n in loops_backed_by(str(plain))] == [plain_node]
+    assert [f"/dev/{n.name}" for n in loops_backed_by(str(odd))] == [odd_node]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from diskplan.discovery import inuse
+from diskplan.discovery.sysfs import sysfs_dir
 from helpers.images import digest, mounted, partx_update
 from helpers.lockholders import holding
 from helpers.tools import need_tool, run
@@ -117,7 +118,7 @@ def test_kernel_partitions_follow_sysfs(
     run(need_tool("sfdisk"), "-q", "--no-reread", dev, input="label: gpt\nstart=256, size=512\n")
     partx_update(dev)
     assert inuse.kernel_partitions(dev) == {1: (256 * 8, 512 * 8)}  # sysfs counts 512-byte units
-    assert [n.name for n in inuse.nodes(inuse.disk_sysdir(dev) or "")] == [os.path.basename(dev),
+    assert [n.name for n in inuse.nodes(sysfs_dir(dev) or "")] == [os.path.basename(dev),
                                                                             f"{os.path.basename(dev)}p1"]
 
 

@@ -284,3 +284,31 @@ def test_a_mangled_backup_is_refused_in_one_line_or_checked_whole(edits: list[tu
         return
     bk.check_chunks(b.chunks, b.sectors, b.sector_size)  # what parse returns is whole: it never raises here
     assert all(len(c.data) == c.extent(b.sector_size).size * b.sector_size for c in b.chunks)
+
+
+def test_a_seal_spelled_as_backups_on_disk_spell_it_still_matches_its_disk(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Backups already written name an msdos table ``dos:0xSIGNATURE`` (sfdisk's label-id) in their seal, and
+    saved plans hash ``msdos:signature`` into made_against: both spellings are kept (backend.tableid)."""
+    from diskplan.backend.tableid import disk_id
+    from diskplan.model.geometry import Geometry
+
+    img = sparse_image(64 * MiB)
+    sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=2048, size=20480, type=83\n")
+    taken = bk.capture(str(img), 512, N, bk.backup_extents(str(img), 512, N))
+    assert taken.table_id == "dos:0x1234abcd"
+    assert disk_id(str(img), "msdos", Geometry(N, 512)) == "msdos:1234abcd"
+    # the write the backup was taken for (same signature), sealed as diskplan wrote seals before this test
+    sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=4096, size=20480, type=83\n")
+    sector0 = hashlib.sha256(bk.read_sectors(str(img), 0, 1, 512)).hexdigest()
+    path = tmp_path / "sealed.dpbackup"
+    path.write_text(bk.render(taken) + f"[written table=dos:0x1234abcd sectors=0+1 sha256={sector0}]\n")
+    sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=6144, size=20480, type=83\n")  # a later change
+    proc = diskplan("restore", str(path), str(img), "--yes")
+    # the disk's id read now matches the seal's: a later change, not another disk
+    assert proc.returncode == 1 and "changed since" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=4096, size=20480, type=83\n")  # what the write left
+    done = diskplan("restore", str(path), str(img), "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "start=        2048" in run(need_tool("sfdisk"), "--dump", str(img))  # the backed-up table again

@@ -18,6 +18,7 @@ from diskplan.model.sizes import (
     parse_position,
     parse_size,
 )
+from diskplan.model.units import human_duration
 
 GEOMS = [Geometry(1 << 30, 512), Geometry(1 << 28, 4096, 4096)]
 IEC = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -213,3 +214,18 @@ def test_dialog_goto_and_command_line_read_a_unit_the_same_way(geom: Geometry, n
         assert dialog == -(-exact // geom.logical) * geom.logical  # whole sectors, never less than asked
     else:
         assert dialog is None
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0 s"), (0.2, "1 s"), (42.4, "42 s"), (187, "3 min 7 s"),
+                                               (3600, "1 h 0 min"), (3900, "1 h 5 min")])
+def test_a_duration_has_one_look_everywhere(seconds: float, text: str) -> None:
+    """The planner's estimate, the move screen's time left and the command line's estimates share it."""
+    assert human_duration(seconds) == text
+
+
+@given(st.floats(min_value=0.001, max_value=1e6))
+def test_a_duration_above_nothing_never_reads_as_done_and_reads_back(seconds: float) -> None:
+    words = human_duration(seconds).split()
+    value = dict(zip(words[1::2], map(int, words[::2]), strict=True))
+    back = value.get("h", 0) * 3600 + value.get("min", 0) * 60 + value.get("s", 0)
+    assert back >= 1 and abs(back - seconds) <= (60 if "h" in value else 1)

@@ -32,9 +32,11 @@ from diskplan.backend.rawtable import (
     GptHeader,
     mbr_entries,
     mbr_layout,
+    mbr_signature,
     parse_gpt_entries,
     parse_gpt_header,
 )
+from diskplan.backend.tableid import table_id, weak
 from diskplan.model.extent import Extent
 from diskplan.model.labels import EXTENDED_IDS, partition_node
 from diskplan.model.value import value
@@ -87,7 +89,7 @@ class TableBackup:
     @property
     def table_id(self) -> str:
         """The id of the table this backup was taken over, read from its own sectors."""
-        return table_id(chunk_reader(self), self.sector_size, self.sectors)
+        return table_id(chunk_reader(self), self.sectors)
 
     @property
     def extents(self) -> tuple[Extent, ...]:
@@ -169,24 +171,6 @@ def chunk_reader(b: TableBackup) -> Reader:
         return bytes(out)
 
     return read
-
-
-def table_id(read: Reader, sector_size: int, sectors: int) -> str:
-    """``gpt:DISK-GUID`` (a valid header at either end), ``dos:0xSIGNATURE`` or ``none``."""
-    for lba in (1, sectors - 1):
-        if 0 < lba < sectors:
-            h = parse_gpt_header(read(lba, 1), lba)
-            if h.valid:
-                return f"gpt:{h.disk_guid}"
-    mbr = read(0, 1)
-    if mbr_entries(mbr):
-        return f"dos:0x{int.from_bytes(mbr[440:444], 'little'):08x}"
-    return "none"
-
-
-def _weak(table: str) -> bool:
-    """An id that many disks share: no table, or an MBR without a signature."""
-    return table in ("none", "dos:0x00000000")
 
 
 # --- which sectors hold the old table ---------------------------------------------------------------
@@ -355,7 +339,7 @@ def _dump_gpt(path: str, device: str, sector_size: int, sectors: int) -> str:
 def _dump_dos(fd: int, device: str, sector_size: int, sectors: int, mbr: bytes) -> str:
     lines = [
         "label: dos",
-        f"label-id: 0x{int.from_bytes(mbr[440:444], 'little'):08x}",
+        f"label-id: 0x{mbr_signature(mbr):08x}",
         f"device: {device}",
         "unit: sectors",
         f"sector-size: {sector_size}",
@@ -856,7 +840,7 @@ def seal(b: TableBackup, backup_path: str, target: str) -> bool:
         over = merge(c.extent(b.sector_size) for c in plan_put_back(b, target).writes)
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            now = table_id(lambda lba, n: _pread(fd, lba, n, b.sector_size), b.sector_size, b.sectors)
+            now = table_id(lambda lba, n: _pread(fd, lba, n, b.sector_size), b.sectors)
         finally:
             os.close(fd)
         line = _seal_line(Seal(now, tuple(over), _digest(target, over, b.sector_size))) + "\n"
@@ -879,11 +863,11 @@ def foreign(b: TableBackup, path: str) -> list[str]:
     ss = b.sector_size
     fd = _open(path)
     try:
-        now = table_id(lambda lba, n: _pread(fd, lba, n, ss), ss, b.sectors)
+        now = table_id(lambda lba, n: _pread(fd, lba, n, ss), b.sectors)
     finally:
         os.close(fd)
     old, s = b.table_id, b.written
-    back = now == old and not _weak(old)
+    back = now == old and not weak(old)
     if s is not None:
         if _digest(path, s.over, ss) == s.sha256 or (back and s.table != old):
             return []

@@ -23,9 +23,11 @@ import ctypes.util
 import os
 
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
+from diskplan.model.fsresize import RESIZERS
 from diskplan.model.value import value
 
 TIMEOUT = 3600.0
+LIBRARY = RESIZERS["vfat"].tool  # the resizer's name, as model.fsresize lists it beside its Debian package
 _CANCEL, _NO, _OK = 64, 4, 8  # PedExceptionOption bits
 
 
@@ -55,9 +57,13 @@ class _Device(ctypes.Structure):  # the head of PedDevice: enough for its sector
                 ("length", ctypes.c_longlong)]
 
 
+def library() -> str | None:
+    """The resizer library's file name on this machine; None when it is not installed."""
+    return ctypes.util.find_library(LIBRARY.removeprefix("lib"))
+
+
 def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL]:
-    names = (ctypes.util.find_library("parted") or "libparted.so.2",
-             ctypes.util.find_library("parted-fs-resize") or "libparted-fs-resize.so.0")
+    names = (ctypes.util.find_library("parted") or "libparted.so.2", library() or f"{LIBRARY}.so.0")
     core = ctypes.CDLL(names[0], mode=ctypes.RTLD_GLOBAL)  # the resizer links against its symbols
     fsr = ctypes.CDLL(names[1])
     vp, ll = ctypes.c_void_p, ctypes.c_longlong

@@ -19,7 +19,6 @@ to rewrite (backend.moveentry), never a tool's.
 from __future__ import annotations
 
 import contextlib
-import ctypes.util
 import os
 import re
 import shutil
@@ -43,7 +42,7 @@ def missing(fs: str) -> str:
     r, _ = resizer(fs)
     if r is None or shutil.which(r.tool):
         return ""
-    if r.tool.startswith("lib") and ctypes.util.find_library(r.tool[3:]):
+    if r.tool == fatfs.LIBRARY and fatfs.library():
         return ""
     return f"{r.tool} is needed to resize a {fs} filesystem (Debian package {r.package})"
 

@@ -41,7 +41,7 @@ from diskplan.backend.write import (
     other_disk,
     read_target,
     table_changed,
-    unsafe,
+    unwritable,
     write_failed,
 )
 from diskplan.model.codes import (
@@ -122,7 +122,7 @@ def prepare_repair(
             refusals.append(f"the repair would write sectors {e.start}..{e.end}, past the last LBA {geom.last_lba}")
         refusals += [f"the repair would write sectors {e.start}..{e.end}, inside partition {p.number}"
                      for p in data if p.extent.overlaps(e)]
-    blocking, idle = unsafe(target, host)
+    blocking, idle = unwritable(target, host, geom.logical)
     refusals += blocking
     notes += idle
     ops = repair_operations(r, current.table, geom.logical)

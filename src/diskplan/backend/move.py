@@ -66,11 +66,12 @@ from diskplan.backend.write import (
     inform_kernel_child,
     read_target,
     recheck,
+    refused,
     save_backup,
     stop_before_writing,
     take_lock,
+    unwritable,
 )
-from diskplan.backend.write import unsafe as unsafe_now
 from diskplan.model.disk import Disk
 from diskplan.model.ebrmove import LogicalMove, plan_logical, window
 from diskplan.model.extent import Extent, Partition, Role
@@ -265,9 +266,10 @@ def checked_entry(target: str, label: str, number: int, ss: int, sectors: int, p
     return entry
 
 
-def in_use_or_half_moved(target: str, host: Host, size: int, notes: list[str]) -> list[str]:
-    """Refusals when the disk is in use (its idle users go to ``notes``) or a move on it is unfinished."""
-    blocking, idle = unsafe_now(target, host)
+def in_use_or_half_moved(target: str, host: Host, size: int, sector_size: int, notes: list[str]) -> list[str]:
+    """Refusals when the disk cannot be written (``unwritable``: in use, read-only...; its idle users go to
+    ``notes``) or a move on it is unfinished."""
+    blocking, idle = unwritable(target, host, sector_size)
     notes += idle
     return [*blocking, *half_moved(target, size)]
 
@@ -301,7 +303,7 @@ def prepare_move(
                             "while it is hidden for the move")
     if not refusals:
         entry = checked_entry(target, label, number, ss, geom.sectors, p, refusals)
-    refusals += in_use_or_half_moved(target, host, ident.size, notes)
+    refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
     start = p.start if p is not None else 0
     plan = schedule(start, to, length, ss)
     fs = fscheck.Identity()
@@ -397,7 +399,7 @@ def execute_move(
         with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
             now = recheck(p, host)
             if now:
-                return replace(base, message="refused: " + now[0], details=tuple(now))
+                return refused(base, now)
             ss, plan = p.sector_size, p.plan
             if progress:
                 progress(0, 1, "checking the filesystem")
@@ -600,7 +602,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
             refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
-    blocking, idle = unsafe_now(target, host)
+    blocking, idle = unwritable(target, host, h.sector_size)
     refusals += blocking
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
              + (", table entry rewritten" if "table" in marks else ""))
@@ -646,7 +648,7 @@ def with_journal(
         with held:
             now = recheck(p, host)
             if now:
-                return replace(base, message="refused: " + now[0], details=tuple(now))
+                return refused(base, now)
             journal = Journal.open(p.journal)
             try:
                 return body(journal, replace(base, backup_path=journal.header.backup))

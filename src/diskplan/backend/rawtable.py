@@ -20,6 +20,11 @@ class MbrEntry:
     size: int
 
 
+def mbr_signature(sector0: bytes) -> int:
+    """The MBR's 32-bit disk identifier (bytes 440..443, little-endian): sfdisk's label-id, Linux's PTUUID."""
+    return int.from_bytes(sector0[440:444], "little")
+
+
 def mbr_entries(sector0: bytes) -> list[MbrEntry]:
     if len(sector0) < 512 or sector0[510:512] != b"\x55\xaa":
         return []

@@ -41,6 +41,7 @@ from diskplan.backend.write import (
     confirm_word,
     read_target,
     recheck,
+    refused,
     save_backup,
     stop_before_writing,
     take_lock,
@@ -118,7 +119,7 @@ def prepare_resize(
             refusals.append(lm)
     if not refusals:
         entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
-    refusals += in_use_or_half_moved(target, host, ident.size, notes)
+    refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
     fs, least = fscheck.Identity(), None
     if not refusals and p is not None and length != old:
         try:
@@ -175,7 +176,7 @@ def execute_resize(
     with held:
         now = recheck(p, host)
         if now:
-            return replace(base, message="refused: " + now[0], details=tuple(now))
+            return refused(base, now)
         step("checking the filesystem")
         try:
             fs, clean, said = fscheck.referee(p.target, start * ss, p.old * ss)

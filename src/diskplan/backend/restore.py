@@ -27,9 +27,10 @@ from diskplan.backend.write import (
     identity,
     inform_kernel_child,
     kernel_differences,
+    recheck,
+    refused,
     state_after_failure,
     unsafe,
-    usage,
 )
 from diskplan.model.extent import Extent
 from diskplan.model.value import replace, value
@@ -124,18 +125,8 @@ class RestoreWrite(Write[RestoreProposal]):
         return "" if self.p.changed else f"nothing to do: {self.p.target} already holds the backup"
 
     def recheck(self, base: WriteOutcome) -> WriteOutcome | None:
-        r = self.p
-        try:
-            now = identity(r.target)
-        except OSError as exc:
-            return replace(base, verdict=Verdict.FAILED, state=DiskState.UNKNOWN,
-                           message=f"{r.target}: {exc.strerror}")
-        if r.identity is not None and now != r.identity:
-            return replace(base, message=f"refused: {r.target} is no longer the disk that was checked")
-        blocking, _ = usage(r.target, self.host)
-        if blocking:
-            return replace(base, message="refused: " + blocking[0], details=tuple(blocking))
-        return None
+        now = recheck(self.p, self.host)
+        return refused(base, now) if now else None
 
     def back_up(self, base: WriteOutcome) -> tuple[bk.TableBackup, WriteOutcome]:
         return self.p.backup, base  # the backup is what is written: no other is saved

@@ -44,7 +44,7 @@ from diskplan.backend.write import (
     not_as_planned,
     other_disk,
     read_target,
-    unsafe,
+    unwritable,
     write_failed,
 )
 from diskplan.model.disk import Disk
@@ -98,7 +98,7 @@ def prepare_table(
         refusals.append("this plan moves data: write its table changes first, then the moves (the planner's w, "
                         "or diskplan move)")
     refusals += half_moved(target, ident.size)
-    blocking, idle = unsafe(target, host)
+    blocking, idle = unwritable(target, host, geom.logical)
     refusals += blocking
     notes = [*ops.notes, *idle]
     fresh = ops.fresh

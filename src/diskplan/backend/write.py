@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from diskplan.backend import backup as bk
 from diskplan.backend import lock as wlock
+from diskplan.backend.filekind import write_refusals
 from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
@@ -314,6 +315,14 @@ def unsafe(target: str, host: Host) -> tuple[list[str], list[str]]:
     return [*([ro] if ro else []), *blocking], idle
 
 
+def unwritable(target: str, host: Host, sector_size: int) -> tuple[list[str], list[str]]:
+    """What forbids a write that saves a backup of ``target`` first — ``unsafe``'s refusals and
+    filekind.write_refusals (a path the backup cannot record, an image ending in part of a sector) — and
+    the idle users to mention. Every prepare asks it but restore's, which saves no backup."""
+    blocking, idle = unsafe(target, host)
+    return [*blocking, *write_refusals(target, sector_size)], idle
+
+
 def half_moved(target: str, size: int) -> list[str]:
     """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, beside the
     backups): the partition's entry is hidden and its bytes are half-copied, so any other write could place a
@@ -404,6 +413,11 @@ def recheck(p: Identified, host: Host) -> list[str]:
 Refused = TypeVar("Refused", bound="DataclassInstance")  # an outcome with ``message`` and ``details``
 
 
+def refused(base: Refused, why: Sequence[str]) -> Refused:
+    """``base`` refused for the first of ``why``, each reason in its details."""
+    return replace(base, message="refused: " + why[0], details=tuple(why))
+
+
 def take_lock(target: str, host: Host, base: Refused) -> wlock.WriteLock | Refused:
     """The write lock on ``target`` (backend.lock), or ``base`` as the refusal naming who holds it (a table
     write's outcome, or a data move's)."""
@@ -448,7 +462,7 @@ def stop_before_writing(p: Asked, answer: str, base: Refused, nothing: str, **do
     ``done``: what else the outcome then says, e.g. the disk's state), or an answer that does not
     confirm; else None."""
     if p.refusals:
-        return replace(base, message="refused: " + p.refusals[0], details=p.refusals)
+        return refused(base, p.refusals)
     if nothing:
         return replace(base, verdict=Verdict.NOTHING, message=nothing, **done)
     if not p.accepts(answer):
@@ -605,7 +619,7 @@ class ProposalWrite(Write[Proposal]):
 
     def recheck(self, base: WriteOutcome) -> WriteOutcome | None:
         now = recheck(self.p, self.host) or self.changed_since()
-        return replace(base, message="refused: " + now[0], details=tuple(now)) if now else None
+        return refused(base, now) if now else None
 
     def changed_since(self) -> list[str]:
         """How the disk no longer matches the proposal, read again under the lock."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 
 from diskplan.backend.commit import execute, prepare
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.proposal_text import proposal_lines
 from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome, preload
@@ -108,8 +107,7 @@ def main(argv: list[str]) -> int:
     for note in spec.notes:  # what is not written (an sfdisk dump's uuid=), what a relative size became here
         console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
-    refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))
-    code = before_writing(refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
+    code = before_writing(proposal.refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
                           console, err)
     if code is not None:
         return code

@@ -7,20 +7,19 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal
 from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
 from diskplan.backend.planrest import RestPlan, fingerprint_now, fingerprints_after
 from diskplan.backend.write import CommitError, Host, Verdict
 from diskplan.cli.confirm import before_writing, confirm
-from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
+from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.move import render_move
 from diskplan.cli.resize import render
 from diskplan.cli.textout import Out
 from diskplan.model.disk import Disk
 from diskplan.model.planfile import PlanSpec
 from diskplan.model.table import Table
-from diskplan.model.units import human_bytes
+from diskplan.model.units import human_bytes, human_duration
 
 
 def render_steps(pm: PlanMoves, console: Out) -> None:
@@ -36,7 +35,7 @@ def render_steps(pm: PlanMoves, console: Out) -> None:
         elif p is not None:
             render(p, console)
     if pm.nbytes:
-        est = f"; estimate {duration(pm.estimate)} for the copies (read, written and read back at " \
+        est = f"; estimate {human_duration(pm.estimate)} for the copies (read, written and read back at " \
               f"{human_bytes(int(pm.rate))}/s)" if pm.estimate else ""
         console.print(f"in all: {pm.nbytes:,} B = {human_bytes(pm.nbytes)} copied{est}")
 
@@ -53,8 +52,7 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
         return None
     if pm.steps:
         render_steps(pm, console)
-    refusals = (*pm.refusals, *write_refusals(args.target, disk.geometry.logical))
-    code = before_writing(refusals, "", args.yes, "move and resize them (each step backs up the table and "
+    code = before_writing(pm.refusals, "", args.yes, "move and resize them (each step backs up the table and "
                           "journals its move first)", console, err)
     if code is not None:
         return code

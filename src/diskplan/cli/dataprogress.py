@@ -16,14 +16,6 @@ from diskplan.cli.textout import Out
 from diskplan.model.units import human_bytes
 
 
-def duration(seconds: float) -> str:
-    if seconds < 1:
-        return "under a second"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-
 def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
     if o.backup_path:
         console.print("backup of the table: ", (o.backup_path, "bold"))

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.confirm import before_writing, confirm
-from diskplan.cli.dataprogress import duration, progress_display, render_outcome, stop_on_interrupt
+from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.disk import Disk
 from diskplan.model.geometry import Geometry
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
-from diskplan.model.units import human_bytes
+from diskplan.model.units import human_bytes, human_duration
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,7 +56,7 @@ def render_move(p: MoveProposal, console: Out) -> None:
         if plan.journals_data:
             console.print("  each chunk overlaps its own source: its old bytes are saved in the journal first")
         if p.estimate:
-            console.print(f"  estimate: {duration(p.estimate)} (copy and read-back, reading at "
+            console.print(f"  estimate: {human_duration(p.estimate)} (copy and read-back, reading at "
                           f"{human_bytes(int(p.rate))}/s)")
     for note in p.notes:
         console.print(("note: ", "cyan"), note)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.gptrepair import execute_repair, prepare_repair
 from diskplan.backend.proposal_text import headline
 from diskplan.backend.reader import ReadError, read
@@ -94,8 +93,7 @@ def main(argv: list[str]) -> int:
     render(proposal, console)
     nothing = "" if proposal.repair is not None else (
         f"nothing to repair: {args.target} has no damaged GPT copy and no missing protective MBR")
-    refusals = (*proposal.refusals, *write_refusals(args.target, disk.geometry.logical))
-    code = before_writing(refusals, nothing, args.yes,
+    code = before_writing(proposal.refusals, nothing, args.yes,
                           "repair (a backup of both ends of the disk is saved first)", console, err)
     if code is not None:
         return code

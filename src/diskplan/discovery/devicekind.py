@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import stat
 
-from diskplan.discovery.topology import sysfs_dir, topology
+from diskplan.discovery.sysfs import read, sysfs_dir
+from diskplan.discovery.topology import topology
 from diskplan.model.value import value
 
 # Model strings and kernel names of disks that a hypervisor makes up.
@@ -28,14 +29,6 @@ class DeviceKind:
                 f"scheduler {self.scheduler or 'none reported'}")
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
 def _block(path: str, sys_root: str) -> DeviceKind:
     topo = topology(path, sys_root)
     d = sysfs_dir(path, sys_root) or ""
@@ -46,7 +39,7 @@ def _block(path: str, sys_root: str) -> DeviceKind:
     facts = (topo.rotational, topo.physical, topo.scheduler) if topo else (None, 0, None)  # DeviceKind's defaults
     model = topo.model if topo else ""
     if name.startswith("loop"):
-        backing = _read(os.path.join(d, "loop", "backing_file")) or "a file"
+        backing = read(os.path.join(d, "loop", "backing_file")) or "a file"
         return DeviceKind(f"{path} is a loop device over {backing}: the ratio measures the page cache and the "
                           f"filesystem holding that file, not a disk's hardware", False, *facts)
     if name.startswith(VIRTUAL_NAMES) or any(model.startswith(m) for m in VIRTUAL_MODELS):

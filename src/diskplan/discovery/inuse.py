@@ -16,7 +16,7 @@ import os
 import stat
 import struct
 
-from diskplan.discovery.topology import sysfs_dir
+from diskplan.discovery.sysfs import read, sysfs_dir
 from diskplan.model.value import replace, value
 
 
@@ -57,14 +57,6 @@ class Node:
         return f"/dev/{self.name}"
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def _devnum(text: str | None) -> tuple[int, int] | None:
     try:
         major, minor = (text or "").split(":")
@@ -73,14 +65,11 @@ def _devnum(text: str | None) -> tuple[int, int] | None:
         return None
 
 
-disk_sysdir = sysfs_dir  # the sysfs directory of a block device; None for a regular file
-
-
 def nodes(sysdir: str) -> list[Node]:
     """The disk at ``sysdir`` and every partition the kernel knows on it."""
     name = os.path.basename(sysdir)
     out = []
-    num = _devnum(_read(os.path.join(sysdir, "dev")))
+    num = _devnum(read(os.path.join(sysdir, "dev")))
     if num:
         out.append(Node(name, num, sysdir))
     try:
@@ -90,7 +79,7 @@ def nodes(sysdir: str) -> list[Node]:
     for entry in entries:
         sub = os.path.join(sysdir, entry)
         if entry.startswith(name) and os.path.exists(os.path.join(sub, "partition")):
-            num = _devnum(_read(os.path.join(sub, "dev")))
+            num = _devnum(read(os.path.join(sub, "dev")))
             if num:
                 out.append(Node(entry, num, sub))
     return out
@@ -112,7 +101,7 @@ def _rdev(path: str) -> tuple[int, int] | None:
 
 
 def mounts(devnums: dict[tuple[int, int], str], proc_root: str = "/proc") -> list[Use]:
-    text = _read(f"{proc_root}/self/mountinfo") or ""
+    text = read(f"{proc_root}/self/mountinfo") or ""
     out = []
     for line in text.splitlines():
         fields = line.split()
@@ -133,7 +122,7 @@ def mounts(devnums: dict[tuple[int, int], str], proc_root: str = "/proc") -> lis
 
 
 def swaps(devnums: dict[tuple[int, int], str], image: os.stat_result | None, proc_root: str = "/proc") -> list[Use]:
-    text = _read(f"{proc_root}/swaps") or ""
+    text = read(f"{proc_root}/swaps") or ""
     out = []
     for line in text.splitlines()[1:]:
         fields = line.split()
@@ -157,8 +146,8 @@ def swaps(devnums: dict[tuple[int, int], str], image: os.stat_result | None, pro
 def _holder_name(sys_root: str, holder: str) -> str:
     """dm-0 -> "dm-0 (LVM vg-lv)"; md0 stays md0."""
     dm = f"{sys_root}/class/block/{holder}/dm"
-    name = _read(f"{dm}/name")
-    uuid = _read(f"{dm}/uuid") or ""
+    name = read(f"{dm}/name")
+    uuid = read(f"{dm}/uuid") or ""
     if name is None:
         return holder
     kind = {"LVM": "LVM", "CRYPT": "dm-crypt", "mpath": "multipath", "part": "kpartx"}.get(uuid.split("-")[0], "dm")
@@ -214,7 +203,7 @@ def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict
                 key = ("file", st.st_dev, st.st_ino)
             if key in wanted and key not in seen:
                 seen.add(key)
-                found.setdefault(key, []).append(f"{_read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})")
+                found.setdefault(key, []).append(f"{read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})")
     return found
 
 
@@ -288,7 +277,7 @@ def backing_file(sysdir: str) -> tuple[tuple[int, int, int], str] | None:
     """The file a loop device reads (``_file_key``) and its path as the kernel prints it; None when
     ``sysdir`` is not a bound loop device. The loop's own answer (LOOP_GET_STATUS64) comes before stat()ing
     the path: the path may lie in another mount namespace, or name a newer file."""
-    shown = _read(f"{sysdir}/loop/backing_file")
+    shown = read(f"{sysdir}/loop/backing_file")
     if not shown:
         return None
     name = shown.removesuffix(" (deleted)")
@@ -316,7 +305,7 @@ def loops_reading(key: tuple[int, int, int], sys_root: str = "/sys") -> list[Nod
         sysdir = os.path.realpath(f"{sys_root}/block/{name}")
         backing = backing_file(sysdir)
         if backing is not None and backing[0] == key:
-            out.append(Node(name, _devnum(_read(f"{sysdir}/dev")) or (0, 0), sysdir))
+            out.append(Node(name, _devnum(read(f"{sysdir}/dev")) or (0, 0), sysdir))
     return out
 
 
@@ -336,7 +325,7 @@ UDEV = {"systemd-udevd", "(udev-worker)", "udevd"}  # process names of udev and 
 def _holder(path: str, pid: str, proc_root: str) -> str:
     """Who holds a lock: its pid, or (an OFD lock names none) the processes that have the file open."""
     if pid.isdigit():
-        return f"{_read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})"
+        return f"{read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})"
     st = _stat(path)
     if st is None:
         return "a process diskplan cannot see"
@@ -353,7 +342,7 @@ def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> l
     (``->``), which holds nothing yet."""
     me = str(os.getpid())
     held: dict[tuple[str, str, str], str] = {}
-    for line in (_read(f"{proc_root}/locks") or "").splitlines():
+    for line in (read(f"{proc_root}/locks") or "").splitlines():
         fields = line.split()
         if len(fields) < 6 or fields[1] == "->":
             continue
@@ -387,7 +376,7 @@ def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> l
     image_path = ""
     key: tuple[int, int, int] | None = None
     own: list[Node] = []
-    sysdir = disk_sysdir(path, sys_root)
+    sysdir = sysfs_dir(path, sys_root)
     if sysdir is not None:
         own = nodes(sysdir)
         backing = backing_file(sysdir)
@@ -431,12 +420,12 @@ def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> l
 
 def kernel_partitions(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]] | None:
     """Partition number -> (start, size) in 512-byte units as the kernel uses them now (None: a file)."""
-    sysdir = disk_sysdir(path, sys_root)
+    sysdir = sysfs_dir(path, sys_root)
     if sysdir is None:
         return None
     out = {}
     for node in nodes(sysdir)[1:]:
-        number, start, size = (_read(os.path.join(node.sysdir, f)) for f in ("partition", "start", "size"))
+        number, start, size = (read(os.path.join(node.sysdir, f)) for f in ("partition", "start", "size"))
         if number and start and size and number.isdigit() and start.isdigit() and size.isdigit():
             out[int(number)] = (int(start), int(size))
     return out

@@ -6,8 +6,8 @@ Partitions of a disk report their own alignment_offset; the queue limits are the
 from __future__ import annotations
 
 import os
-import stat
 
+from diskplan.discovery.sysfs import read, read_int, sysfs_dir
 from diskplan.model.value import value
 
 
@@ -25,34 +25,6 @@ class Topology:
     schedulers: tuple[str, ...] = ()  # every scheduler the kernel offers for this queue
     model: str = ""
     read_only: bool = False
-
-
-def sysfs_dir(path: str, sys_root: str = "/sys") -> str | None:
-    """The sysfs directory of the block device at ``path``, or None for a regular file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    d = f"{sys_root}/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    return os.path.realpath(d) if os.path.isdir(d) else None
-
-
-def _read(d: str, name: str) -> str | None:
-    try:
-        with open(os.path.join(d, name)) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def _int(d: str, name: str) -> int:
-    v = _read(d, name)
-    try:
-        return int(v) if v is not None else 0
-    except ValueError:
-        return 0
 
 
 def _scheduler(text: str | None) -> str | None:
@@ -76,18 +48,18 @@ def topology(path: str, sys_root: str = "/sys") -> Topology | None:
     q = os.path.join(d, "queue")
     if not os.path.isdir(q):  # a partition: its queue is its parent's
         q = os.path.join(os.path.dirname(d), "queue")
-    rot = _read(q, "rotational")
-    model = (_read(d, "device/model") or "").strip()
+    rot = read(os.path.join(q, "rotational"))
+    sched = read(os.path.join(q, "scheduler"))
     return Topology(
-        logical=_int(q, "logical_block_size"),
-        physical=_int(q, "physical_block_size"),
-        min_io=_int(q, "minimum_io_size"),
-        optimal_io=_int(q, "optimal_io_size"),
-        alignment_offset=_int(d, "alignment_offset"),
-        discard_granularity=_int(q, "discard_granularity"),
+        logical=read_int(os.path.join(q, "logical_block_size")),
+        physical=read_int(os.path.join(q, "physical_block_size")),
+        min_io=read_int(os.path.join(q, "minimum_io_size")),
+        optimal_io=read_int(os.path.join(q, "optimal_io_size")),
+        alignment_offset=read_int(os.path.join(d, "alignment_offset")),
+        discard_granularity=read_int(os.path.join(q, "discard_granularity")),
         rotational=None if rot is None else rot == "1",
-        scheduler=_scheduler(_read(q, "scheduler")),
-        schedulers=_schedulers(_read(q, "scheduler")),
-        model=model,
-        read_only=_read(d, "ro") == "1",
+        scheduler=_scheduler(sched),
+        schedulers=_schedulers(sched),
+        model=read(os.path.join(d, "device/model")) or "",
+        read_only=read(os.path.join(d, "ro")) == "1",
     )

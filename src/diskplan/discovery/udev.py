@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from diskplan.discovery.sysfs import read, read_int
 from diskplan.discovery.topology import topology
 from diskplan.model.value import value
 
@@ -44,15 +45,6 @@ class DiskInfo:
         return "HDD" if self.rotational else "SSD"
 
 
-def _read(path: str) -> str:
-    try:
-        # a loop's backing file may have any bytes in its name: one odd name must not hide every disk
-        with open(path, errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
 def probe_table(node: str, logical: int) -> str:
     """The partition-table signature, read straight from the device: "gpt", "dos", "none", or why not."""
     try:
@@ -78,14 +70,11 @@ def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
     name = os.path.basename(sys_path)
     if name.startswith(SKIP_PREFIXES):
         return None
-    try:
-        sectors = int(_read(os.path.join(sys_path, "size")) or 0)
-    except ValueError:
-        sectors = 0
+    sectors = read_int(os.path.join(sys_path, "size"))
     if sectors <= 0:
         return None  # an unused loop device, an empty card reader
     topo = topology(node) if os.path.exists(node) else None
-    logical = (topo.logical if topo else 0) or int(_read(os.path.join(sys_path, "queue/logical_block_size")) or 512)
+    logical = (topo.logical if topo else 0) or read_int(os.path.join(sys_path, "queue/logical_block_size")) or 512
     physical = (topo.physical if topo else 0) or logical
     model = props.get("ID_MODEL", "").replace("_", " ") or (topo.model if topo else "")
     table = props.get("ID_PART_TABLE_TYPE") or probe_table(node, logical)
@@ -99,9 +88,9 @@ def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
         table=table,
         rotational=topo.rotational if topo else None,
         scheduler=topo.scheduler if topo else None,
-        removable=_read(os.path.join(sys_path, "removable")) == "1",
+        removable=read(os.path.join(sys_path, "removable")) == "1",
         read_only=bool(topo and topo.read_only),
-        backing_file=_read(os.path.join(sys_path, "loop/backing_file")),
+        backing_file=read(os.path.join(sys_path, "loop/backing_file")) or "",
     )
 
 
@@ -192,5 +181,5 @@ class Watcher:
                 self._on_change()
 
     @staticmethod
-    def _snapshot() -> dict[str, str]:
-        return {n: _read(f"/sys/block/{n}/size") for n in _sys_block()}
+    def _snapshot() -> dict[str, str | None]:
+        return {n: read(f"/sys/block/{n}/size") for n in _sys_block()}

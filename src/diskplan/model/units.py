@@ -1,4 +1,4 @@
-"""Byte counts for people: IEC (KiB, MiB) and SI (kB, MB) are different things, so we say which."""
+"""Byte counts and times for people: IEC (KiB, MiB) and SI (kB, MB) are different things, so we say which."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ def human_si(n: int) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+def human_duration(seconds: float) -> str:
+    """A time (an estimate, what is left): 42 -> '42 s', 187 -> '3 min 7 s', 3900 -> '1 h 5 min'.
+    Any time above nothing is at least '1 s': '0 s' would read as done."""
+    s = max(1, round(seconds)) if seconds > 0 else 0
+    return f"{s // 3600} h {s // 60 % 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"

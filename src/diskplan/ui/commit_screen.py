@@ -19,14 +19,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.commit import execute, prepare
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.proposal_text import proposal_lines
 from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome
 from diskplan.model.operations import Changes
 from diskplan.model.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
-from diskplan.model.value import replace
 from diskplan.ui.dialogs import FORM_CSS
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",
@@ -133,8 +131,6 @@ class CommitScreen(ModalScreen[WriteOutcome | None]):
         try:
             proposal = prepare(self.path, self.desired, self.host, sector_size=self.sector_size,
                                sectors=self.sectors, repair=self.repair)
-            proposal = replace(proposal, refusals=(*proposal.refusals,
-                                                   *write_refusals(self.path, proposal.sector_size)))
         except CommitError as exc:
             self.app.call_from_thread(self._cannot, str(exc))
             return

@@ -25,7 +25,6 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.filekind import write_refusals
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
 from diskplan.backend.planmoves import table_after
 from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
@@ -34,15 +33,10 @@ from diskplan.model.fsresize import doing
 from diskplan.model.move import DataStep
 from diskplan.model.operations import Changes, Operation
 from diskplan.model.safetext import safe
-from diskplan.model.units import human_bytes
+from diskplan.model.units import human_bytes, human_duration
 from diskplan.model.value import replace
 from diskplan.ui.commit_screen import VERDICT_STYLE
 from diskplan.ui.dialogs import FORM_CSS
-
-
-def duration(seconds: float) -> str:
-    s = max(0, round(seconds))
-    return f"{s // 3600}h{s // 60 % 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s} s"
 
 
 def moves_text(moves: tuple[Operation, ...], sector_size: int) -> str:
@@ -82,7 +76,7 @@ class Meter:
         filled = width * min(done, total) // total
         bar = "[" + "#" * filled + "." * (width - filled) + "]"
         rate = done / (now - self.began) if now > self.began and done else 0.0
-        left = f", {duration((total - done) / rate)} left" if rate and total > 1 else ""
+        left = f", {human_duration((total - done) / rate)} left" if rate and total > 1 else ""
         amount = f" {human_bytes(done)} of {human_bytes(total)}, {human_bytes(int(rate))}/s{left}" if total > 1 else ""
         return f"{bar}{amount} - {phase}"
 
@@ -154,8 +148,6 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
     def _prepare(self) -> None:
         try:
             p = self._proposal(0)
-            # What every write refuses before it starts (a path the backup cannot record, a part sector).
-            p = replace(p, refusals=(*p.refusals, *write_refusals(self.path, p.sector_size)))
             k = next((i for i, s in enumerate(self.steps) if s.number == p.number and s.kind == "move"), 0)
             if isinstance(p, ResizeProposal) and k and not p.refusals:
                 # A shrink before a move: what would refuse the move, at the size it will have and with the
@@ -206,7 +198,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             total = sum(op.nbytes for op in self.moves)
             rate = p.rate if isinstance(p, MoveProposal) else 0.0
             if rate and total:
-                parts.append(f"estimate: {duration(3 * total / rate)} (every byte read, written and read back "
+                parts.append(f"estimate: {human_duration(3 * total / rate)} (every byte read, written and read back "
                              f"at {human_bytes(int(rate))}/s, measured by a short read just now)\n")
         parts.append("\n")
         if self.resuming or any(step.kind == "move" for step in self.steps):

@@ -23,7 +23,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
 from diskplan.model.plan import History, Plan
 from diskplan.model.safetext import safe
-from diskplan.model.units import human_bytes
+from diskplan.model.units import human_bytes, human_duration
 from diskplan.ui.cells import Item
 from diskplan.ui.explain import Line, facts, shorten
 from diskplan.ui.glyphs import Glyphs
@@ -343,7 +343,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                 seconds = 3 * moved / rate[0]  # read, write, read back
                 parts.append(("data moved: ", "bold $warning"))
                 speed = human_bytes(int(rate[0]))
-                parts.append(f"{human_bytes(moved)}, about {_duration(seconds)} (an estimate: {speed}/s assumed "
+                parts.append(f"{human_bytes(moved)}, about {human_duration(seconds)} (an estimate: {speed}/s assumed "
                              f"for {rate[1]}; each byte is read, written and read back)\n")
                 parts.append(("the partitions moved must not be mounted; a move is journalled and resumable\n",
                               "$text-muted"))
@@ -396,11 +396,6 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             parts.append((label.ljust(width), "$text-muted"))
             parts.append(value + "\n")
         self._set("facts", Content.assemble(*parts), home=True)
-
-
-def _duration(seconds: float) -> str:
-    s = max(1, round(seconds))
-    return f"{s // 3600} h {s // 60 % 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
 def item_number(item: Item | None) -> int | None:
