@@ -237,7 +237,8 @@ def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_director
 
 @run
 async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> None:
-    """Help lists only keys that work: served, `o` and Ctrl+S/Ctrl+O do nothing, so it does not offer them."""
+    """Help lists only keys that work: served, `o` and Ctrl+S/Ctrl+O do nothing, so it does not offer them; nor
+    commands (`diskplan resume`) or options a browser cannot run."""
     from textual.widgets import Static
 
     from diskplan.ui.screens import HelpScreen
@@ -254,3 +255,6 @@ async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> 
             assert "pick a device" not in text if served else "pick a device" in text
             assert "^s ^o" not in text if served else "save the plan as JSON" in text
             assert "open a demo disk" in text and "write the plan" in text
+            # a browser runs no command and passes no option: M finishes a move, x in the picker an exercise
+            assert ("diskplan resume" in text) != served and ("--exercise" in text) != served, text
+            assert "resumable: M" in text and "x in the demo picker" in text
