@@ -155,7 +155,7 @@ async def test_at_80_columns_each_line_wraps_beside_its_label(image: pathlib.Pat
         await pilot.press("B")
         screen = app.screen
         assert isinstance(screen, MeasureScreen)
-        await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(screen))
+        await wait_for(pilot, lambda: "tests:" in screen_text(app), what="the rows drawn")
         lines = [line[2:].rstrip(" │") for line in screen_text(app).splitlines()]  # inside the border
         start = next(i for i, line in enumerate(lines) if line.startswith("range:"))
         end = next(i for i, line in enumerate(lines) if line.startswith("tests:"))
@@ -164,7 +164,7 @@ async def test_at_80_columns_each_line_wraps_beside_its_label(image: pathlib.Pat
         reads = 4 * MiB  # B: from the 1 MiB boundary at or before the cursor's byte 5,120,000
         assert f"bytes {reads:,}-{reads + MiB - 1:,} of" in lines[start]
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.results is not None, what="the reads")
+        await wait_for(pilot, lambda: "2 rounds x 2 operations" in screen_text(app), what="the results drawn")
         shown = text(screen)
         body = screen.query_one("#measure-body", VerticalScroll)
         lines = []

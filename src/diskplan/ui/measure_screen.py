@@ -159,7 +159,7 @@ class MeasureScreen(ModalScreen[None]):
     def _users(self) -> list[str]:
         return [str(u) for u in self.host.users(self.path) if u.blocking]
 
-    async def _show_plan(self, dev: DeviceKind, users: list[str]) -> None:
+    def _show_plan(self, dev: DeviceKind, users: list[str]) -> None:
         w, ss = self.where, self.disk.geometry.logical
         rows: list[Static | Horizontal] = [Static(Content.styled(safe(dev.what), "bold"), classes="measure-heading"),
                                            row("device:", dev.facts())]
@@ -177,8 +177,8 @@ class MeasureScreen(ModalScreen[None]):
             "$text-muted")))
         rows += [row("refused:", safe(refusal), "-refused") for refusal in refusals]
         about = self.query_one("#measure-about", Vertical)
-        await about.remove_children()
-        await about.mount_all(rows)
+        about.remove_children()  # "Looking at the device...", pruned while the rows are mounted
+        about.mount_all(rows)
         keys = self.query_one("#measure-keys", Static)
         if refusals:
             keys.update("Nothing can be written (see refused:). Esc: back to the planner")
@@ -256,14 +256,14 @@ class MeasureScreen(ModalScreen[None]):
     def _progress(self, done: int, total: int) -> None:
         self.query_one("#measure-progress", Static).update(f"{progress_bar(done, total)} rounds")
 
-    async def _failed(self, reason: str) -> None:
+    def _failed(self, reason: str) -> None:
         self.running = False
         self.results = []
         note = Static(Content.styled(safe(reason), "bold $warning"), classes="measure-note")
-        await self.query_one("#measure-results", Vertical).mount(note)
+        self.query_one("#measure-results", Vertical).mount(note)
         self._done()
 
-    async def _show_results(self, results: list[Result]) -> None:
+    def _show_results(self, results: list[Result]) -> None:
         self.running = False
         self.results = results
         rows: list[Static | Horizontal] = [Static(f"{self.rounds} rounds x {self.count} operations per offset, "
@@ -276,7 +276,7 @@ class MeasureScreen(ModalScreen[None]):
             else:  # a fio command: its options wrap under the first, clear of "fio"
                 command, _, options = r.text.partition(" ")
                 rows.append(row(command, safe(options), "-fio"))
-        await self.query_one("#measure-results", Vertical).mount_all(rows)
+        self.query_one("#measure-results", Vertical).mount_all(rows)
         self._done()
 
     def _done(self) -> None:
