@@ -124,3 +124,18 @@ def test_the_planner_draws_in_ascii_on_an_ascii_terminal() -> None:
     assert b"UnAlign" in drawn
     assert drawn.isascii()
     assert b"\\u25" not in drawn and b"\\u2502" not in drawn  # not Python's escapes of the box drawing
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "C locale"])
+def test_an_exported_script_names_a_file_by_its_own_bytes(tmp_path: pathlib.Path, encoding: str) -> None:
+    """A file name that is not UTF-8 (Latin-1 "café") reaches the script as its bytes, as sfdisk's own dump
+    does, not as an error."""
+    img = os.path.join(os.fsencode(tmp_path), b"caf\xe9.img")
+    with open(img, "wb") as f:
+        f.truncate(16 * MiB)
+    run(need_tool("sfdisk"), "-q", os.fsdecode(img), input="label: gpt\nstart=2048, size=2048\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANG", "LC_ALL", "PYTHONUTF8")}
+    proc = subprocess.run([sys.executable.encode(), b"-m", b"diskplan", b"export", b"--format", b"sfdisk", img],
+                          capture_output=True, timeout=120, env={**env, **ENCODINGS[encoding]})
+    assert proc.returncode == 0 and b"internal error" not in proc.stderr, proc.stderr
+    assert b"sfdisk '" + img + b"' < this-file" in proc.stdout

@@ -70,10 +70,19 @@ def consoles() -> tuple[Out, Out]:
 LOOKALIKE = "diskplan-lookalike"  # the codec error handler fit_streams gives stdout and stderr
 
 
-def _lookalikes(exc: UnicodeError) -> tuple[str, int]:
+def _escaped(ch: str) -> bool:
+    """A byte that was not UTF-8 (a file name's), read by Python as a lone surrogate (surrogateescape)."""
+    return 0xDC80 <= ord(ch) <= 0xDCFF
+
+
+def _lookalikes(exc: UnicodeError) -> tuple[str | bytes, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    return "".join(lookalike(ch) for ch in exc.object[exc.start:exc.end]), exc.end
+    span = exc.object[exc.start:exc.end]
+    if any(_escaped(ch) for ch in span):  # the byte it stood for, as surrogateescape (the C locale's) writes it
+        return b"".join(bytes([ord(ch) - 0xDC00]) if _escaped(ch) else lookalike(ch).encode("ascii")
+                        for ch in span), exc.end
+    return "".join(lookalike(ch) for ch in span), exc.end
 
 
 codecs.register_error(LOOKALIKE, _lookalikes)
@@ -97,14 +106,15 @@ def fit_streams() -> None:
 
 
 def write_document(text: str, stream: TextIO | None = None) -> None:
-    """A document for a program or a file (JSON, a script, a page: UTF-8 by definition) on standard output:
-    as UTF-8 bytes when the stream's encoding could not carry it, so a name is never altered on its way to
-    a file (``> plan.json``), as sfdisk --dump writes names whatever the locale."""
+    """A document for a program or a file (JSON, a script, a page: UTF-8 by definition) on standard output,
+    as UTF-8 bytes whatever the stream's encoding, so a name is never altered on its way to a file
+    (``> plan.json``), as sfdisk --dump writes names whatever the locale; a file name's bytes that were not
+    UTF-8 are written back as they were (surrogateescape)."""
     stream = stream or sys.stdout
     buffer = getattr(stream, "buffer", None)
-    if buffer is None or _unicode(stream) or text.isascii():
+    if buffer is None or text.isascii():
         stream.write(text)
         return
     stream.flush()
-    buffer.write(text.encode("utf-8"))
+    buffer.write(text.encode("utf-8", "surrogateescape"))
     buffer.flush()
