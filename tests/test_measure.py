@@ -56,9 +56,9 @@ def test_writes_exactly_the_named_offsets_inside_the_free_range(
     proc = measure(dev, "--yes", *FAST)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout + proc.stderr  # not a terminal: plain lines
-    m = re.search(r"bytes (\d+)-(\d+) of", proc.stdout)
+    m = re.search(r"bytes ([\d,]+)-([\d,]+) of", proc.stdout)  # grouped: 2,097,152
     assert m, proc.stdout
-    lo, hi = int(m[1]), int(m[2]) + 1
+    lo, hi = int(m[1].replace(",", "")), int(m[2].replace(",", "")) + 1
     assert (lo, hi) == (2 * MiB, 2 * MiB + span(512, 2))  # the first 1 MiB boundary after partition 1
     assert "loop device over" in proc.stdout and "say nothing about a disk's hardware" in proc.stdout
     assert re.search(r"rotational \S+ .*physical block 512 B, scheduler", proc.stdout)
@@ -128,7 +128,7 @@ def test_a_scratch_file_is_created_measured_and_removed(tmp_path: pathlib.Path) 
     assert proc.returncode == 0, proc.stderr
     assert not scratch.exists()
     assert "is a file on" in proc.stdout and "write 16 KiB + flush:" in proc.stdout
-    assert re.search(r"as LBA 63 +byte +32256: [\d,]+ IOPS \(rounds", proc.stdout)
+    assert re.search(r"as LBA 63 +byte +32,256: [\d,]+ IOPS \(rounds", proc.stdout)
 
 
 def test_a_4kn_disk_has_no_512_byte_offset(sparse_image: Callable[..., pathlib.Path],
@@ -140,4 +140,4 @@ def test_a_4kn_disk_has_no_512_byte_offset(sparse_image: Callable[..., pathlib.P
     proc = measure(dev, "--read-only", *FAST)
     assert proc.returncode == 0, proc.stderr
     assert "+512 B" not in proc.stdout and "as LBA 34" in proc.stdout
-    assert f"byte {2 * MiB + 34 * 4096 % MiB:>12}" in proc.stdout  # from the first free 1 MiB boundary
+    assert f"byte {2 * MiB + 34 * 4096 % MiB:,}:" in proc.stdout  # from the first free 1 MiB boundary

@@ -221,3 +221,75 @@ def test_a_relative_plan_breaking_the_table_s_own_rules_is_refused_when_read(
     with pytest.raises(PlanFileError) as exc:
         load_plan(plan(*parts, label=label))
     assert "the plan is not a valid table: " in str(exc.value) and refusal in str(exc.value)
+
+
+# --- one plan for 512-byte and 4096-byte-sector disks -------------------------------------------------------
+
+BYTES_ONLY = plan({"size": "64MiB", "name": "boot"}, {"size": "50%", "name": "root"}, {"size": "rest", "name": "data"})
+
+
+@pytest.mark.parametrize("logical", [512, 4096])
+def test_a_plan_without_sector_size_in_bytes_resolves_in_each_disks_own_sectors(logical: int) -> None:
+    geom = Geometry((8 << 30) // logical, logical, logical)
+    table = table_from_spec(load_plan(BYTES_ONLY), geom)
+    parts = sorted(table.live, key=lambda p: p.start)
+    mib = [(p.start * logical / (1 << 20), p.size * logical / (1 << 20)) for p in parts]
+    # the same bytes on either: 64 MiB from 1 MiB; half of the 8190 MiB between the first and the last MiB
+    # boundary of the usable area; the rest
+    assert mib == [(1, 64), (65, 4095), (4160, 4031)]
+    assert not validate(table, geom)
+
+
+def test_a_plan_for_any_sector_size_is_written_back_as_one() -> None:
+    doc = json.loads(to_json(load_plan(BYTES_ONLY)))
+    assert "sector_size" not in doc and doc["partitions"][0]["size"] == "64MiB"
+    spec = load_plan(json.dumps(doc))
+    assert table_from_spec(spec, Geometry(1 << 21, 4096, 4096)).live[0].size == 16384
+
+
+@pytest.mark.parametrize(("parts", "sector_size", "said"), [
+    # a count of sectors: 512-byte ones, as in any plan without sector_size; the entry that counts is named
+    ([{"size": 204800}, {"size": "rest"}], None,
+     "the plan gives no sector_size, so its sectors are 512 B; this disk has 4096-byte sectors (every position "
+     "would mean another byte); partition entry 1: size 204800s is a count of sectors: in bytes (100MiB, 1GB) "
+     "the plan resolves on disks of any sector size"),
+    ([{"start": "2048s", "size": "50%"}], None, "partition entry 1: start 2048s is a count of sectors"),
+    # an exact plan without sector_size: 512-byte sectors, as before, and the message says why
+    ([{"start": 2048, "size": "4MiB"}], None, "the plan gives no sector_size, so its sectors are 512 B; this disk "
+     "has 4096-byte sectors (every position would mean another byte)"),
+    # a plan that says its sector size means it
+    ([{"size": "50%"}], 512, "the plan is for 512-byte sectors; this disk has 4096-byte sectors"),
+])
+def test_a_plan_tied_to_512_byte_sectors_is_refused_on_4kn_saying_why(
+        parts: list[dict[str, object]], sector_size: int | None, said: str) -> None:
+    doc: dict[str, object] = {"label": "gpt", "partitions": parts}
+    if sector_size:
+        doc["sector_size"] = sector_size
+    with pytest.raises(PlanFileError) as exc:
+        table_from_spec(load_plan(json.dumps(doc)), Geometry(1 << 21, 4096, 4096))
+    assert said in str(exc.value)
+
+
+def test_apply_resolves_a_plan_without_sector_size_on_a_4kn_disk(
+        tmp_path: pathlib.Path, sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real 4096-byte-sector loop device: `apply` writes what parted's -a optimal 0%/50%/100% makes on another;
+    sfdisk reads 4096-byte sectors and the fixed 64 MiB as 16384 of them."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    parted = need_tool("parted")
+    ours = loop_device(sparse_image(256 << 20, "ours.img"), sector_size=4096)
+    theirs = loop_device(sparse_image(256 << 20, "theirs.img"), sector_size=4096)
+    half = tmp_path / "half.json"
+    half.write_text(plan({"size": "50%", "name": "a"}, {"size": "rest", "name": "b"}))
+    proc = diskplan("apply", str(half), ours, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    run(parted, "-s", "-a", "optimal", theirs, "mklabel", "gpt", "mkpart", "a", "0%", "50%", "mkpart", "b", "50%",
+        "100%")
+    assert [p[:3] for p in sfdisk_parts(ours)] == [p[:3] for p in sfdisk_parts(theirs)] == \
+        [(1, 256, 32512), (2, 32768, 32512)]
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(BYTES_ONLY)
+    proc = diskplan("apply", str(fleet), ours, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert "sector-size: 4096" in run(need_tool("sfdisk"), "--dump", ours)
+    assert next((p[0], p[1], p[2], p[4]) for p in sfdisk_parts(ours)) == (1, 256, 16384, "boot")

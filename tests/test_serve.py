@@ -66,16 +66,38 @@ def test_the_default_address_is_this_machine_only() -> None:
 
 
 def test_listening_beyond_this_machine_is_warned_about() -> None:
-    """--host 0.0.0.0 warns before it listens; a port already taken is one line, not a traceback."""
+    """--host 0.0.0.0 warns before it says where it serves."""
+    server = Server("--host", "0.0.0.0")
+    try:
+        end = time.monotonic() + 30
+        while len(server.lines) < 2 and server.proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.05)
+        assert listening(server.port) == {"0.0.0.0"}
+    finally:
+        assert server.stop() in (0, -15)
+    lines = server.output.splitlines()
+    assert lines[0].startswith(f"diskplan serve: warning: listening on 0.0.0.0: anyone who can reach port "
+                               f"{server.port} "), lines
+    assert lines[1].startswith(f"diskplan serve: the planner on demo disks at http://0.0.0.0:{server.port}/"), lines
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "localhost"])
+def test_a_port_in_use_is_one_line_and_no_serving_at(host: str) -> None:
+    """The port is tried before "serving at" is said: a port taken is one line on stderr, nothing on stdout."""
     with socket.socket() as taken:
-        taken.bind(("0.0.0.0", 0))
+        taken.bind(("127.0.0.1" if host == "localhost" else host, 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = diskplan("serve", "--host", "0.0.0.0", "--port", str(port))
-    lines = proc.stderr.splitlines()
-    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
-    assert lines[0].startswith(f"diskplan serve: warning: listening on 0.0.0.0: anyone who can reach port {port} ")
-    assert lines[1].startswith(f"diskplan serve: cannot listen on 0.0.0.0 port {port}: ")
+        proc = diskplan("serve", "--host", host, "--port", str(port))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr == (f"diskplan serve: cannot listen on {host} port {port}: the port is in use (another "
+                           "program listens there; --port chooses another)\n")
+
+
+def test_an_address_that_is_not_this_machines_is_one_line() -> None:
+    proc = diskplan("serve", "--host", "nosuch.invalid", "--port", "8000")
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("diskplan serve: cannot listen on nosuch.invalid port 8000: no such address")
 
 
 def test_the_demo_source_opens_no_path() -> None:
@@ -215,7 +237,8 @@ def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_director
 
 @run
 async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> None:
-    """Help lists only keys that work: served, `o` and Ctrl+S/Ctrl+O do nothing, so it does not offer them."""
+    """Help lists only keys that work: served, `o` and Ctrl+S/Ctrl+O do nothing, so it does not offer them; nor
+    commands (`diskplan resume`) or options a browser cannot run."""
     from textual.widgets import Static
 
     from diskplan.ui.screens import HelpScreen
@@ -232,3 +255,6 @@ async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> 
             assert "pick a device" not in text if served else "pick a device" in text
             assert "^s ^o" not in text if served else "save the plan as JSON" in text
             assert "open a demo disk" in text and "write the plan" in text
+            # a browser runs no command and passes no option: M finishes a move, x in the picker an exercise
+            assert ("diskplan resume" in text) != served and ("--exercise" in text) != served, text
+            assert "resumable: M" in text and "x in the demo picker" in text

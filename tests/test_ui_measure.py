@@ -12,6 +12,7 @@ import pathlib
 from collections.abc import Callable
 
 import pytest
+from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import PATTERN
@@ -19,7 +20,7 @@ from diskplan.backend.write import Host
 from diskplan.ui import measure_screen
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.measure_screen import MeasureScreen
-from helpers.pilot import image_target, run, started, wait_for
+from helpers.pilot import image_target, run, screen_text, started, wait_for
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
 
@@ -72,12 +73,12 @@ async def test_b_writes_only_the_confirmed_range_and_shows_the_numbers(image: pa
         assert isinstance(screen, MeasureScreen)
         await wait_for(pilot, lambda: screen.ask is not None)
         shown = text(screen)
-        assert f"range: writes test data to, then reads bytes {BASE}-{END - 1} of {image} (LBA 10240-12287, " \
+        assert f"range:\nwrites test data to, then reads bytes {BASE:,}-{END - 1:,} of {image} (LBA 10,240-12,287, " \
                "1 MiB): free space, no partition, no table metadata" in shown
-        assert f"Type yes to write test data to bytes {BASE}-{END - 1} of {image}:" in shown
+        assert f"Type yes to write test data to bytes {BASE:,}-{END - 1:,} of {image}:" in shown
         assert f"{image} is a file on " in shown and "offsets in the file are not offsets on the disk" in shown
         assert "These numbers say nothing about a disk's hardware" in shown
-        assert "device: rotational " in shown and "scheduler " in shown
+        assert "device:\nrotational " in shown and "scheduler " in shown
         await pilot.press(*"no", "enter")  # not the word: nothing happens
         await pilot.pause()
         assert "not confirmed: type yes exactly" in text(screen) and not screen.running
@@ -88,9 +89,9 @@ async def test_b_writes_only_the_confirmed_range_and_shows_the_numbers(image: pa
         shown = text(screen)
         for line in ("write 4 KiB:", "write 16 KiB + flush:", "read 4 KiB:", "read 16 KiB:"):
             assert line in shown
-        assert f"aligned    byte {BASE:>12}: " in shown and "IOPS (rounds " in shown
-        assert f"+512 B     byte {BASE + 512:>12}: " in shown and "aligned/this = " in shown
-        assert f"fio --name=at{BASE} --filename={image} --direct=1" in shown and "--fdatasync=1" in shown
+        assert f"aligned\nbyte {BASE:,}: " in shown and "IOPS (rounds " in shown
+        assert f"+512 B\nbyte {BASE + 512:,}: " in shown and "aligned/this = " in shown
+        assert f"fio\n--name=at{BASE} --filename={image} --direct=1" in shown and "--fdatasync=1" in shown
         await pilot.press("escape")
         assert not isinstance(app.screen, MeasureScreen)
     after = image.read_bytes()
@@ -109,7 +110,7 @@ async def test_b_refuses_a_partition_even_one_marked_for_deletion_and_B_reads_it
         await pilot.press("b")
         screen = app.screen
         assert isinstance(screen, MeasureScreen)
-        await wait_for(pilot, lambda: "refused: " in text(screen))
+        await wait_for(pilot, lambda: "refused:\n" in text(screen))
         assert "LBA 3000 is not free space on the disk" in text(screen)
         assert not screen.query_one("#measure-answer-row").has_class("-asking") and screen.ask is None
         await pilot.press("enter")
@@ -120,7 +121,7 @@ async def test_b_refuses_a_partition_even_one_marked_for_deletion_and_B_reads_it
         reads = app.screen
         assert isinstance(reads, MeasureScreen)
         await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(reads))
-        assert f"range: reads bytes {MiB}-{2 * MiB - 1} of {image} (LBA 2048-4095, 1 MiB)" in text(reads)
+        assert f"range:\nreads bytes {MiB:,}-{2 * MiB - 1:,} of {image} (LBA 2,048-4,095, 1 MiB)" in text(reads)
         await pilot.press("enter")
         await wait_for(pilot, lambda: reads.results is not None, what="the reads")
         shown = text(reads)
@@ -138,6 +139,47 @@ async def test_b_refuses_a_disk_in_use(image: pathlib.Path) -> None:
         await pilot.press("b")
         screen = app.screen
         assert isinstance(screen, MeasureScreen)
-        await wait_for(pilot, lambda: "refused: " in text(screen))
-        assert "refused: mounted on /mnt/test (a test says so)" in text(screen) and screen.ask is None
+        await wait_for(pilot, lambda: "refused:\n" in text(screen))
+        assert "refused:\nmounted on /mnt/test (a test says so)" in text(screen) and screen.ask is None
     assert image.read_bytes() == before
+
+
+@run
+async def test_at_80_columns_each_line_wraps_beside_its_label(image: pathlib.Path) -> None:
+    """On the console's 80x25 a long line goes on under its text, not back at the screen's edge: the range under
+    "range:", a ratio under its offset's numbers; numbers grouped as on the other screens, fio lines as typed."""
+    app = PlannerApp(start=image_target(image), host=NOBODY, console=True)
+    async with app.run_test(size=(80, 25)) as pilot:
+        await started(app, pilot)
+        app.sector_map.move_to(FREE_LBA)
+        await pilot.press("B")
+        screen = app.screen
+        assert isinstance(screen, MeasureScreen)
+        await wait_for(pilot, lambda: "tests:" in screen_text(app), what="the rows drawn")
+        lines = [line[2:].rstrip(" │") for line in screen_text(app).splitlines()]  # inside the border
+        start = next(i for i, line in enumerate(lines) if line.startswith("range:"))
+        end = next(i for i, line in enumerate(lines) if line.startswith("tests:"))
+        assert end - start > 1, lines  # the range takes more than one line here
+        assert all(line.startswith(" " * 9) and line.strip() for line in lines[start + 1:end]), lines[start:end]
+        reads = 4 * MiB  # B: from the 1 MiB boundary at or before the cursor's byte 5,120,000
+        assert f"bytes {reads:,}-{reads + MiB - 1:,} of" in lines[start]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "2 rounds x 2 operations" in screen_text(app), what="the results drawn")
+        shown = text(screen)
+        body = screen.query_one("#measure-body", VerticalScroll)
+        lines = []
+        for _ in range(20):  # every page of the results, as PageDown shows them
+            lines += [line[2:].rstrip(" │") for line in screen_text(app).splitlines()[1:-1]]
+            if body.scroll_y >= body.max_scroll_y:
+                break
+            await pilot.press("pagedown")
+            await pilot.pause()
+        rows = [line for line in lines if line.startswith("  ")]  # an offset's or a fio line, or their wraps
+        assert any(line.startswith("  +512 B     byte ") for line in rows), lines
+        assert any(line.startswith(" " * 13 + "aligned/this") for line in rows), lines  # wrapped beside its label
+        assert any(line.startswith("  fio --name=") for line in rows), lines
+        assert any(line.startswith(" " * 6 + "--") for line in rows), lines  # a fio line's options, clear of fio
+        results = lines[next(i for i, line in enumerate(lines) if line.startswith("2 rounds x 2 operations")):]
+        headings = ("read 4 KiB:", "read 16 KiB:", "the same with fio", "2 rounds x 2", "Esc or Enter")
+        assert all(line.startswith(("  ", *headings)) or not line.strip() for line in results), results
+        assert f"fio\n--name=at{reads + 512} " in shown and f"--offset={reads + 512} " in shown

@@ -340,3 +340,22 @@ async def test_two_partitions_that_need_each_others_place_are_refused_before_any
     assert sfdisk_parts(image) == before
     assert {n: digest(image, s, size, SECTOR) for n, s in ((1, 2 * MiB_SECTORS), (2, 6 * MiB_SECTORS),
                                                            (3, 40 * MiB_SECTORS))} == sums
+
+
+@run
+async def test_the_served_planner_offers_m_and_no_command_for_an_unfinished_move(tmp_path: pathlib.Path) -> None:
+    """A browser (diskplan serve) cannot run `diskplan resume`: its planner says M, the terminal's both."""
+    sectors = 16 * MiB_SECTORS
+    image = gpt_image(tmp_path / "cut.img", 34, sectors)
+    fill(image, 34, sectors, SECTOR)
+    killed = subprocess.run([sys.executable, "-m", "diskplan", "move", str(image), "-N", "1", "--to", "2048",
+                             "--yes"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "DISKPLAN_MOVE_KILL": "synced:1"})
+    assert killed.returncode < 0, killed.stderr  # killed part-way: its journal is unfinished
+    for served in (False, True):
+        app = PlannerApp(start=image_target(image), host=HOST, served=served)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda app=app: bool(app.move_journal), what="the unfinished move offered")
+            said = " ".join(str(n.message) for n in app._notifications)
+            assert "M finishes the move" in said
+            assert ("diskplan resume" in said) != served, said

@@ -37,7 +37,7 @@ class Ask(ConfirmedByName):
 
     @property
     def prompt(self) -> str:
-        return f"Type {self.confirm_word} to write test data to bytes {self.first}-{self.end - 1} of {self.target}"
+        return f"Type {self.confirm_word} to write test data to bytes {self.first:,}-{self.end - 1:,} of {self.target}"
 
 
 def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:

@@ -16,6 +16,7 @@ from diskplan.backend.gptattrs import partition_guids
 from diskplan.backend.planread import read_plan_text
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
+from diskplan.cli.textout import write_document
 from diskplan.model.ansible import to_ansible
 from diskplan.model.ignition import to_ignition
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
@@ -143,7 +144,7 @@ def main(argv: list[str]) -> int:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
         else:
-            sys.stdout.write(text)
+            write_document(text)
     except BrokenPipeError:
         raise  # the reader went away: main ends quietly
     except (TargetError, PlanFileError) as exc:

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from diskplan.cli.handout import lesson, markdown, page_html
+from diskplan.cli.textout import write_document
 from diskplan.model import demos
 from diskplan.model.safetext import safe
 
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
     le = lesson(scenario)
     text = page_html(le) if args.format == "html" else markdown(le)
     if not args.output:
-        sys.stdout.write(text)
+        write_document(text)
         return 0
     try:
         with open(args.output, "w", encoding="utf-8") as f:

@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Callable
 
+from diskplan.cli.textout import fit_streams
 from diskplan.model.safetext import safe
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
@@ -97,6 +98,7 @@ def interrupted() -> str:
 def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) -> int:
     """``run``: what runs the command line (the served planner has its own, cli/serve.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    fit_streams()  # an ASCII or Latin-1 terminal (a serial line, LANG=C) gets lookalikes, not an error
     try:
         code = run(argv)
         sys.stdout.flush()  # a reader that went away (| head) is found here, not at the interpreter's exit

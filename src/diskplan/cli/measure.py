@@ -23,7 +23,17 @@ from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import device_kind
 from diskplan.discovery.inuse import culprits
-from diskplan.model.measure import READ_TESTS, WRITE_TESTS, Result, Test, free_range, offsets, report, span
+from diskplan.model.measure import (
+    READ_TESTS,
+    WRITE_TESTS,
+    Result,
+    Test,
+    byte_range,
+    free_range,
+    offsets,
+    report,
+    span,
+)
 from diskplan.model.units import MiB
 
 
@@ -45,8 +55,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _report(console: Out, results: list[Result], filename: str, base: int, count: int) -> None:
-    for text, heading in report(results, filename, base, count):
-        console.print(text, style="bold" if heading else "")
+    for row in report(results, filename, base, count):
+        console.print(row.line, style="bold" if row.heading else "")
 
 
 def main(argv: list[str]) -> int:
@@ -97,8 +107,7 @@ def main(argv: list[str]) -> int:
     base, end = placed if placed else (0, 0)
     verb = "reads" if args.read_only else "writes test data to, then reads"
     if placed:
-        console.print(f"range: {verb} bytes {base}-{end - 1} of {path} "
-                      f"(LBA {base // logical}-{(end - 1) // logical}, {(end - base) // MiB} MiB)"
+        console.print(f"range: {verb} {byte_range(path, base, end, logical)}"
                       + ("" if args.read_only or args.scratch else ": free space, no partition, no table metadata"))
     if args.read_only:
         return _run(console, err, path, base, args, READ_TESTS, logical)

@@ -12,9 +12,11 @@ Exit status: 0 stopped (Ctrl+C), 2 could not serve (a bad option, the port taken
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
 import shlex
+import socket
 import sys
 from typing import Any
 
@@ -55,6 +57,29 @@ def local_only(host: str) -> bool:
         return False
 
 
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host`` port ``port`` (None: it can), found by binding as asyncio
+    will (every address the host has, SO_REUSEADDR, IPv6 only on IPv6), before "serving at" is said: the
+    server says where it serves before it binds, so a port in use would follow that line with a failure."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"no such address ({exc.strerror if isinstance(exc, socket.gaierror) else exc})"
+    addresses = {(family, kind, address) for family, kind, _, _, address in found}
+    for family, kind, address in sorted(addresses, key=str):
+        with socket.socket(family, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return "the port is in use (another program listens there; --port chooses another)"
+                return exc.strerror or str(exc)
+    return None
+
+
 def served_command(demo: str) -> str:
     """The shell command textual-serve runs for each browser: this interpreter, this module, a demo's name."""
     return shlex.join([sys.executable, "-m", "diskplan.cli.serve", demos.find(demo).name])
@@ -78,6 +103,10 @@ def main(argv: list[str]) -> int:
     except ImportError:
         print("diskplan serve: needs the textual-serve package (pip install textual-serve)", file=sys.stderr)
         return 2
+    problem = cannot_listen(args.host, args.port)
+    if problem:
+        print(f"diskplan serve: cannot listen on {safe(args.host)} port {args.port}: {problem}", file=sys.stderr)
+        return 2
     if not local_only(args.host):
         print(f"diskplan serve: warning: listening on {safe(args.host)}: anyone who can reach port {args.port} "
               "of this machine can use the planner (demo disks only; nothing else of this machine is offered)",
@@ -99,7 +128,7 @@ def main(argv: list[str]) -> int:
     server = DemoServer(served_command(demo), host=args.host, port=args.port, title=f"diskplan: demo {demo}")
     try:
         server.serve()
-    except OSError as exc:
+    except OSError as exc:  # taken since cannot_listen looked
         print(f"diskplan serve: cannot listen on {safe(args.host)} port {args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2

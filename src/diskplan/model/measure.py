@@ -124,21 +124,45 @@ def read_range(size: int, need: int, at_byte: int) -> tuple[int, int] | None:
     return base, base + need
 
 
-def report(results: list[Result], filename: str, base: int, count: int) -> list[tuple[str, bool]]:
-    """The lines a measurement prints, (text, is a heading): each test's offsets with IOPS and spread, the
-    misaligned ones with their ratio to the aligned one, then the equivalent fio command lines."""
-    out: list[tuple[str, bool]] = []
+def byte_range(path: str, base: int, end: int, logical: int) -> str:
+    """The bytes a measurement touches, as the command and the planner say it (numbers grouped)."""
+    return (f"bytes {base:,}-{end - 1:,} of {path} (LBA {base // logical:,}-{(end - 1) // logical:,}, "
+            f"{(end - base) // MiB} MiB)")
+
+
+@dataclass(frozen=True)
+class Row:
+    """A line of a measurement's report: a heading, or a line under one, labelled with its offset ("+512 B";
+    "" for a fio command line, which stays as it is typed: no grouped numbers)."""
+
+    text: str
+    label: str = ""
+    heading: bool = False
+
+    @property
+    def line(self) -> str:
+        """The whole line the command prints."""
+        if self.heading:
+            return self.text
+        return f"  {self.label:<10} {self.text}" if self.label else f"  {self.text}"
+
+
+def report(results: list[Result], filename: str, base: int, count: int) -> list[Row]:
+    """Each test's offsets with IOPS and spread, the misaligned ones with their ratio to the aligned one, then
+    the equivalent fio command lines."""
+    out: list[Row] = []
     tests = list(dict.fromkeys(r.test for r in results))
+    digits = max((len(f"{base + r.offset.delta:,}") for r in results), default=0)  # the IOPS in one column
     for test in tests:
         mine = [r for r in results if r.test is test]
         aligned = mine[0]
-        out.append((f"{test.name}:", True))
+        out.append(Row(f"{test.name}:", heading=True))
         for r in mine:
-            line = f"  {r.offset.label:<10} byte {base + r.offset.delta:>12}: {spread_text(r)}"
+            text = f"byte {base + r.offset.delta:>{digits},}: {spread_text(r)}"
             if r is not aligned:
-                line += f"; {ratio_text(aligned, r)}"
-            out.append((line, False))
-    out.append(("the same with fio (one job per line):", True))
+                text += f"; {ratio_text(aligned, r)}"
+            out.append(Row(text, r.offset.label))
+    out.append(Row("the same with fio (one job per line):", heading=True))
     for test in tests:
-        out += [(f"  {test.fio(filename, base + r.offset.delta, count)}", False) for r in results if r.test is test]
+        out += [Row(test.fio(filename, base + r.offset.delta, count)) for r in results if r.test is test]
     return out

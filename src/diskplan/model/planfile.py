@@ -6,7 +6,7 @@ JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs
     {
       "format": "diskplan-plan", "version": 1,
       "label": "gpt",*                       gpt or msdos
-      "sector_size": 512,                     logical sector size in bytes (default 512)
+      "sector_size": 512,                     logical sector size in bytes (default 512; see below)
       "sectors": 2097152,                     device size in sectors, when known
       "first_lba": 34, "last_lba": 2097118,   GPT usable area, when known
       "made_against": "sha256:...",           the disk's table it was made from (model.fingerprint), when known
@@ -24,6 +24,9 @@ the order and the type. Unknown keys are refused (a typo must not silently becom
 
 A *relative* plan, for disks of any size (model.relplan): ``"size": "50%"`` (of the disk's usable space) or
 ``"size": "rest"``, and ``start`` left out (the next grain boundary); ``placed_on`` resolves it on each disk.
+One that gives no ``sector_size`` and every other amount in bytes ("512MiB") resolves in each disk's own
+sectors, 512 or 4096 B; a count of sectors (``204800``, "2048s") means 512-byte ones there, as in any plan
+without ``sector_size``, and a disk of another sector size refuses it, saying which entry counts sectors.
 
 ``keeps`` says that the entry *is* an existing partition of the disk, which keeps its content: its number
 (the same as the entry's: a kept partition keeps its number) and, on GPT, its unique GUID (PARTUUID), so a
@@ -51,7 +54,7 @@ from diskplan.model.labels import LabelError
 from diskplan.model.operations import validate
 from diskplan.model.plan import Outcome, Plan
 from diskplan.model.safetext import UNSAFE, safe
-from diskplan.model.sizes import SizeError, parse_lba, parse_size
+from diskplan.model.sizes import SizeError, UnitFamily, parse_lba, parse_size
 from diskplan.model.table import Table, new_table
 from diskplan.model.value import field, replace, value
 
@@ -101,10 +104,16 @@ class PlanSpec:
     # ``partitions`` are resolved from it on each disk.
     relative: tuple[relplan.Want, ...] | None = field(default=None, compare=False)
     keeps: tuple[Keep, ...] = ()  # partitions that are the disk's own, their content kept (JSON ``keeps``)
+    sector_size_given: bool = field(default=True, compare=False)  # False: the file has none (512 assumed)
 
     @property
     def needs_disk(self) -> bool:
         return self.script is not None or self.relative is not None
+
+    @property
+    def any_sector_size(self) -> bool:
+        """A relative plan with no sector_size and no count of sectors: it resolves in each disk's own."""
+        return self.relative is not None and not self.sector_size_given and relplan.counted(self.relative) is None
 
 
 # --- from and to tables ---------------------------------------------------------------------------------
@@ -154,8 +163,14 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
 def _base_table(spec: PlanSpec, geometry: Geometry, current: Table | None) -> Table:
     """The table the plan is written into: the disk's own when it has the plan's label, else a new one."""
     if spec.sector_size != geometry.logical:
-        raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
-                            f"{geometry.logical}-byte sectors (every position would mean another byte)")
+        if spec.sector_size_given:
+            raise PlanFileError(f"the plan is for {spec.sector_size}-byte sectors; this disk has "
+                                f"{geometry.logical}-byte sectors (every position would mean another byte)")
+        counts = relplan.counted(spec.relative) if spec.relative is not None else None
+        raise PlanFileError(f"the plan gives no sector_size, so its sectors are {spec.sector_size} B; this disk has "
+                            f"{geometry.logical}-byte sectors (every position would mean another byte)"
+                            + (f"; {counts} is a count of sectors: in bytes (100MiB, 1GB) the plan resolves on "
+                               "disks of any sector size" if counts else ""))
     same = current is not None and current.label == spec.label and not current.read_only
     table = replace(current, notes=()) if same and current is not None else new_table(spec.label, geometry)
     if table.last_usable < table.first_usable:
@@ -172,6 +187,13 @@ def placed_on(spec: PlanSpec, geometry: Geometry, current: Table | None = None) 
         return spec
     if spec.script is not None:  # an sfdisk script for a blank disk: sector sizes are the disk's
         spec = replace(spec, sector_size=geometry.logical)
+    if spec.any_sector_size and spec.sector_size != geometry.logical:  # its amounts counted in this disk's sectors
+        assert spec.relative is not None
+        try:
+            wants = relplan.in_sectors_of(spec.relative, geometry.logical)
+        except relplan.RelativeError as exc:
+            raise PlanFileError(str(exc)) from exc
+        spec = replace(spec, sector_size=geometry.logical, relative=wants)
     table = _base_table(spec, geometry, current)
     if spec.script is not None:
         return _placed(spec, spec.script, geometry, table)
@@ -229,8 +251,9 @@ def _keeps_json(k: Keep) -> dict[str, object]:
 
 def to_json(spec: PlanSpec) -> str:
     keeps = {k.number: k for k in spec.keeps}
-    doc: dict[str, object] = {"format": FORMAT, "version": VERSION, "label": spec.label,
-                              "sector_size": spec.sector_size}
+    doc: dict[str, object] = {"format": FORMAT, "version": VERSION, "label": spec.label}
+    if not spec.any_sector_size:  # a plan for any sector size stays one
+        doc["sector_size"] = spec.sector_size
     for key in ("sectors", "first_lba", "last_lba", "made_against"):
         if getattr(spec, key) is not None:
             doc[key] = getattr(spec, key)
@@ -263,8 +286,8 @@ def _relative_entries(wants: tuple[relplan.Want, ...]) -> list[dict[str, object]
         p = w.part
         entry: dict[str, object] = {"number": p.number}
         if w.start is not None:
-            entry["start"] = w.start
-        entry["size"] = w.size.text if w.size.sectors is None else w.size.sectors
+            entry["start"] = w.start_given or w.start
+        entry["size"] = w.size.text if w.size.sectors is None or w.size.given else w.size.sectors
         entry.update({"type": p.type, "type_name": ptypes.describe(p.type), "name": p.name, "flags": list(p.flags),
                       "role": p.role.value})
         out.append(entry)
@@ -293,6 +316,15 @@ def _sectors(value: object, where: str, geom: Geometry, *, position: bool) -> in
         except SizeError as exc:
             raise PlanFileError(f"{where}: {exc}") from exc
     return _int(value, where, minimum=0 if position else 1)
+
+
+def _in_bytes(value: object, geom: Geometry, *, position: bool) -> str:
+    """``value`` as written when it is an amount in bytes ("512MiB"), which a relative plan counts in each
+    disk's own sectors; "" for a count of sectors. ``value`` was read by _sectors already."""
+    if not isinstance(value, str):
+        return ""
+    family = (parse_lba if position else parse_size)(value, geom).family
+    return "" if family in (UnitFamily.SECTORS, UnitFamily.PERCENT) else value.strip()
 
 
 def _from_json(text: str) -> PlanSpec:
@@ -352,8 +384,10 @@ def _from_json(text: str) -> PlanSpec:
                 raise PlanFileError(f"{where}: without a start, or with a size in % or \"rest\", give a size and "
                                     "no end (the end follows on each disk)")
             start_at = _sectors(item["start"], f"{where}: start", geom, position=True) if "start" in item else None
-            size_of = share or relplan.Size(sectors=_sectors(item["size"], f"{where}: size", geom, position=False))
-            wants.append(relplan.Want(_entry_partition(label, where, item, 0, 0), where, start_at, size_of))
+            size_of = share or relplan.Size(sectors=_sectors(item["size"], f"{where}: size", geom, position=False),
+                                            given=_in_bytes(item["size"], geom, position=False))
+            wants.append(relplan.Want(_entry_partition(label, where, item, 0, 0), where, start_at, size_of,
+                                      _in_bytes(item.get("start"), geom, position=True)))
             continue
         if "end" not in item and "size" not in item:
             raise PlanFileError(f"{where} needs a start and an end or a size")
@@ -370,7 +404,9 @@ def _from_json(text: str) -> PlanSpec:
             raise PlanFileError(f"{where}: end {end} is before start {start}")
         part = _entry_partition(label, where, item, start, end)
         parts.append(part)
-        wants.append(relplan.Want(part, where, start, relplan.Size(sectors=part.size)))
+        size_given = _in_bytes(item.get("size"), geom, position=False) if "end" not in item else ""
+        wants.append(relplan.Want(part, where, start, relplan.Size(sectors=part.size, given=size_given),
+                                  _in_bytes(item["start"], geom, position=True)))
         if "keeps" in item:
             keeps.append(_keep(item["keeps"], part.number if "number" in item else None, label, where))
     against = doc.get("made_against")
@@ -380,9 +416,9 @@ def _from_json(text: str) -> PlanSpec:
         if keeps:
             raise PlanFileError("keeps names partitions of one disk, in its sectors: a relative plan (sizes in % "
                                 "or \"rest\", starts left out) cannot keep a partition's content")
-        return _relative_spec(label, ss, tuple(wants), against)
+        return replace(_relative_spec(label, ss, tuple(wants), against), sector_size_given="sector_size" in doc)
     return _checked(PlanSpec(label, ss, _numbered(label, parts), extra["sectors"], extra["first_lba"],
-                             extra["last_lba"], against, keeps=tuple(keeps)))
+                             extra["last_lba"], against, keeps=tuple(keeps), sector_size_given="sector_size" in doc))
 
 
 def _keep(value: object, number: int | None, label: str, where: str) -> Keep:

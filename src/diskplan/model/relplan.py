@@ -14,6 +14,11 @@ before it in the file, as sfdisk places a line without ``start=``) and give its 
 Every start lands on the grain and every end before one, so the last partition ends on the last grain
 boundary, as parted's ``100%`` and sfdisk's default do. A plan that cannot fit any disk (over 100%, two
 ``rest``, 100% beside a fixed size) is refused when read; one that does not fit this disk, when resolved.
+
+An amount written in bytes (``"512MiB"``, a start of ``"1GiB"``) is kept as written and counted in each
+disk's own sectors (``in_sectors_of``), so a plan that gives no sector size and counts no sectors resolves
+on a 512-byte and a 4096-byte-sector disk alike; a count of sectors (``204800``, ``"2048s"``) ties the plan
+to one sector size (``counted``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import re
 from fractions import Fraction
 
 from diskplan.model.extent import Partition, Role
+from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
+from diskplan.model.sizes import parse_lba, parse_size
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace, value
 
@@ -40,6 +47,7 @@ class Size:
     sectors: int | None = None
     percent: Fraction | None = None
     rest: bool = False
+    given: str = ""  # a fixed size as written in bytes ("512MiB"); ``sectors`` counts it in the plan's sectors
 
     @property
     def text(self) -> str:
@@ -47,7 +55,7 @@ class Size:
             return "rest"
         if self.percent is not None:
             return f"{float(self.percent):g}%"
-        return f"{self.sectors}s"
+        return self.given or f"{self.sectors}s"
 
 
 @value
@@ -59,6 +67,7 @@ class Want:
     where: str  # "partition entry 2": for messages
     start: int | None
     size: Size
+    start_given: str = ""  # a start as written in bytes ("1GiB"); ``start`` counts it in the plan's sectors
 
     @property
     def relative(self) -> bool:
@@ -76,6 +85,34 @@ def parse_share(text: str, where: str) -> Size | None:
     if not 0 < value <= 100:
         raise RelativeError(f"{where}: size {text.strip()} is not a share of the disk (more than 0%, at most 100%)")
     return Size(percent=value)
+
+
+def counted(wants: tuple[Want, ...]) -> str | None:
+    """The first start or size given as a count of sectors, which means another byte on a disk of another
+    sector size (``"partition entry 2: size 204800s"``); None when every amount is in bytes, % or "rest"."""
+    for w in wants:
+        if w.start is not None and not w.start_given:
+            return f"{w.where}: start {w.start}s"
+        if w.size.sectors is not None and not w.size.given:
+            return f"{w.where}: size {w.size.sectors}s"
+    return None
+
+
+def in_sectors_of(wants: tuple[Want, ...], sector_size: int) -> tuple[Want, ...]:
+    """The amounts written in bytes counted in sectors of ``sector_size``: sizes rounded up, starts to the
+    nearest sector, as everywhere (model.sizes). Raises RelativeError."""
+    geom = Geometry(1, sector_size, sector_size)
+    out = []
+    for w in wants:
+        try:
+            if w.size.given:
+                w = replace(w, size=replace(w.size, sectors=parse_size(w.size.given, geom).sectors))
+            if w.start_given:
+                w = replace(w, start=parse_lba(w.start_given, geom).sectors)
+        except ValueError as exc:  # SizeError: it was read once already, so this is not expected
+            raise RelativeError(f"{w.where}: {exc}") from exc
+        out.append(w)
+    return tuple(out)
 
 
 def check(wants: tuple[Want, ...]) -> None:

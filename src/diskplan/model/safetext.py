@@ -4,7 +4,8 @@ bidi override reorders what follows). Shown, such characters become visible esca
 stored strings are never changed (a kept partition's name is written back as it was read).
 
 Tables of such text are laid out here too (``columns``), measured in terminal cells, for the commands
-and the planner alike."""
+and the planner alike; and ``lookalike`` gives what to show where the output's encoding (ASCII on a
+serial line or in a rescue system's C locale) has no such character."""
 
 from __future__ import annotations
 
@@ -48,3 +49,28 @@ def columns(header: Sequence[str], rows: Sequence[Sequence[str]], right: int) ->
         ]
         out.append("  ".join(padded).rstrip())
     return out
+
+
+# The characters the tool itself draws and writes, as ASCII of the same width: a screen keeps its columns.
+LOOKALIKES = {
+    "×": "x", "−": "-", "—": "-", "–": "-", "…": "~", "→": ">", "←": "<", "↑": "^", "↓": "v", "±": "~",
+    "✓": "v", "√": "v", "·": ".", "∙": "o", "»": ">", "▸": ">", "░": ":", "▒": "#", "▓": "#", "█": "#",
+    "“": '"', "”": '"', "‘": "'", "’": "'", "\u00a0": " ",
+}
+
+
+def lookalike(ch: str) -> str:
+    """ASCII for one character, as wide as it is on a terminal: the tool's own symbols from LOOKALIKES, box
+    drawing as ``- | +``, blocks as ``|`` or ``#``, letters without their accents (``é``: ``e``), else ``?``."""
+    if ch in LOOKALIKES:
+        return LOOKALIKES[ch]
+    name = unicodedata.name(ch, "")
+    if name.startswith("BOX DRAWINGS"):
+        if " AND " in name or " ARC " in name:
+            return "+"
+        return "-" if "HORIZONTAL" in name or name.endswith(("LEFT", "RIGHT")) else "|"
+    if name.endswith("BLOCK") or name.startswith("QUADRANT"):
+        return "|" if name.startswith(("LEFT", "RIGHT")) else "#"
+    plain = "".join(c for c in unicodedata.normalize("NFKD", ch) if c.isascii() and c.isprintable())
+    cells = width(ch)
+    return plain.ljust(cells) if plain and len(plain) <= cells else "?" * cells

@@ -6,7 +6,8 @@ partition the plan marks for deletion, never the table's metadata — after the 
 and only while nothing uses the disk. B reads only, anywhere, from the 1 MiB boundary at the cursor.
 The device is named honestly (a loop device over a file, a virtual disk, a file on a filesystem) with
 its rotational flag, physical block and scheduler, as the command does; then IOPS with the ratios and
-their spread, and the equivalent fio command lines.
+their spread, and the equivalent fio command lines. Each line wraps beside its label (``range:``, ``+512 B``),
+not under it, as the help's keys do, so a screen of 80 columns stays readable.
 
 ``backend.iotime`` does the timing in a worker thread; this screen shows its rounds as they end.
 """
@@ -32,6 +33,7 @@ from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
     Result,
+    byte_range,
     free_range,
     offsets,
     read_range,
@@ -82,6 +84,13 @@ def where(path: str, disk: Disk, lba: int, read_only: bool, count: int = COUNT) 
     return Where(*(placed or (0, 0)), tuple(refusals))
 
 
+def row(label: str, text: str | Content, kind: str = "-key") -> Horizontal:
+    """One line, its text wrapping beside its label (a hanging indent), not back under it. ``kind``: -key
+    ("range:"), -offset (an offset under a test's heading), -fio (a fio command line), -refused."""
+    return Horizontal(Static(label, classes=f"measure-label {kind}", markup=False),
+                      Static(text, classes="measure-text", markup=False), classes="measure-row")
+
+
 class MeasureScreen(ModalScreen[None]):
     """Measure ``path`` at ``lba``: its writes only after the confirmation; the results stay until Esc."""
 
@@ -94,9 +103,18 @@ class MeasureScreen(ModalScreen[None]):
     MeasureScreen > .form { width: 100%; height: 100%; }
     MeasureScreen #measure-body { height: 1fr; }
     MeasureScreen #measure-progress { height: auto; }
-    MeasureScreen #measure-answer-row { height: 1; display: none; }
+    MeasureScreen #measure-answer-row { height: auto; display: none; }
     MeasureScreen #measure-answer-row.-asking { display: block; }
-    MeasureScreen #measure-answer-row .label { width: auto; padding-right: 1; }
+    MeasureScreen #measure-prompt { width: 1fr; height: auto; }
+    MeasureScreen #measure-about, MeasureScreen #measure-results { height: auto; }
+    MeasureScreen .measure-row { height: auto; }
+    MeasureScreen .measure-label { width: 9; color: $text-muted; }
+    MeasureScreen .measure-label.-offset { width: 13; padding-left: 2; color: $text; }
+    MeasureScreen .measure-label.-fio { width: 6; padding-left: 2; color: $text; }
+    MeasureScreen .measure-label.-refused { color: $warning; text-style: bold; }
+    MeasureScreen .measure-text { width: 1fr; }
+    MeasureScreen .measure-heading { height: auto; text-style: bold; }
+    MeasureScreen .measure-note { height: auto; color: $text-muted; margin-top: 1; }
     """
 
     def __init__(self, path: str, disk: Disk, lba: int, host: Host, *, read_only: bool) -> None:
@@ -116,11 +134,13 @@ class MeasureScreen(ModalScreen[None]):
         with Vertical(classes="form") as v:
             v.border_title = "Measure reads (nothing is written)" if self.read_only else "Measure writes and reads"
             with VerticalScroll(id="measure-body"):
-                yield Static("Looking at the device...", id="measure-about")
-                yield Static("", id="measure-results")
+                with Vertical(id="measure-about"):
+                    yield Static("Looking at the device...")
+                yield Vertical(id="measure-results")
             yield Static("", id="measure-progress")
-            with Horizontal(id="measure-answer-row"):
-                yield Static("", id="measure-prompt", classes="label")
+            # The prompt above its answer: the whole byte range and the path seldom leave room beside it.
+            with Vertical(id="measure-answer-row"):
+                yield Static("", id="measure-prompt")
                 yield Input(id="measure-answer", classes="field", select_on_focus=False)
             yield Static("Esc: back to the planner (nothing is written)", id="measure-keys", classes="keys")
 
@@ -141,23 +161,24 @@ class MeasureScreen(ModalScreen[None]):
 
     def _show_plan(self, dev: DeviceKind, users: list[str]) -> None:
         w, ss = self.where, self.disk.geometry.logical
-        parts: list[str | tuple[str, str]] = [(f"{safe(dev.what)}\n", "bold"), f"device: {dev.facts()}\n"]
+        rows: list[Static | Horizontal] = [Static(Content.styled(safe(dev.what), "bold"), classes="measure-heading"),
+                                           row("device:", dev.facts())]
         if not dev.hardware:
-            parts.append(("These numbers say nothing about a disk's hardware: measure the disk itself for that.\n",
-                          "$warning"))
+            rows.append(Static(Content.styled("These numbers say nothing about a disk's hardware: measure the disk "
+                                              "itself for that.", "$warning"), classes="text"))
         refusals = (*w.refusals, *users)
         if w.end:
             verb = "reads" if self.read_only else "writes test data to, then reads"
-            parts.append(f"range: {verb} bytes {w.base}-{w.end - 1} of {safe(self.path)} (LBA {w.base // ss}-"
-                         f"{(w.end - 1) // ss}, {(w.end - w.base) // MiB} MiB)"
-                         f"{'' if self.read_only else ': free space, no partition, no table metadata'}\n")
+            rows.append(row("range:", f"{verb} {safe(byte_range(self.path, w.base, w.end, ss))}"
+                                      f"{'' if self.read_only else ': free space, no partition, no table metadata'}"))
         tests = READ_TESTS if self.read_only else (*WRITE_TESTS, *READ_TESTS)
-        parts.append(("tests: " + ", ".join(t.name for t in tests) + " at " + ", ".join(
-            o.label for o in offsets(ss)) + f"; {self.rounds} rounds x {self.count} operations, interleaved\n",
-                      "$text-muted"))
-        for refusal in refusals:
-            parts += [("refused: ", "bold $warning"), f"{safe(refusal)}\n"]
-        self.query_one("#measure-about", Static).update(Content.assemble(*parts))
+        rows.append(row("tests:", Content.styled(", ".join(t.name for t in tests) + " at " + ", ".join(
+            o.label for o in offsets(ss)) + f"; {self.rounds} rounds x {self.count} operations, interleaved",
+            "$text-muted")))
+        rows += [row("refused:", safe(refusal), "-refused") for refusal in refusals]
+        about = self.query_one("#measure-about", Vertical)
+        about.remove_children()  # "Looking at the device...", pruned while the rows are mounted
+        about.mount_all(rows)
         keys = self.query_one("#measure-keys", Static)
         if refusals:
             keys.update("Nothing can be written (see refused:). Esc: back to the planner")
@@ -238,17 +259,24 @@ class MeasureScreen(ModalScreen[None]):
     def _failed(self, reason: str) -> None:
         self.running = False
         self.results = []
-        self.query_one("#measure-results", Static).update(Content.assemble(("\n" + safe(reason), "bold $warning")))
+        note = Static(Content.styled(safe(reason), "bold $warning"), classes="measure-note")
+        self.query_one("#measure-results", Vertical).mount(note)
         self._done()
 
     def _show_results(self, results: list[Result]) -> None:
         self.running = False
         self.results = results
-        parts: list[str | tuple[str, str]] = [(f"\n{self.rounds} rounds x {self.count} operations per offset, "
-                                               "interleaved; O_DIRECT, one at a time\n", "$text-muted")]
-        for text, heading in report(results, self.path, self.where.base, self.count):
-            parts.append((safe(text) + "\n", "bold") if heading else safe(text) + "\n")
-        self.query_one("#measure-results", Static).update(Content.assemble(*parts))
+        rows: list[Static | Horizontal] = [Static(f"{self.rounds} rounds x {self.count} operations per offset, "
+                                                  "interleaved; O_DIRECT, one at a time", classes="measure-note")]
+        for r in report(results, self.path, self.where.base, self.count):
+            if r.heading:
+                rows.append(Static(safe(r.text), classes="measure-heading", markup=False))
+            elif r.label:
+                rows.append(row(r.label, safe(r.text), "-offset"))
+            else:  # a fio command: its options wrap under the first, clear of "fio"
+                command, _, options = r.text.partition(" ")
+                rows.append(row(command, safe(options), "-fio"))
+        self.query_one("#measure-results", Vertical).mount_all(rows)
         self._done()
 
     def _done(self) -> None:

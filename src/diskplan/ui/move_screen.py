@@ -301,8 +301,11 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         if o.resumable:
             parts.append(("disk state: ", "bold $warning"))
             parts.append(f"the move is unfinished (journal {safe(o.journal_path)}); the partition must not be "
-                         "mounted until it is finished: M in the planner, or ")
-            parts.append((safe(o.resume_command) + "\n", "bold"))
+                         "mounted until it is finished: M in the planner")
+            served = getattr(self.app, "served", False)  # a browser runs no command
+            parts.append("\n" if served else ", or ")
+            if not served:
+                parts.append((safe(o.resume_command) + "\n", "bold"))
         self.query_one("#move-outcome", Static).update(Content.assemble(*parts))
         self.query_one("#move-body", VerticalScroll).scroll_home(animate=False)
         self.query_one("#move-progress", Static).update("")

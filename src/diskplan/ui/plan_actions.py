@@ -721,8 +721,9 @@ class PlanActions(_Base):
         if changed:
             self.refresh_bindings()
         if found:
+            command = "" if self.served else " (or `diskplan resume`)"  # a browser runs no command
             self.notify(f"A data move on {path} was interrupted (journal {found}): the partition is half-moved "
-                        "and must not be mounted. M finishes the move (or `diskplan resume`).",
+                        f"and must not be mounted. M finishes the move{command}.",
                         title="Unfinished move", severity="warning", timeout=15)
         return bool(found)
 
@@ -745,7 +746,8 @@ class PlanActions(_Base):
         if outcome is None or self.target is None:
             return
         if outcome.verdict is Verdict.FAILED:
-            self.notify(outcome.message + (f" - {outcome.resume_command} (or M)" if outcome.resumable else ""),
+            resume = "M finishes it" if self.served else f"{outcome.resume_command} (or M)"
+            self.notify(outcome.message + (f" - {resume}" if outcome.resumable else ""),
                         title="The move did not finish", severity="error", timeout=15)
         if outcome.verdict in (Verdict.WRITTEN, Verdict.FAILED):  # either may have changed the disk
             self.say(f"{outcome.message}; reading the disk again...")

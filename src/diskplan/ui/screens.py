@@ -32,7 +32,9 @@ HELP_INTRO = ("Each cell is a run of sectors; the left column is the first LBA o
 
 def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """The keys (a heading where the text is empty) and the symbols; ``served`` (diskplan serve) leaves out
-    what is absent there: the device picker and plan files (PlannerApp.SERVED_ABSENT)."""
+    what is absent there: the device picker and plan files (PlannerApp.SERVED_ABSENT), and commands and
+    options, which a browser cannot run or pass."""
+    resume = "M" if served else "M or `diskplan resume`"
     keys = [
         ("Moving", ""),
         ("arrows", "move the cursor one cell / one row"),
@@ -66,7 +68,7 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
         *([] if served else [("^s ^o", "save the plan as JSON / load a JSON plan or an sfdisk dump")]),
         ("w", "write the plan: every operation listed, confirm, back up, write, verify; data moves and "
               "resizes are written on their own, one partition at a time: progress, Esc stops a move at a chunk "
-              "boundary (M or `diskplan resume` finishes it). A partition being moved must not be mounted"),
+              f"boundary ({resume} finishes it). A partition being moved must not be mounted"),
         ("b  B", "measure: time direct writes and reads, aligned and misaligned, in the free space at the cursor "
                  "(confirmed like a write) / reads only, anywhere"),
         ("Partitions that hold data", ""),
@@ -78,7 +80,7 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
         ("order", "a shrink resizes the filesystem first, then the table entry; a grow the entry first; the "
                   "start edge moves the data too: a shrink before the move, a grow after it"),
         ("move", "copied in chunks with a journal, read back and compared, the entry rewritten last (its "
-                 "PARTUUID kept); a crash or Esc leaves it resumable: M, or `diskplan resume`"),
+                 f"PARTUUID kept); a crash or Esc leaves it resumable: {resume}"),
         ("warnings", "it must not be mounted (refused otherwise); a boot loader that finds it by its sector "
                      "(GRUB on a BIOS/MBR disk, syslinux, a FAT/NTFS boot sector) must be reinstalled after a "
                      "move; a filesystem tool is not journalled: do not cut the power while it runs"),
@@ -87,8 +89,8 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
         ("Enter", "(in the list) jump to that partition"),
         ("e  i  c", "show the explanation / the disk facts / the pending changes"),
         ("d", "open a demo disk") if served else ("d  o", "open a demo disk / pick a device"),
-        ("k  Enter", "in an exercise (--exercise, x in the demo picker): check the plan / the next step of the "
-                     "walk-through"),
+        ("k  Enter", f"in an exercise ({'' if served else '--exercise, '}x in the demo picker): check the plan / "
+                     "the next step of the walk-through"),
         ("Ctrl+P", "command palette: every command by name"),
         ("Ctrl+L", "redraw the whole screen (after line noise on a serial console)"),
         ("?  q", "this help / quit"),
