@@ -355,7 +355,10 @@ async def test_the_served_planner_offers_m_and_no_command_for_an_unfinished_move
     for served in (False, True):
         app = PlannerApp(start=image_target(image), host=HOST, served=served)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda app=app: bool(app.move_journal), what="the unfinished move offered")
+            def offered(planner: PlannerApp = app) -> bool:
+                return bool(planner.move_journal)
+
+            await wait_for(pilot, offered, what="the unfinished move offered")
             said = " ".join(str(n.message) for n in app._notifications)
             assert "M finishes the move" in said
             assert ("diskplan resume" in said) != served, said

@@ -130,7 +130,7 @@ def byte_range(path: str, base: int, end: int, logical: int) -> str:
             f"{(end - base) // MiB} MiB)")
 
 
-@dataclass(frozen=True)
+@value
 class Row:
     """A line of a measurement's report: a heading, or a line under one, labelled with its offset ("+512 B";
     "" for a fio command line, which stays as it is typed: no grouped numbers)."""
