@@ -184,3 +184,14 @@ def test_check_defines_its_values_without_importing_dataclasses() -> None:
             "diskplan.backend.gptcheck; print(sorted({'dataclasses', 'inspect', 'typing'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_frozen_records_are_value_classes() -> None:
+    """One kind of frozen record in the project (a frozen dataclass on `check`'s path would bring dataclasses back
+    into its process); mutable records stay dataclasses."""
+    import pathlib
+
+    src = pathlib.Path(v.__file__).parents[1]
+    frozen = [str(p.relative_to(src)) for p in src.rglob("*.py")
+              if p.name != "value.py" and "dataclass(frozen" in p.read_text(encoding="utf-8")]
+    assert frozen == []
