@@ -7,15 +7,24 @@ or a symlink named so is opened for writing. ``ped_device_get`` canonicalizes th
 ``/proc/self/fd/N`` elsewhere does not help. Instead, a child that runs libparted gets a mount namespace of
 its own in which the image's directory is an empty tmpfs holding only the image, bound at its own path: the
 same path (messages name it as the user did), no neighbours. Nothing outside the child sees any of it.
+
+A new mount namespace holds a copy of every mount there is, and where mounts are private (rescue systems,
+containers: nothing shared for MS_SLAVE to follow) an ``umount`` elsewhere does not reach that copy: the
+filesystem would stay alive, its last writes not yet on the disk, its loop device not detached, until the
+child exits. So as root each image gets a namespace of its own that lets go of every disk filesystem not on
+the way to it (``_let_go``), and the child goes back to where it began once the image is read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
 import stat
 import sys
+
+from diskplan.model.mountinfo import disk_mounts
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -26,7 +35,15 @@ MNT_DETACH = 2
 # Directories a child may still need while it reads (libparted reads /sys and /proc; /dev holds devices).
 NEEDED = frozenset(("/", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/lib"))
 
-_namespace = False  # this process has its mount namespace (made once: user namespaces nest only so deep)
+# Mount points whose contents a child may load code or settings from: a disk filesystem there is kept.
+CODE = ("/usr", "/lib", "/lib64", "/etc")
+
+# As root, each image gets a fresh namespace (``_fresh``) and this process goes back home between them:
+_home: tuple[int, int] | None = None  # (its first mount namespace, its working directory), as fds
+_away = False  # in a fresh namespace now
+# Without root, one namespace inside a user namespace, made once (they nest only so deep); it can let go of
+# nothing (a user namespace locks the mounts it copies) and cannot go back.
+_namespace = False
 _alone = ""  # the image now alone in its directory in this process ("" when none)
 
 
@@ -35,11 +52,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _own_namespace(libc: ctypes.CDLL) -> bool:
-    """A mount namespace for this process: as root directly, otherwise inside a user namespace that maps
-    this user to itself (where the kernel allows unprivileged user namespaces)."""
-    if libc.unshare(CLONE_NEWNS) == 0:
-        return True
+def _user_namespace(libc: ctypes.CDLL) -> bool:
+    """A mount namespace for this process inside a user namespace that maps this user to itself (where the
+    kernel allows unprivileged user namespaces)."""
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
         return False
@@ -49,6 +64,48 @@ def _own_namespace(libc: ctypes.CDLL) -> bool:
                 f.write(text)
     except OSError:
         return False
+    return True
+
+
+def needed(point: str, keep: tuple[str, ...]) -> bool:
+    """``point`` lies on the way to one of the ``keep`` paths, or under a place code is loaded from."""
+    inside = point.rstrip("/") + "/"
+    return any(k == point or k.startswith(inside) for k in keep) or any(
+        point == c or point.startswith(c + "/") for c in CODE)
+
+
+def _let_go(libc: ctypes.CDLL, keep: tuple[str, ...]) -> None:
+    """Detach, in this process's new namespace only, every disk filesystem not on the way to ``keep``:
+    its copy here would keep it mounted after its owner unmounts it. Best effort: a mount this namespace
+    may not detach (a user namespace locks them) is left, as before."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            text = f.read()
+    except OSError:
+        return
+    for point in disk_mounts(text):
+        if not needed(point, keep):
+            libc.umount2(point.encode(), MNT_DETACH)
+
+
+def _fresh(libc: ctypes.CDLL, keep: tuple[str, ...]) -> bool:
+    """As root: a new mount namespace, slave to the one this process began in, holding no disk filesystem
+    but those on the way to ``keep``. False when it cannot be made (then this process may still be away:
+    ``show_again`` brings it home)."""
+    global _home, _away
+    if _home is None:
+        try:
+            _home = (os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
+                     os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        except OSError:
+            return False
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    _away = True
+    # (a new namespace that is not yet slave could share our mounts: stop there)
+    if libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
+        return False
+    _let_go(libc, keep)
     return True
 
 
@@ -83,9 +140,12 @@ def stand_alone(path: str) -> bool:
             return False
     except OSError:
         return False
-    if not _namespace:
-        if not _own_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
-            return False  # (a new namespace that is not yet slave could share our mounts: stop there)
+    if not _namespace and not _fresh(libc, (*NEEDED, *_python_places(), real)):
+        if _away:
+            show_again()
+            return False
+        if not _user_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
+            return False
         _namespace = True
     try:  # opened in the new namespace: a bind mount's source must belong to it
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -110,7 +170,12 @@ def stand_alone(path: str) -> bool:
 def show_again() -> None:
     """The directory of the image ``stand_alone`` hid the neighbours of, as it is (for whatever this process
     opens next: another image of that directory, say)."""
-    global _alone
-    if _alone:
-        _libc().umount2(os.path.dirname(_alone).encode(), MNT_DETACH)
-        _alone = ""
+    global _alone, _away
+    libc = _libc()
+    if _away and _home is not None and libc.setns(_home[0], CLONE_NEWNS) == 0:
+        _away = False  # the namespace left behind, and what it held, is gone with it
+        with contextlib.suppress(OSError):
+            os.fchdir(_home[1])  # joining a namespace moves this process to its root
+    elif _alone:
+        libc.umount2(os.path.dirname(_alone).encode(), MNT_DETACH)
+    _alone = ""
