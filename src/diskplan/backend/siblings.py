@@ -38,9 +38,11 @@ NEEDED = frozenset(("/", "/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/lib"
 # Mount points whose contents a child may load code or settings from: a disk filesystem there is kept.
 CODE = ("/usr", "/lib", "/lib64", "/etc")
 
-# As root, each image gets a fresh namespace (``_fresh``) and this process goes back home between them:
+# As root, an image gets a fresh namespace (``_fresh``); one that let go of a filesystem the next image may
+# be on is left (this process goes back home) once the image is read, one that let go of nothing is kept.
 _home: tuple[int, int] | None = None  # (its first mount namespace, its working directory), as fds
 _away = False  # in a fresh namespace now
+_gone: tuple[str, ...] = ()  # the mount points that namespace let go of
 # Without root, one namespace inside a user namespace, made once (they nest only so deep); it can let go of
 # nothing (a user namespace locks the mounts it copies) and cannot go back.
 _namespace = False
@@ -74,25 +76,33 @@ def needed(point: str, keep: tuple[str, ...]) -> bool:
         point == c or point.startswith(c + "/") for c in CODE)
 
 
-def _let_go(libc: ctypes.CDLL, keep: tuple[str, ...]) -> None:
+def _let_go(libc: ctypes.CDLL, keep: tuple[str, ...]) -> tuple[str, ...]:
     """Detach, in this process's new namespace only, every disk filesystem not on the way to ``keep``:
-    its copy here would keep it mounted after its owner unmounts it. Best effort: a mount this namespace
-    may not detach (a user namespace locks them) is left, as before."""
+    its copy here would keep it mounted after its owner unmounts it. The mount points detached."""
     try:
         with open("/proc/self/mountinfo") as f:
             text = f.read()
     except OSError:
-        return
-    for point in disk_mounts(text):
-        if not needed(point, keep):
-            libc.umount2(point.encode(), MNT_DETACH)
+        return ()
+    points = [p for p in disk_mounts(text) if not needed(p, keep)]
+    return tuple(p for p in points if libc.umount2(p.encode(), MNT_DETACH) == 0)
+
+
+def _go_home(libc: ctypes.CDLL) -> bool:
+    """Back to the namespace this process began in; the one left, and what it held, is gone with it."""
+    global _away, _gone
+    if _home is None or libc.setns(_home[0], CLONE_NEWNS) != 0:
+        return False
+    _away, _gone = False, ()
+    with contextlib.suppress(OSError):
+        os.fchdir(_home[1])  # joining a namespace moves this process to its root
+    return True
 
 
 def _fresh(libc: ctypes.CDLL, keep: tuple[str, ...]) -> bool:
     """As root: a new mount namespace, slave to the one this process began in, holding no disk filesystem
-    but those on the way to ``keep``. False when it cannot be made (then this process may still be away:
-    ``show_again`` brings it home)."""
-    global _home, _away
+    but those on the way to ``keep``. False when it cannot be made (then this process is at home)."""
+    global _home, _away, _gone
     if _home is None:
         try:
             _home = (os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC),
@@ -104,8 +114,9 @@ def _fresh(libc: ctypes.CDLL, keep: tuple[str, ...]) -> bool:
     _away = True
     # (a new namespace that is not yet slave could share our mounts: stop there)
     if libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
+        _go_home(libc)
         return False
-    _let_go(libc, keep)
+    _gone = _let_go(libc, keep)
     return True
 
 
@@ -140,9 +151,8 @@ def stand_alone(path: str) -> bool:
             return False
     except OSError:
         return False
-    if not _namespace and not _fresh(libc, (*NEEDED, *_python_places(), real)):
-        if _away:
-            show_again()
+    if not _namespace and not _away and not _fresh(libc, (*NEEDED, *_python_places(), real)):
+        if _away:  # made, not made slave, and no way back home: stop there
             return False
         if not _user_namespace(libc) or libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) != 0:
             return False
@@ -170,12 +180,10 @@ def stand_alone(path: str) -> bool:
 def show_again() -> None:
     """The directory of the image ``stand_alone`` hid the neighbours of, as it is (for whatever this process
     opens next: another image of that directory, say)."""
-    global _alone, _away
+    global _alone
     libc = _libc()
-    if _away and _home is not None and libc.setns(_home[0], CLONE_NEWNS) == 0:
-        _away = False  # the namespace left behind, and what it held, is gone with it
-        with contextlib.suppress(OSError):
-            os.fchdir(_home[1])  # joining a namespace moves this process to its root
-    elif _alone:
+    # A namespace that let go of filesystems is left (the next image may lie on one); one that let go of
+    # nothing is kept, with only the image's directory shown again (entering a namespace costs a little).
+    if not (_away and _gone and _go_home(libc)) and _alone:
         libc.umount2(os.path.dirname(_alone).encode(), MNT_DETACH)
     _alone = ""
