@@ -50,3 +50,14 @@ def test_check_reads_sizes_as_the_planner_does(sparse_image: Callable[..., pathl
     assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr and "100MiB" in ambiguous.stderr
     lines = check_text(str(img), "--grain", "6144s")  # sectors of the disk: 6,144 × 512 B = 3 MiB
     assert any(line.startswith("grain: 6144 sectors = 3 MiB") for line in lines), lines
+
+
+def test_a_gpt_partition_without_a_name_is_not_named_primary(sparse_image: Callable[..., pathlib.Path]) -> None:
+    """parted names partitions "primary" by default: the name column must not invent that name."""
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048,size=8192\nstart=10240,size=8192,name=r\n")
+    rows = {line.split()[0]: line.split() for line in check_text(str(img)) if line.split()[:1] in (["1"], ["2"])}
+    assert rows["1"][5] == "-" and rows["2"][5] == "r", rows  # (the size is two words: "4 MiB")
+    dos = sparse_image(64 * MiB, "dos.img")
+    run(need_tool("sfdisk"), "-q", str(dos), input="label: dos\nstart=2048,size=8192\n")
+    assert [line.split()[5] for line in check_text(str(dos)) if line.split()[:1] == ["1"]] == ["primary"]

@@ -503,3 +503,23 @@ def test_ctrl_c_while_writing_does_not_tear_the_table(
     assert o.verdict is Verdict.WRITTEN, (o.message, o.details)
     _referees(str(img), GPT_PLAN)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_plan_made_on_a_blank_disk_is_written(
+    sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A disk with no label reads as label None: the planner's reviewed list (a new gpt, one partition) was
+    refused as "no longer holds the table the plan was made on (the disk holds a no label, not )"."""
+    from diskplan.backend.reader import read
+    from diskplan.model.plan import Plan
+
+    img = str(sparse_image(64 * MiB))
+    disk = read(img)
+    assert disk.table.label is None
+    made = Plan.open(disk.geometry, disk.table).new_label("gpt").plan.propose(2048, 20480, ptype=LINUX)
+    assert made.ok, made.message
+    proposal = commit.prepare(img, made.plan.writes(), HOST, current=disk)
+    assert proposal.refusals == (), proposal.refusals
+    done = commit.execute(proposal, proposal.confirm_word, HOST, backup_path=str(tmp_path / "old.dpbackup"))
+    assert done.verdict is Verdict.WRITTEN, done
+    assert [(n, s, z) for n, s, z, _, _ in sfdisk_parts(img)] == [(1, 2048, 20480)]

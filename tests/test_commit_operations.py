@@ -75,6 +75,12 @@ def test_the_validator_names_what_libparted_would_refuse() -> None:
     assert orphan == ["logical partitions need an extended partition"]
 
 
+def test_no_label_read_back_is_no_label_planned() -> None:
+    blank = Table(None, 0, 0, ())
+    assert differences(blank, blank) == []
+    assert differences(blank, Table("gpt", 34, 99, ())) == ["the disk holds a gpt label, not no label"]
+
+
 def test_differences_compare_types_by_meaning() -> None:
     want = Table("msdos", 1, 99, (part(1, 10, 20, type="Linux swap", flags=("boot",)),))
     same = Table("msdos", 1, 99, (part(1, 10, 20, type="0x82", flags=("boot", "swap")),))

@@ -423,3 +423,21 @@ def test_the_planner_walks_down_the_stack_of_the_partition_under_the_cursor() ->
             assert "LVM2 physical volume at byte 1,048,576" in screen_text(app)
 
     go()
+
+
+@pytest.mark.parametrize(("physical", "min_io", "optimal_io", "hints", "flagged"), [
+    (4096, 4096, 0, (0, 0), False),  # a 4Kn disk or loop device: its minimum I/O is its block, no stripe
+    (512, 512, 0, (0, 0), False),
+    (512, 512, 33553920, (0, 0), False),  # the USB bridges' bogus optimal I/O
+    (512, 65536, 196608, (0, 0), True),  # a RAID: 64 KiB chunks, 3 data disks
+    (512, 65536, 196608, (65536, 196608), False),
+    (512, 512, 131072, (0, 131072), False),  # optimal I/O alone: mke2fs sets only the stripe width
+])
+def test_a_filesystem_is_judged_against_a_stripe_only_where_the_device_reports_one(
+    physical: int, min_io: int, optimal_io: int, hints: tuple[int, int], flagged: bool
+) -> None:
+    geom = Geometry(sectors=1 << 21, logical=physical, physical=physical, min_io=min_io, optimal_io=optimal_io)
+    layer = S.Layer("ext4", 0, *hints, fix="tune2fs -E stride=N,stripe_width=M DEV")
+    start = (1 << 20) // geom.logical
+    found = [f.code for f in SF.stack_findings(geom, start, (layer,), optimal_grain(geom), 1)]
+    assert (C.FS_HINT_MISMATCH in found) is flagged, found

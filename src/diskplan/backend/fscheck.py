@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 
@@ -48,25 +49,41 @@ class Identity:
 
 
 @contextlib.contextmanager
+def _held_back() -> Iterator[None]:
+    """Ctrl+C waits (blocked, not lost) until the block ends."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
 def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iterator[str]:
     """A loop device showing ``size`` bytes of ``target`` from byte ``offset`` (read-only unless a resize
-    tool must write through it)."""
+    tool must write through it). It is detached whatever happens, Ctrl+C included: a Ctrl+C while losetup
+    attaches is held back until its name is known (else the loop device would stay, over the user's disk)."""
     ro = ["--read-only"] if read_only else []
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         out = subprocess.run(
             ["losetup", "--find", "--show", *ro, "--offset", str(offset), "--sizelimit", str(size), target],
             capture_output=True, text=True, timeout=60, check=False, start_new_session=True,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
         raise CheckError(f"cannot set up a loop device to check the filesystem: {exc}") from exc
     if out.returncode != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
         raise CheckError(f"cannot set up a loop device to check the filesystem: {out.stderr.strip()}")
     loop = out.stdout.strip()
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a Ctrl+C held back is raised here, inside the try
         yield loop
     finally:
-        subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False,
-                       start_new_session=True)
+        with _held_back():
+            subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False,
+                           start_new_session=True)
 
 
 def identify(path: str) -> Identity:

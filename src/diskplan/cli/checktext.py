@@ -65,7 +65,8 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
                 f"{p.start}s",
                 f"{p.end}s",
                 human_bytes(p.size * geom.logical),
-                Text(safe(p.name) or p.role.value),
+                # msdos has no names: its role goes there; a GPT partition without one is not "primary"
+                Text(safe(p.name) or ("-" if disk.table.label == "gpt" else p.role.value)),
                 *((NOT_JUDGED, NOT_JUDGED) if p.role is Role.EXTENDED
                   else (_yes(r.aligned_physical), _yes(r.aligned_grain))),
                 ", ".join(f.code for f in r.findings) or "-",

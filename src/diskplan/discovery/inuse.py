@@ -17,6 +17,7 @@ import stat
 import struct
 
 from diskplan.discovery.sysfs import read, sysfs_dir
+from diskplan.model.mountinfo import unescape
 from diskplan.model.value import replace, value
 
 
@@ -85,13 +86,6 @@ def nodes(sysdir: str) -> list[Node]:
     return out
 
 
-def _unescape(field: str) -> str:
-    """mountinfo and /proc/swaps write space, tab, newline and backslash as octal escapes."""
-    for code, ch in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, ch)
-    return field
-
-
 def _rdev(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -109,7 +103,7 @@ def mounts(devnums: dict[tuple[int, int], str], proc_root: str = "/proc") -> lis
             continue
         post = line.split(" - ", 1)[1].split()
         fstype = post[0] if post else "?"
-        source = _unescape(post[1]) if len(post) > 1 else ""
+        source = unescape(post[1]) if len(post) > 1 else ""
         num = _devnum(fields[2])
         # btrfs and others report an anonymous device number: match the mount source's node too.
         hit = devnums.get(num) if num else None
@@ -117,7 +111,7 @@ def mounts(devnums: dict[tuple[int, int], str], proc_root: str = "/proc") -> lis
             src = _rdev(source)
             hit = devnums.get(src) if src else None
         if hit is not None:
-            out.append(Use(hit, "mounted", f"{_unescape(fields[4])} ({fstype})"))
+            out.append(Use(hit, "mounted", f"{unescape(fields[4])} ({fstype})"))
     return out
 
 
@@ -128,7 +122,7 @@ def swaps(devnums: dict[tuple[int, int], str], image: os.stat_result | None, pro
         fields = line.split()
         if not fields:
             continue
-        name = _unescape(fields[0])
+        name = unescape(fields[0])
         kind = fields[1] if len(fields) > 1 else "?"
         try:
             st = os.stat(name)

@@ -137,8 +137,8 @@ def differences(expected: Table, found: Table) -> list[str]:
     numbers, roles; types where the plan names one; GPT names; attribute flags."""
     out = []
     label = expected.label or ""
-    if found.label != label:
-        return [f"the disk holds a {found.label or 'no'} label, not {label}"]
+    if (found.label or "") != label:  # None and "" both mean no label
+        return [f"the disk holds a {found.label or 'no'} label, not {label or 'no label'}"]
     want = {p.number: p for p in expected.live}
     got = {p.number: p for p in found.partitions}
     for n in sorted(set(want) | set(got)):

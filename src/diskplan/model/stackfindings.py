@@ -11,7 +11,7 @@ from diskplan.model.codes import FS_HINT_MISMATCH, LAYER_NOT_GRAIN, LAYER_NOT_PA
 from diskplan.model.disk import Disk
 from diskplan.model.findings import Finding
 from diskplan.model.geometry import Geometry
-from diskplan.model.grain import Grain, optimal_grain
+from diskplan.model.grain import BOGUS_OPTIMAL_IO, Grain, optimal_grain
 from diskplan.model.stack import Layer
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace, value
@@ -117,7 +117,7 @@ def judged(
                     out.append(_stripe_finding(walk, name, arith, full, "the md array below", layer, number))
         else:  # a filesystem: do its stripe hints match the stripe below it?
             below = striped_below.layer if striped_below is not None else None
-            want = (below.stripe, below.full_stripe) if below else (geom.min_io, geom.optimal_io)
+            want = (below.stripe, below.full_stripe) if below else device_stripe(geom)
             if any(want) and (layer.stripe, layer.full_stripe) != want:
                 src = "the md array below" if below else "the device's minimum/optimal I/O"
                 out.append(Finding(
@@ -131,6 +131,16 @@ def judged(
         if layer.kind == "md" and layer.full_stripe:
             striped_below = p
     return judgements
+
+
+def device_stripe(geom: Geometry) -> tuple[int, int]:
+    """(unit, width) in bytes of the stripe the device's I/O hints describe, as mkfs.ext4 and mkfs.xfs take
+    them: a minimum I/O larger than the physical block is the unit, an optimal I/O larger than it the width.
+    A minimum I/O of one physical block (every plain disk, every loop device) is no stripe: a filesystem
+    made there has no hints, and suggesting stride=1 to it would be wrong."""
+    unit = geom.min_io if geom.min_io > geom.physical else 0
+    width = geom.optimal_io if geom.optimal_io > geom.physical and geom.optimal_io != BOGUS_OPTIMAL_IO else 0
+    return unit, width
 
 
 def _unit(geom: Geometry) -> str:
