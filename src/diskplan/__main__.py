@@ -1,3 +1,3 @@
-from diskplan.cli.main import main
+from diskplan.cli.main import program
 
-raise SystemExit(main())
+program()
