@@ -799,7 +799,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
 
         from diskplan.ui.screens import DemoPicker
 
-        self.push_screen(DemoPicker(self.target.demo if self.target else None), chosen)
+        self.push_screen(DemoPicker(self.target.demo if self.target else None, self.glyphs.ellipsis), chosen)
 
     def action_devices(self) -> None:
         if self.served:  # the server's own disks are never offered

@@ -86,13 +86,15 @@ def layers_here(starts: tuple[DataStart, ...]) -> str:
     return "; ".join(said)
 
 
-def shorten(text: str, width: int) -> str:
-    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo")."""
+def shorten(text: str, width: int, mark: str = "") -> str:
+    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo"), ending in
+    ``mark`` (an ellipsis) when it was cut."""
     if len(text) <= width:
         return text
-    cut = text[: width + 1].rstrip()
-    space = cut.rfind(" ", 0, width + 1)
-    return (cut[:space] if space > 0 else text[:width]).rstrip(" │|,;:(")
+    room = max(0, width - len(mark))
+    cut = text[: room + 1].rstrip()
+    space = cut.rfind(" ", 0, room + 1)
+    return (cut[:space] if space > 0 else text[:room]).rstrip(" │|,;:(") + mark
 
 
 def describe_item(item: Item, short: bool = False) -> str:
