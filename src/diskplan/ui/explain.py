@@ -4,6 +4,8 @@ and the device facts. Pure functions over the model (no Textual), so they are te
 
 from __future__ import annotations
 
+import re
+
 from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -95,6 +97,29 @@ def shorten(text: str, width: int, mark: str = "") -> str:
     cut = text[: room + 1].rstrip()
     space = cut.rfind(" ", 0, room + 1)
     return (cut[:space] if space > 0 else text[:room]).rstrip(" │|,;:(") + mark
+
+
+def fold_path(path: str, width: int) -> str:
+    """``path`` with a line break after a "/" wherever a line would be wider than ``width`` (0: as it is): a
+    wrapped path then breaks between its directories and reads (and copies) whole; folded at the edge of
+    the screen, it broke mid-name."""
+    if width <= 0 or len(path) <= width:
+        return path
+    lines, line = [], ""
+    for part in re.findall(r"[^/]*/|[^/]+$", path):  # "/", "root/", ..., "name.dpbackup"
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line])
+
+
+def placed_path(path: str, width: int, after: int) -> str:
+    """``path`` where it follows ``after`` characters of a line ``width`` wide (0: unknown): there when it
+    fits, else on lines of its own, broken after a "/"."""
+    if width <= 0 or after + len(path) <= width:
+        return path
+    return "\n" + fold_path(path, width)
 
 
 def describe_item(item: Item, short: bool = False) -> str:
