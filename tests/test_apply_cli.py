@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Callable
 
@@ -67,6 +68,12 @@ def test_yes_writes_backs_up_and_restore_undoes_it(
     done = diskplan("restore", str(backup), str(img), "--yes")
     assert done.returncode == 0, done.stderr
     assert "byte for byte" in done.stdout
+    # Its progress counts steps, as apply's does, and says how many saved runs it wrote (an image file: no
+    # kernel to tell); it once printed "[1/2] ... [2/2] writing the saved sectors back", counting runs.
+    steps = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert len(steps) == 2 and steps[0] == "[1/2] locking the disk and checking that nothing uses it", steps
+    assert re.fullmatch(r"\[2/2\] writing the saved sectors back \((1 run|[2-9]\d* runs)\) and reading them back",
+                        steps[1]), steps
     assert file_sha(img) == before
     assert diskplan("restore", str(backup), str(img), "--yes").returncode == 0  # nothing to do
 
