@@ -92,6 +92,12 @@ def test_sfdisk_dump_plan_on_a_4096_byte_loop(
     assert "new msdos label" in proc.stdout
     assert sfdisk_parts(dev) == [(1, 256, 2560, "83", ""), (2, 2816, 5120, "82", "")]
     assert "warning" not in proc.stderr  # the kernel was told
+    # Restored on a block device, the kernel is told too: a third step.
+    back = diskplan("restore", str(tmp_path / "b.dpbackup"), dev, "--yes")
+    assert back.returncode == 0, back.stderr
+    steps = [line for line in back.stderr.splitlines() if line.startswith("[")]
+    assert [s[:5] for s in steps] == ["[1/3]", "[2/3]", "[3/3]"], steps
+    assert steps[2] == "[3/3] telling the kernel and checking its partition list" and "warning" not in back.stderr
 
 
 def test_refusals_exit_1_and_name_the_reason(
