@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import sys
 from collections.abc import Callable
 
@@ -67,6 +68,12 @@ def test_yes_writes_backs_up_and_restore_undoes_it(
     done = diskplan("restore", str(backup), str(img), "--yes")
     assert done.returncode == 0, done.stderr
     assert "byte for byte" in done.stdout
+    # Its progress counts steps, as apply's does, and says how many saved runs it wrote (an image file: no
+    # kernel to tell); it once printed "[1/2] ... [2/2] writing the saved sectors back", counting runs.
+    steps = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert len(steps) == 2 and steps[0] == "[1/2] locking the disk and checking that nothing uses it", steps
+    assert re.fullmatch(r"\[2/2\] writing the saved sectors back \((1 run|[2-9]\d* runs)\) and reading them back",
+                        steps[1]), steps
     assert file_sha(img) == before
     assert diskplan("restore", str(backup), str(img), "--yes").returncode == 0  # nothing to do
 
@@ -85,6 +92,12 @@ def test_sfdisk_dump_plan_on_a_4096_byte_loop(
     assert "new msdos label" in proc.stdout
     assert sfdisk_parts(dev) == [(1, 256, 2560, "83", ""), (2, 2816, 5120, "82", "")]
     assert "warning" not in proc.stderr  # the kernel was told
+    # Restored on a block device, the kernel is told too: a third step.
+    back = diskplan("restore", str(tmp_path / "b.dpbackup"), dev, "--yes")
+    assert back.returncode == 0, back.stderr
+    steps = [line for line in back.stderr.splitlines() if line.startswith("[")]
+    assert [s[:5] for s in steps] == ["[1/3]", "[2/3]", "[3/3]"], steps
+    assert steps[2] == "[3/3] telling the kernel and checking its partition list" and "warning" not in back.stderr
 
 
 def test_refusals_exit_1_and_name_the_reason(

@@ -194,9 +194,10 @@ def test_a_repair_and_a_restore_hold_the_lock_too(tmp_path: pathlib.Path) -> Non
     assert not locked_now(img)
 
     r = restore.prepare_restore(o.backup_path, str(img), HOST)
-    steps: list[bool] = []
-    o = restore.execute_restore(r, "yes", HOST, progress=lambda done, total, what: steps.append(locked_now(img)))
-    assert o.verdict is Verdict.WRITTEN and steps and all(steps)
+    steps: list[tuple[str, bool]] = []
+    o = restore.execute_restore(r, "yes", HOST, progress=lambda n, total, what: steps.append((what, locked_now(img))))
+    assert o.verdict is Verdict.WRITTEN and len(steps) == 2, steps
+    assert steps[0][0].startswith("locking") and steps[1][1]  # said as the lock is taken; the write under it
     assert not locked_now(img)
     with holding("flock", img):
         r = restore.prepare_restore(str(tmp_path / "b.dpbackup"), str(img), HOST)

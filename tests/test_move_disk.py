@@ -293,3 +293,21 @@ def test_no_other_write_while_a_move_is_unfinished(loop_device, tmp_path) -> Non
     assert not backup.exists()  # refused before anything, the backup included
     assert diskplan(d, "resume", d.dev, "--yes").returncode == 0
     assert diskplan(d, "apply", str(plan), d.dev, "--yes", "--backup", str(backup)).returncode == 0
+
+
+def test_a_new_start_off_the_grain_is_said_with_its_arithmetic(sparse_image) -> None:
+    """``move --to 30000``: allowed (the user may mean it), but a teaching tool says before the
+    confirmation that the new start is off the 1 MiB grain, with the findings' arithmetic."""
+    from helpers.cli import diskplan as cli
+
+    img = sparse_image(64 * MiB)
+    run("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=20480, type=L\n")
+    got = cli("move", str(img), "-N", "1", "--to", "30000")
+    out = got.stdout.splitlines()
+    said = [i for i, line in enumerate(out) if "new start 30000s is not aligned" in line]
+    assert got.returncode == 1 and said, got.stdout + got.stderr  # shown; without --yes nothing is written
+    assert "30000 × 512 B = 15360000 B" in out[said[0]] and "15360000 B mod 1048576 = 679936" in out[said[0]]
+    assert "refused" not in got.stdout + got.stderr
+    assert said[0] < next(i for i, line in enumerate(out) if "Nothing written" in line)
+    aligned = cli("move", str(img), "-N", "1", "--to", "30720")  # 15 MiB: on the grain, nothing to say
+    assert aligned.returncode == 1 and "not aligned" not in aligned.stdout, aligned.stdout

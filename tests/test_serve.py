@@ -17,6 +17,8 @@ from textual.widgets import OptionList
 from diskplan.cli import serve
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import UnsavedScreen
+from diskplan.ui.explain import OPTION
+from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.target import ModelSource
 from helpers.browser import Server, browser_page, listening, why_no_browser
 from helpers.pilot import run, started
@@ -159,6 +161,29 @@ async def test_the_planner_in_a_terminal_keeps_them() -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert type(app.screen).__name__ == "PathScreen"
+
+
+@pytest.mark.parametrize("name", ["stripe", "dos-63"])
+@run
+async def test_the_served_explanation_says_its_options_are_the_terminal_planners(name: str) -> None:
+    """A browser user cannot give --ssd, --grain or --physical-block: where the explanation and the facts
+    teach them, the served planner says they are options of diskplan in a terminal (the teaching is kept)."""
+    texts = {}
+    for served in (False, True):
+        app = PlannerApp(ModelSource(), ("demo", name), served=served, watch_devices=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await started(app, pilot)
+            app.sector_map.move_to(app.target.disk.table.partitions[0].start)  # type: ignore[union-attr]
+            await pilot.pause(0.1)
+            panel = app.query_one(ViewsPanel)
+            texts[served] = panel.text("explain") + "\n" + panel.text("facts")
+    terminal, browser = texts[False], texts[True]
+    named = set(OPTION.findall(terminal))
+    assert named and "in a terminal" not in terminal  # the terminal planner teaches options: nothing changes
+    assert set(OPTION.findall(browser)) == named  # the same teaching...
+    told = {o for line in browser.splitlines() if "in a terminal" in line for o in OPTION.findall(line)}
+    assert told == named, named - told  # ... and every option it names is said to be the terminal planner's
+    assert "say so with --ssd." not in browser
 
 
 # --- in a browser -------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from diskplan.backend.reader import read
 from diskplan.backend.write import Host, Verdict
@@ -16,8 +18,9 @@ from diskplan.model import demos
 from diskplan.model.extent import State
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
+from diskplan.ui.explain import fold_path
 from diskplan.ui.target import Target
-from helpers.pilot import image_target, text_of, wait_for
+from helpers.pilot import image_target, screen_text, text_of, wait_for
 from helpers.tools import need_tool, run
 from helpers.units import MiB_SECTORS
 
@@ -81,7 +84,7 @@ def test_commit_through_the_confirmation_screen_writes_exactly_the_plan(sparse_i
             outcome = screen.outcome
             assert outcome is not None and outcome.verdict is Verdict.WRITTEN, outcome
             assert pathlib.Path(outcome.backup_path).is_file()
-            assert outcome.backup_path in text_of(screen)
+            assert outcome.backup_path in text_of(screen).replace("/\n", "/")  # broken only after a "/"
             await pilot.press("enter")  # back: the disk is read again and the plan starts from it
             await wait_for(pilot, lambda: not app.session.plan.dirty and len(app.session.plan.table.partitions) == 2)
             assert {p.state for p in app.session.plan.table.partitions} == {State.EXISTING}
@@ -156,3 +159,50 @@ def test_a_block_device_needs_its_name_typed(sparse_image, loop_device, tmp_path
 
     asyncio.run(go())
     assert dump_parts(img) == []
+
+
+def test_at_80_columns_the_backup_path_breaks_only_after_a_slash(sparse_image, tmp_path, monkeypatch) -> None:
+    """The path to copy for a restore: on lines of its own, each a run of whole directories (the screen's
+    own wrap folded it mid-name)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-of-the-planner"))
+    need_tool("sfdisk")
+    img = sparse_image(64 << 20, "a-disk-with-a-longer-name.img")
+    run("sfdisk", "-q", str(img), input=f"label: gpt\nstart={MiB_SECTORS}, size={8 * MiB_SECTORS}, type=L\n")
+
+    async def go() -> tuple[str, list[str]]:
+        app = PlannerApp(start=image_target(img))
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            app.clear_notifications()
+            app.sector_map.move_to(20 * MiB_SECTORS)
+            await pilot.press("n", "enter", "w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            await pilot.press(*"yes", "enter")
+            await wait_for(pilot, lambda: screen.outcome is not None)
+            await pilot.pause()
+            assert screen.outcome is not None and screen.outcome.verdict is Verdict.WRITTEN
+            return screen.outcome.backup_path, screen_text(app).splitlines()
+
+    path, lines = asyncio.run(go())
+    assert len(path) > 76  # wider than the dialog: it must break somewhere
+    at = next(i for i, line in enumerate(lines) if "backup of the old table:" in line)
+    pieces = []
+    for line in lines[at + 1:]:
+        piece = line.strip(" │")
+        if not piece:
+            break
+        pieces.append(piece)
+    assert "".join(pieces) == path, pieces
+    assert all(piece.endswith("/") for piece in pieces[:-1]), pieces
+
+
+@given(st.lists(st.text("abc.-", min_size=0, max_size=12), min_size=1, max_size=12), st.integers(1, 40))
+def test_a_folded_path_is_the_path_broken_only_after_slashes(names: list[str], width: int) -> None:
+    path = "/".join(names)
+    lines = fold_path(path, width).split("\n")
+    assert "".join(lines) == path
+    assert all(line.endswith("/") for line in lines[:-1])
+    # A line is wider than ``width`` only when a single name is.
+    assert all(len(line) <= width or "/" not in line.rstrip("/") for line in lines)

@@ -330,3 +330,29 @@ def test_the_exercise_s_status_lines_and_notes_are_cp437() -> None:
     assert "116,741 x 16,065 - 1" in said[1]
     assert notes and not not_cp437("".join(said + notes)), not_cp437("".join(said + notes))
     assert not any("\\n" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(("console", "ellipsis"), [(True, "..."), (False, "…")])
+def test_the_demo_picker_cuts_a_long_title_on_one_line_and_says_so(console: bool, ellipsis: str) -> None:
+    """At 80 columns the longest demo title wrapped, its second line below the list's fold: it read as cut
+    mid-phrase ("... PVs on partitions from"). One line per demo; a cut one ends in the profile's ellipsis."""
+    long = "lvm-partition"
+    title = demos.find(long).title.split(":")[0]
+
+    async def go() -> list[str]:
+        app = PlannerApp(start=target("ssd-gpt-34"), console=console)
+        async with app.run_test(size=(80, 25)) as pilot:
+            await wait_for(pilot, lambda: app.target is not None, 5)
+            await pilot.press("d")
+            await pilot.pause(0.2)
+            await pilot.press(*["down"] * demos.names().index(long))
+            await pilot.pause(0.2)
+            return screen_text(app).splitlines()
+
+    lines = asyncio.run(go())
+    at = next(i for i, line in enumerate(lines) if long in line)
+    shown = lines[at].split(long, 1)[1].strip().split("  ")[0]  # up to the padding
+    assert shown.endswith(ellipsis) and title.startswith(shown.removesuffix(ellipsis))
+    assert "parted -a optimal" not in lines[at + 1]  # no wrapped rest of the title under it
+    for s in demos.SCENARIOS[demos.names().index(long) - 5:demos.names().index(long)]:  # whole when they fit
+        assert any(s.name in line and s.title.split(":")[0] in line for line in lines), s.name

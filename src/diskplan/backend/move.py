@@ -75,8 +75,12 @@ from diskplan.backend.write import (
 from diskplan.model.disk import Disk
 from diskplan.model.ebrmove import LogicalMove, plan_logical, window
 from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.findings import start_finding
+from diskplan.model.geometry import Geometry
+from diskplan.model.grain import optimal_grain
 from diskplan.model.labels import LabelError, check_label
 from diskplan.model.move import BATCH_BYTES, JournalError, Schedule, old_place_touched, resume_point, schedule
+from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.model.value import field, replace, value
 
@@ -308,6 +312,8 @@ def prepare_move(
     plan = schedule(start, to, length, ss)
     fs = fscheck.Identity()
     rate = 0.0
+    if p is not None and to != start:
+        notes += new_start_note(geom, disk.table, replace(p, start=to, end=to + length - 1))
     if not refusals and to != start:
         try:
             with fscheck.view(target, start * ss, length * ss) as loop:
@@ -327,6 +333,15 @@ def prepare_move(
     return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
                         number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect,
                         logical=logical if isinstance(logical, LogicalMove) else None)
+
+
+def new_start_note(geom: Geometry, table: Table, moved: Partition) -> list[str]:
+    """The move goes where it is asked (the user may mean it), but says so when the new start is itself
+    off the alignment the findings judge by, with their arithmetic."""
+    found = start_finding(geom, moved, optimal_grain(geom), table)
+    if found is None:
+        return []
+    return [f"the new start {moved.start}s is not aligned: it {found.message}. {found.explanation[0]}"]
 
 
 def boot_warnings(target: str, label: str, fs: str, start: int, ss: int) -> list[str]:

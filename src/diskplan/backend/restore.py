@@ -117,9 +117,12 @@ class RestoreWrite(Write[RestoreProposal]):
     """The saved sectors written back (``backup.put_back``), then the kernel told. The refusals and the
     answer are looked at once the lock is held, from its checks to the kernel's news."""
 
-    checking = ""
     done = DiskState.RESTORED
     asks_under_lock = True
+
+    def __init__(self, p: RestoreProposal, host: Host, *, progress: Progress | None = None) -> None:
+        self.steps = 3 if p.kind == "block" else 2  # an image file has no kernel to tell
+        super().__init__(p, host, progress=progress)
 
     def nothing(self) -> str:
         return "" if self.p.changed else f"nothing to do: {self.p.target} already holds the backup"
@@ -135,11 +138,12 @@ class RestoreWrite(Write[RestoreProposal]):
         pass  # the backup put back is sealed already
 
     def write_and_verify(self, saved: bk.TableBackup, base: WriteOutcome) -> WriteOutcome:
-        r, host, progress = self.p, self.host, self.progress
+        r, host = self.p, self.host
 
-        def each(done: int, total: int) -> None:
-            if progress:
-                progress(done, total, "writing the saved sectors back")
+        def each(done: int, total: int) -> None:  # runs written: the step is said once, with their count
+            if done == 1:
+                runs = f"{total} runs" if total != 1 else "1 run"
+                self.step(2, f"writing the saved sectors back ({runs}) and reading them back")
 
         try:
             done = bk.put_back(r.backup, r.target, each)
@@ -152,6 +156,7 @@ class RestoreWrite(Write[RestoreProposal]):
                            details=(how, again))
         kernel = ""
         if r.kind == "block":
+            self.step(3, "telling the kernel and checking its partition list")
             try:
                 told, why_not = run_isolated(inform_kernel_child, r.target, timeout=60.0)
             except IsolatedFailure as exc:

@@ -301,18 +301,25 @@ def analyze(geom: Geometry, table: Table, grain: Grain | None = None) -> list[Fi
             continue  # a container: its logical partitions are checked one by one
         if table.label == "msdos" and _is_dos_era(p):
             found.append(dos_era(geom, p))
-        start_on_physical = (p.start - grain.offset) % geom.sectors_per_physical == 0
-        start_on_page = (p.start - grain.offset) % geom.sectors_per_page == 0
-        if physical_matters and not start_on_physical:
-            found.append(start_not_physical(geom, p))
-        elif not start_on_page:
-            found.append(start_not_page(geom, p))
-        elif not grain.is_aligned(p.start):
-            found.append(start_not_grain(geom, p, grain, table))
+        start = start_finding(geom, p, grain, table)
+        if start is not None:
+            found.append(start)
         if physical_matters and (p.end + 1 - grain.offset) % geom.sectors_per_physical:
             found.append(end_not_physical(geom, p))
     found.extend(_pair_findings(geom, live))
     return sorted(found, key=lambda f: (f.partition or 0, SEVERITY_RANK[f.severity]))
+
+
+def start_finding(geom: Geometry, p: Partition, grain: Grain, table: Table | None = None) -> Finding | None:
+    """What is wrong with where ``p`` starts: the worst of missing the physical block, the flash page or the
+    grain; None when it starts on the grain."""
+    if geom.physical > geom.logical and (p.start - grain.offset) % geom.sectors_per_physical:
+        return start_not_physical(geom, p)
+    if (p.start - grain.offset) % geom.sectors_per_page:
+        return start_not_page(geom, p)
+    if not grain.is_aligned(p.start):
+        return start_not_grain(geom, p, grain, table)
+    return None
 
 
 def _pair_findings(geom: Geometry, live: list[Partition]) -> Iterable[Finding]:

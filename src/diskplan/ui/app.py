@@ -554,7 +554,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         on_disk = part is not None and any((q.number, q.start) == (part.number, part.start)
                                            for q in disk.table.partitions)
         stack = disk.stack(part.number) if on_disk and part is not None else ()
-        lines = explain(item, geom, self.grain, table, disk.filesystem, stack=stack)
+        lines = explain(item, geom, self.grain, table, disk.filesystem, stack=stack, served=self.served)
         self.query_one(ViewsPanel).show_explanation(lines + plan_hints(item, blocked))
         self.query_one(PartitionList).follow(item_number(item), item is not None and item.state is State.DELETE)
         if item is not None and item.partition is not None:
@@ -799,7 +799,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
 
         from diskplan.ui.screens import DemoPicker
 
-        self.push_screen(DemoPicker(self.target.demo if self.target else None), chosen)
+        self.push_screen(DemoPicker(self.target.demo if self.target else None, self.glyphs.ellipsis), chosen)
 
     def action_devices(self) -> None:
         if self.served:  # the server's own disks are never offered

@@ -26,6 +26,7 @@ from diskplan.model.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.ui.dialogs import FORM_CSS
+from diskplan.ui.explain import fold_path, placed_path
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",
          "op:label": "bold $error", "op:delete": "$error", "op:create": "$success", "op:change": "$warning",
@@ -51,12 +52,14 @@ def proposal_text(p: Proposal, model_hint: str = "") -> Content:
     return Content.assemble(*parts)
 
 
-def outcome_text(o: WriteOutcome) -> Content:
+def outcome_text(o: WriteOutcome, width: int = 0) -> Content:
+    """``width``: the text's (0: unknown); a path wider than a line breaks after a "/", never mid-name."""
     parts: list[str | tuple[str, str]] = [(f"{o.verdict.value.upper()}: ", VERDICT_STYLE[o.verdict]),
                                           (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
     if o.backup_path:
-        parts.append("backup of the old table: ")
-        parts.append((safe(o.backup_path) + "\n", "bold"))
+        label = "backup of the old table: "
+        parts.append(label)
+        parts.append((placed_path(safe(o.backup_path), width, len(label)) + "\n", "bold"))
     if o.verdict is Verdict.FAILED:
         parts.append(f"disk state: {o.state.value}\n")
     for line in o.details:
@@ -65,7 +68,8 @@ def outcome_text(o: WriteOutcome) -> Content:
         parts.append((f"warning: {safe(o.kernel)}\n", "$warning"))
     if o.restore_command:
         parts.append("to put the old table back: ")
-        parts.append((safe(o.restore_command) + "\n", "bold"))
+        command = " ".join(fold_path(word, width) for word in safe(o.restore_command).split(" "))
+        parts.append((command + "\n", "bold"))
     return Content.assemble(*parts)
 
 
@@ -195,13 +199,23 @@ class CommitScreen(ModalScreen[WriteOutcome | None]):
     def _show_outcome(self, o: WriteOutcome) -> None:
         self.writing = False
         self.outcome = o
-        self.query_one("#commit-outcome", Static).update(outcome_text(o))
+        self._fit_outcome()
         self.query_one("#commit-body", VerticalScroll).scroll_home(animate=False)
         done = "the disk is read again" if o.verdict is Verdict.WRITTEN else "the plan is kept"
         self.query_one("#commit-keys", Static).update(f"Esc or Enter: back to the planner ({done})")
         self.query_one("#commit-progress", Static).update("")
         self.refresh_bindings()
         self.focus()
+
+    def _fit_outcome(self) -> None:
+        """The outcome, its paths folded to the body's width (less a scrollbar's, which a long text brings)."""
+        if self.outcome is not None:
+            body = self.query_one("#commit-body", VerticalScroll)
+            width = body.content_region.width - body.styles.scrollbar_size_vertical
+            self.query_one("#commit-outcome", Static).update(outcome_text(self.outcome, width))
+
+    def on_resize(self) -> None:
+        self._fit_outcome()
 
     def key_enter(self) -> None:
         if self.outcome is not None:

@@ -4,6 +4,8 @@ and the device facts. Pure functions over the model (no Textual), so they are te
 
 from __future__ import annotations
 
+import re
+
 from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -86,13 +88,38 @@ def layers_here(starts: tuple[DataStart, ...]) -> str:
     return "; ".join(said)
 
 
-def shorten(text: str, width: int) -> str:
-    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo")."""
+def shorten(text: str, width: int, mark: str = "") -> str:
+    """``text`` cut to ``width`` at the end of a word (a cut word says something wrong: "#5 (lo"), ending in
+    ``mark`` (an ellipsis) when it was cut."""
     if len(text) <= width:
         return text
-    cut = text[: width + 1].rstrip()
-    space = cut.rfind(" ", 0, width + 1)
-    return (cut[:space] if space > 0 else text[:width]).rstrip(" │|,;:(")
+    room = max(0, width - len(mark))
+    cut = text[: room + 1].rstrip()
+    space = cut.rfind(" ", 0, room + 1)
+    return (cut[:space] if space > 0 else text[:room]).rstrip(" │|,;:(") + mark
+
+
+def fold_path(path: str, width: int) -> str:
+    """``path`` with a line break after a "/" wherever a line would be wider than ``width`` (0: as it is): a
+    wrapped path then breaks between its directories and reads (and copies) whole; folded at the edge of
+    the screen, it broke mid-name."""
+    if width <= 0 or len(path) <= width:
+        return path
+    lines, line = [], ""
+    for part in re.findall(r"[^/]*/|[^/]+$", path):  # "/", "root/", ..., "name.dpbackup"
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line])
+
+
+def placed_path(path: str, width: int, after: int) -> str:
+    """``path`` where it follows ``after`` characters of a line ``width`` wide (0: unknown): there when it
+    fits, else on lines of its own, broken after a "/"."""
+    if width <= 0 or after + len(path) <= width:
+        return path
+    return "\n" + fold_path(path, width)
 
 
 def describe_item(item: Item, short: bool = False) -> str:
@@ -142,10 +169,11 @@ def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
 
 def explain(
     item: Item | None, geom: Geometry, grain: Grain, table: Table | None = None, filesystem: str = "",
-    stack: tuple[Layer, ...] = (),
+    stack: tuple[Layer, ...] = (), *, served: bool = False,
 ) -> list[Line]:
     """``stack``: the layers inside the partition under the cursor (``Disk.stack(number)``), walked down
-    after the partition's own lines."""
+    after the partition's own lines. ``served`` (diskplan serve): the command-line options the text names
+    are said to be the terminal planner's, which a browser cannot give."""
     if item is None:
         return [Line("dim", "Past the end of the disk.")]
     if item.kind is Kind.FREE:
@@ -162,7 +190,7 @@ def explain(
     if item.kind is Kind.METADATA:
         return _explain_metadata(item, geom)
     assert item.partition is not None
-    out = _explain_partition(item, item.partition, geom, grain, table)
+    out = _explain_partition(item, item.partition, geom, grain, table, served)
     if stack and item.partition.role is not Role.EXTENDED:
         out[2:2] = stack_walk(geom, item.partition.start, stack, grain)
     return out
@@ -206,7 +234,8 @@ def _where(geom: Geometry, ext: Extent) -> str:
     return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
 
 
-def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None) -> list[Line]:
+def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None,
+                       served: bool = False) -> list[Line]:
     out = [Line("heading", item.label[0].upper() + item.label[1:])]
     kind = describe(p.type) if p.type else p.role.value
     start_bytes = p.start * geom.logical
@@ -215,14 +244,14 @@ def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, t
     )
     if p.role is Role.EXTENDED:
         out.append(Line("text", "An extended partition only holds logical partitions (each behind an EBR)."))
-        return out + _findings(item)
-    out.extend(_first_block(geom, p))
+        return out + _findings(item, served)
+    out.extend(_first_block(geom, p, served))
     gtext = f"{num(grain.sectors)}s = {human_bytes(grain.sectors * geom.logical)}"
     if grain.is_aligned(p.start):
         out.append(Line("good", f"The start is on the {gtext} grain."))
     elif near := nearby_starts(grain, p.start, table):
         out.append(Line("text", f"The {gtext} grain's nearest starts in the usable area: {near}."))
-    found = _findings(item)
+    found = _findings(item, served)
     if not found:
         out.append(Line("good", "No findings: nothing here costs extra I/O."))
     return out + found + (_tools(geom, table, p) if table is not None and p.state is State.EXISTING else [])
@@ -240,7 +269,7 @@ def _tools(geom: Geometry, table: Table, p: Partition) -> list[Line]:
     return out
 
 
-def _first_block(geom: Geometry, p: Partition) -> list[Line]:
+def _first_block(geom: Geometry, p: Partition, served: bool = False) -> list[Line]:
     ext, first, last = blocks_touched(geom, p.start)
     touched = last - first + 1
     head = f"Its first 4 KiB filesystem block is {lbas(ext)} (highlighted on the map)"
@@ -248,7 +277,8 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
         return [
             Line("text", f"{head}: {touched} whole {geom.page} B physical blocks, so no write is split on a hard "
                  "disk with true 512 B sectors."),
-            Line("dim", "An SSD writes pages of 4 KiB or more whatever it reports: say so with --ssd."),
+            Line("dim", "An SSD writes pages of 4 KiB or more whatever it reports: "
+                 + ("diskplan --ssd says so, in a terminal." if served else "say so with --ssd.")),
         ]
     assumed = geom.page != geom.physical
     unit = "flash page" if assumed else "physical block"
@@ -267,12 +297,29 @@ def _first_block(geom: Geometry, p: Partition) -> list[Line]:
     ]
 
 
-def _findings(item: Item) -> list[Line]:
+def _findings(item: Item, served: bool = False) -> list[Line]:
     out: list[Line] = []
     for f in item.findings:
         out.append(Line(f.severity, f"{f.severity.upper()}: {safe(f.message)} [{f.code}]"))
         out.extend(Line("text", "  " + e) for e in f.explanation)
+        if served and (said := terminal_options(" ".join(f.explanation))):
+            out.append(Line("dim", "  " + said))
     return out
+
+
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*[a-z]")
+
+
+def terminal_options(text: str) -> str:
+    """For the served planner: the command-line options ``text`` names are the terminal planner's (a browser
+    gives none; its demo disks are judged as they are described); "" when it names none."""
+    names = list(dict.fromkeys(OPTION.findall(text)))
+    if not names:
+        return ""
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    which = "is an option" if len(names) == 1 else "are options"
+    return (f"{listed} {which} of diskplan run in a terminal: a browser cannot give "
+            f"{'it' if len(names) == 1 else 'them'}, and this demo disk is judged as it is described.")
 
 
 METADATA_TEXT = {
@@ -330,7 +377,8 @@ def _explain_blank(item: Item, geom: Geometry, grain: Grain) -> list[Line]:
 # --- device facts -----------------------------------------------------------------------------------
 
 
-def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
+def facts(disk: Disk, grain: Grain, *, served: bool = False) -> list[tuple[str, str]]:
+    """``served``: the options the rows name are said to be the terminal planner's."""
     g, t = disk.geometry, disk.table
     rows = [
         ("Model", safe(g.model) or "-"),
@@ -340,7 +388,8 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         ("Alignment offset", f"{g.alignment_offset} B"),
         ("Minimum I/O", f"{g.min_io} B" if g.min_io else "not reported"),
         ("Optimal I/O", f"{num(g.optimal_io)} B" if g.optimal_io else "not reported"),
-        ("Your grains", ", ".join(human_bytes(x) for x in g.user_grains) or "none (--grain SIZE)"),
+        ("Your grains", ", ".join(human_bytes(x) for x in g.user_grains)
+         or ("none (diskplan --grain SIZE, in a terminal)" if served else "none (--grain SIZE)")),
         ("diskplan grain", f"{num(grain.sectors)}s = {human_bytes(grain.sectors * g.logical)}"
          + (f", offset {grain.offset}s" if grain.offset else "")),
         ("fdisk would use", _grain_text(libfdisk_grain(g), g)),
@@ -348,6 +397,7 @@ def facts(disk: Disk, grain: Grain) -> list[tuple[str, str]]:
         ("Rotational", {True: "yes (HDD)", False: "no (SSD/flash)", None: "unknown"}[g.rotational]
          + {True: ", marked --ssd", False: ", marked --no-ssd", None: ""}[g.ssd]),
         ("Starts judged by", g.page_rule()),
+        *([("Options", said)] if served and (said := terminal_options(g.page_rule())) else []),
         ("I/O scheduler", (g.scheduler or "unknown")
          + (f" (available: {', '.join(x for x in g.schedulers if x != g.scheduler)})"
             if len(g.schedulers) > 1 else "")),

@@ -31,6 +31,7 @@ class Glyphs:
     sel_end: str = "]"  # the cell of its last sector
     layer: str = "»"  # the cell where the data of a layer inside a partition (LVM, LUKS, md) begins
     notice: str = "!"  # the problem glyph of a notice (colour tells it from a warning; without colour, this)
+    ellipsis: str = "…"  # ends a text cut to fit (the console font has no "…")
     mono: bool = False  # no colour: each partition's cells carry its character (part_char) instead of a fill
 
     def all(self) -> str:
@@ -52,6 +53,7 @@ class Glyphs:
                 self.sel_end,
                 self.notice,
                 self.layer,
+                self.ellipsis,
                 PART_CHARS if self.mono else "",
             )
         )
@@ -89,6 +91,7 @@ CONSOLE = Glyphs(
     grid_grain="▌",
     separator="│",
     ok="√",
+    ellipsis="...",
 )
 
 # Without colour a partition's cells carry its number (1-9), then a letter (A-Z): one character per cell.

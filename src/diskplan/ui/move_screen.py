@@ -37,6 +37,7 @@ from diskplan.model.units import human_bytes, human_duration
 from diskplan.model.value import replace
 from diskplan.ui.commit_screen import VERDICT_STYLE
 from diskplan.ui.dialogs import FORM_CSS
+from diskplan.ui.explain import placed_path
 
 
 def moves_text(moves: tuple[Operation, ...], sector_size: int) -> str:
@@ -296,8 +297,10 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                   (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
         for line in o.details:
             parts.append(f"  {safe(line)}\n")
-        if o.backup_path:
-            parts.append(f"backup of the table: {safe(o.backup_path)}\n")
+        if o.backup_path:  # a long path breaks after a "/", never mid-name
+            body = self.query_one("#move-body", VerticalScroll)
+            width = body.content_region.width - body.styles.scrollbar_size_vertical
+            parts.append(f"backup of the table: {placed_path(safe(o.backup_path), width, 21)}\n")
         if o.resumable:
             parts.append(("disk state: ", "bold $warning"))
             parts.append(f"the move is unfinished (journal {safe(o.journal_path)}); the partition must not be "

@@ -25,7 +25,7 @@ from diskplan.model.plan import History, Plan
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes, human_duration
 from diskplan.ui.cells import Item
-from diskplan.ui.explain import Line, facts, shorten
+from diskplan.ui.explain import Line, facts, shorten, terminal_options
 from diskplan.ui.glyphs import Glyphs
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
@@ -374,10 +374,13 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                    exercise: list[tuple[str, str]] | None = None) -> None:
         """The device facts (and a demo's lesson; ``exercise``: its goal and verdict, (text, style) lines)."""
         parts: list[str | tuple[str, str]] = []
+        served = getattr(self.app, "served", False)  # the options the texts name are the terminal planner's
         parts.extend(exercise or ())  # first: the goal, in its own words (no disk strings in them)
         for f in table_findings:
             parts.append((f"{f.severity.upper()}: {safe(f.message)} [{f.code}]\n", LINE_STYLE.get(f.severity, "")))
             parts.extend(f"  {safe(line)}\n" for line in f.explanation)
+            if served and (said := terminal_options(" ".join(f.explanation))):
+                parts.append((f"  {said}\n", "$text-muted"))
         if table_findings:
             parts.append("\n")
         if target.demo:
@@ -385,10 +388,12 @@ class ViewsPanel(VerticalScroll, can_focus=True):
             parts.append((f"Demo {target.demo}: {title}\n", "bold"))
             for line in target.lesson:
                 parts.append(line + "\n")
+            if served and (said := terminal_options(" ".join(target.lesson))):
+                parts.append((said + "\n", "$text-muted"))
             parts.append(("Move the cursor (arrows, ] [) and the explanation (e) follows it.\n\n", "$text-muted"))
         if target.note:
             parts.append((f"Note: {safe(target.note)}\n\n", "$warning"))
-        rows = facts(target.disk, grain)
+        rows = facts(target.disk, grain, served=served)
         if target.disk.table.read_only:
             rows.append(("Read-only", target.disk.table.read_only))
         width = max(len(k) for k, _ in rows) + 1

@@ -20,6 +20,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
+from diskplan.ui.explain import shorten
 from diskplan.ui.glyphs import Glyphs
 
 if TYPE_CHECKING:
@@ -207,6 +208,28 @@ class GotoScreen(ModalScreen[int | None]):
         self.dismiss(got.sectors)
 
 
+def demo_line(scenario: demos.Scenario, width: int, ellipsis: str) -> str:
+    """A demo's line in the picker: its name and the title's first clause, on one line of ``width`` (a
+    wrapped title's second line fell below the list's fold, and the title read as cut mid-phrase)."""
+    return shorten(f"{scenario.name:<16} {scenario.title.split(':')[0]}", width, ellipsis)
+
+
+class DemoList(OptionList):
+    """The demos, one line each, fitted again whenever the list's width changes."""
+
+    def __init__(self, ellipsis: str) -> None:
+        super().__init__(*(Option(demo_line(s, 1000, ellipsis), id=s.name) for s in demos.SCENARIOS))
+        self.ellipsis = ellipsis
+
+    def on_resize(self) -> None:
+        padding = self.get_component_styles("option-list--option").padding.width
+        room = self.scrollable_content_region.width - padding
+        if room > 0:
+            for s in demos.SCENARIOS:
+                self.replace_option_prompt(s.name, demo_line(s, room, self.ellipsis))
+            self.refresh(layout=True)
+
+
 class DemoPicker(ModalScreen[str | None]):
     """The built-in demo disks, each with what it teaches."""
 
@@ -219,14 +242,15 @@ class DemoPicker(ModalScreen[str | None]):
     DemoPicker #demo-lesson { height: 1fr; padding: 0 1; border-top: solid $primary; }
     """
 
-    def __init__(self, current: str | None = None) -> None:
+    def __init__(self, current: str | None = None, ellipsis: str = "…") -> None:
         super().__init__()
         self.current = current
+        self.ellipsis = ellipsis  # the glyph profile's: the console font has no "…"
 
     def compose(self) -> ComposeResult:
         with Vertical() as v:
             v.border_title = "Demo disks (Enter opens, x as an exercise, Esc cancels)"
-            yield OptionList(*(Option(f"{s.name:<16} {s.title.split(':')[0]}", id=s.name) for s in demos.SCENARIOS))
+            yield DemoList(self.ellipsis)
             with VerticalScroll(id="demo-lesson"):
                 yield Static(id="demo-lesson-text")
 
