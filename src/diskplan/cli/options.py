@@ -7,6 +7,7 @@ from collections.abc import Generator, Sequence
 
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
+    from diskplan.backend.readahead import ReadError
     from diskplan.backend.write import Host
     from diskplan.model.disk import Disk
     from diskplan.model.sizes import Amount
@@ -134,20 +135,14 @@ def open_targets(
     # The reads run in their children while the rest of the reader, and the model, are imported here.
     import diskplan.backend.stack
     import diskplan.discovery.topology  # noqa: F401 (for _dressed)
-    from diskplan.backend.reader import ReadError, survey
+    from diskplan.backend.reader import survey
 
     disks = survey(readable, reads)
 
     def one(path: str, problem: str | None) -> Disk | TargetError:
         if problem:
             return TargetError(problem)
-        disk = next(disks)
-        if isinstance(disk, ReadError):
-            return TargetError(f"{path}: {disk}")
-        try:
-            return _dressed(path, disk, args)
-        except TargetError as exc:
-            return exc
+        return _finished(path, next(disks), args)
 
     def opened() -> Generator[Disk | TargetError, None, None]:
         try:
@@ -163,16 +158,22 @@ def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
     """``open_target`` with libparted in this very process (backend.reader.read_here): only in a process
     that is itself an isolated child."""
     from diskplan.backend.filekind import target_problem
-    from diskplan.backend.reader import ReadError, read_here
+    from diskplan.backend.reader import read_here
 
     problem = target_problem(path)
     if problem:
         return TargetError(problem)
-    disk = read_here(path, filesystems)
-    if isinstance(disk, ReadError):
-        return TargetError(f"{path}: {disk}")
+    return _finished(path, read_here(path, filesystems), None)
+
+
+def _finished(path: str, read: Disk | ReadError, args: argparse.Namespace | None) -> Disk | TargetError:
+    """What was read, dressed (``_dressed``), or the TargetError saying why there is nothing to plan on."""
+    from diskplan.backend.readahead import ReadError
+
+    if isinstance(read, ReadError):
+        return TargetError(f"{path}: {read}")
     try:
-        return _dressed(path, disk, None)
+        return _dressed(path, read, args)
     except TargetError as exc:
         return exc
 
