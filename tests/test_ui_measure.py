@@ -10,9 +10,11 @@ import hashlib
 import os
 import pathlib
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from textual.containers import VerticalScroll
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import PATTERN
@@ -61,16 +63,22 @@ def text(screen: MeasureScreen) -> str:
     return "\n".join(str(w.render()) for w in screen.query(Static))
 
 
+async def measuring(app: PlannerApp, pilot: Pilot[Any], lba: int, key: str) -> MeasureScreen:
+    """The measure screen ``key`` (b writes, B reads) opens with the cursor on ``lba``."""
+    await started(app, pilot)
+    app.sector_map.move_to(lba)
+    await pilot.press(key)
+    screen = app.screen
+    assert isinstance(screen, MeasureScreen)
+    return screen
+
+
 @run
 async def test_b_writes_only_the_confirmed_range_and_shows_the_numbers(image: pathlib.Path) -> None:
     before = image.read_bytes()
     app = PlannerApp(start=image_target(image), host=NOBODY)
     async with app.run_test(size=(120, 40)) as pilot:
-        await started(app, pilot)
-        app.sector_map.move_to(FREE_LBA)
-        await pilot.press("b")
-        screen = app.screen
-        assert isinstance(screen, MeasureScreen)
+        screen = await measuring(app, pilot, FREE_LBA, "b")
         await wait_for(pilot, lambda: screen.ask is not None)
         shown = text(screen)
         assert f"range:\nwrites test data to, then reads bytes {BASE:,}-{END - 1:,} of {image} (LBA 10,240-12,287, " \
@@ -134,11 +142,7 @@ async def test_b_refuses_a_disk_in_use(image: pathlib.Path) -> None:
     before = image.read_bytes()
     app = PlannerApp(start=image_target(image), host=Host(users=lambda path: [Busy()]))
     async with app.run_test(size=(120, 40)) as pilot:
-        await started(app, pilot)
-        app.sector_map.move_to(FREE_LBA)
-        await pilot.press("b")
-        screen = app.screen
-        assert isinstance(screen, MeasureScreen)
+        screen = await measuring(app, pilot, FREE_LBA, "b")
         await wait_for(pilot, lambda: "refused:\n" in text(screen))
         assert "refused:\nmounted on /mnt/test (a test says so)" in text(screen) and screen.ask is None
     assert image.read_bytes() == before
@@ -150,11 +154,7 @@ async def test_at_80_columns_each_line_wraps_beside_its_label(image: pathlib.Pat
     "range:", a ratio under its offset's numbers; numbers grouped as on the other screens, fio lines as typed."""
     app = PlannerApp(start=image_target(image), host=NOBODY, console=True)
     async with app.run_test(size=(80, 25)) as pilot:
-        await started(app, pilot)
-        app.sector_map.move_to(FREE_LBA)
-        await pilot.press("B")
-        screen = app.screen
-        assert isinstance(screen, MeasureScreen)
+        screen = await measuring(app, pilot, FREE_LBA, "B")
         await wait_for(pilot, lambda: "tests:" in screen_text(app), what="the rows drawn")
         lines = [line[2:].rstrip(" │") for line in screen_text(app).splitlines()]  # inside the border
         start = next(i for i, line in enumerate(lines) if line.startswith("range:"))
