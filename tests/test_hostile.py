@@ -80,6 +80,7 @@ def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_im
 
 def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_image) -> None:
     from diskplan.backend.reader import read
+    from diskplan.ui import textual_private
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.dialogs import PartitionScreen
     from diskplan.ui.target import Target
@@ -88,7 +89,7 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
     img = evil_image(sparse_image, "evil\x1b[2J.img")
 
     def screen_text(app: PlannerApp) -> str:
-        return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+        return "\n".join(textual_private.screen_lines(app.screen))
 
     async def go() -> None:
         app = PlannerApp(start=Target(read(str(img)), img.name, note=f"note {EVIL}", path=str(img)))
@@ -117,6 +118,7 @@ def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_
 
 def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_device) -> None:
     from diskplan.discovery.udev import list_disks
+    from diskplan.ui import textual_private
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.screens import DevicePicker
     from helpers.pilot import wait_for
@@ -128,7 +130,7 @@ def test_the_device_picker_shows_a_loop_devices_file_escaped(sparse_image, loop_
         app = PlannerApp(None, None, lister=list_disks, watch_devices=False)
         async with app.run_test(size=(160, 40)) as pilot:
             def shown() -> str:
-                return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+                return "\n".join(textual_private.screen_lines(app.screen))
 
             # Other loop devices may come and go meanwhile (a shared machine), and each is read for its row:
             # wait for this one's (10 s was not always enough with a dozen loops under load).

@@ -12,6 +12,7 @@ from textual import _border
 
 from diskplan.discovery.udev import DiskInfo
 from diskplan.model import demos
+from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import CONSOLE, UNICODE, console_wanted
 from diskplan.ui.sectormap import SectorMap
@@ -267,7 +268,7 @@ def test_no_color_option_draws_without_colour(monkeypatch) -> None:
             await pilot.pause()
             smap = app.query_one(SectorMap)
             assert app.mono and smap.glyphs.mono and "4" in smap.render_line(3).text
-            lines = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+            lines = textual_private.full_update(app)
             console = Console(width=80, height=25, file=io.StringIO(), force_terminal=True, color_system="truecolor",
                               record=True)
             console.print(lines)

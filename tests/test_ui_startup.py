@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 
+from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import KeysFooter
 from helpers.images import damaged_gpt
@@ -86,14 +87,14 @@ def test_the_first_frame_already_shows_the_disk_and_the_keys(tmp_path) -> None:
 
     seen: list[tuple[bool, bool, bool]] = []
 
-    class Watched(PlannerApp):
-        def _display(self, screen, renderable) -> None:
-            if not seen:
-                footer, smap = self.query_one(KeysFooter), self.sector_map
-                # The whole disk, as the map shows a new disk: not the zoom it had before its first layout.
-                whole = smap.content is not None and smap.spc == smap.fit_spc > 1
-                seen.append((smap.content is not None, bool(footer.render().plain.strip()), whole))
-            super()._display(screen, renderable)
+    def frame(app: PlannerApp) -> None:
+        if not seen:
+            footer, smap = app.query_one(KeysFooter), app.sector_map
+            # The whole disk, as the map shows a new disk: not the zoom it had before its first layout.
+            whole = smap.content is not None and smap.spc == smap.fit_spc > 1
+            seen.append((smap.content is not None, bool(footer.render().plain.strip()), whole))
+
+    Watched = textual_private.display_hook(PlannerApp, frame)
 
     async def go(app: PlannerApp) -> None:
         async with app.run_test(size=(80, 25)) as pilot:

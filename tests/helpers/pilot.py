@@ -22,6 +22,7 @@ from diskplan.model.extent import Partition
 from diskplan.model.geometry import Geometry
 from diskplan.model.plan import Plan
 from diskplan.model.table import new_table
+from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.panels import StatusLine
@@ -147,5 +148,5 @@ def screen_text(app: PlannerApp) -> str:
         legacy_windows=False,
         safe_box=False,
     )
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console.print(textual_private.full_update(app))
     return console.export_text()

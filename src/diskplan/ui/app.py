@@ -27,6 +27,7 @@ from diskplan.model.safetext import safe
 from diskplan.model.stackfindings import data_starts
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace
+from diskplan.ui import textual_private
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.exercise_mode import ExerciseActions
@@ -242,17 +243,11 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if os.environ.get("DISKPLAN_DEBUG"):
             super()._handle_exception(error)
             return
-        self._return_code = 1
-        if self._exception is None:  # Pilot re-raises it in tests
-            self._exception = error
-            self._exception_event.set()
         from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
 
         detail = safe(" ".join(str(error).split())) or type(error).__name__
-        self._exit_renderables.append(
-            Text(f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)")
-        )
-        self._close_messages_no_wait()
+        textual_private.end_with_line(self, error, Text(
+            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -441,9 +436,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if not self.query_one(KeysFooter).shown:
             self.call_after_refresh(self._first_frame_drawn)
             return
-        if self._driver is not None:
-            self._driver.write(BENCH_MARK)
-            self._driver.flush()
+        textual_private.write_to_terminal(self, BENCH_MARK)
         self.exit()
 
     @work(thread=True, exclusive=True, group="load")
@@ -754,8 +747,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         """Ctrl+L: paint every cell of the screen again (after line noise on a serial console). Textual
         itself only repaints what it knows changed, so the full update is composed here."""
         try:
-            update = self.screen._compositor.render_update(full=True, screen_stack=self._background_screens)
-            self._display(self.screen, update)
+            textual_private.repaint_all(self)
         except (AttributeError, TypeError):  # a Textual without these internals: its own repaint
             self.refresh(layout=True)
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
-from textual import _border
 from textual.command import CommandPalette, SearchIcon
 from textual.css.types import EdgeType
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
-_SOLID = _border.BORDER_CHARS["solid"]
-_DOUBLE = _border.BORDER_CHARS["double"]
+from diskplan.ui.textual_private import BORDER_CHARS, BORDER_LOCATIONS, border_glyphs_changed
+
+_SOLID = BORDER_CHARS["solid"]
+_DOUBLE = BORDER_CHARS["double"]
 # A border's three rows of three: its glyphs, or where each glyph takes its colour from
 _T = TypeVar("_T")
 _Rows = tuple[tuple[_T, _T, _T], tuple[_T, _T, _T], tuple[_T, _T, _T]]
 
 _LINES = (("─", "─", "─"), (" ", " ", " "), ("─", "─", "─"))
 _BARS = (("│", " ", "│"), ("│", " ", "│"), ("│", " ", "│"))
-_THICK = _border.BORDER_CHARS["thick"]
+_THICK = BORDER_CHARS["thick"]
 
 # Border types whose glyphs a console font lacks, and what to draw instead.
 REPLACEMENTS: dict[EdgeType, _Rows[str]] = {
@@ -69,11 +70,11 @@ class ConsoleGlyphs:
         if self._renderer is not None:
             return
         for name, chars in REPLACEMENTS.items():
-            self._chars[name] = _border.BORDER_CHARS[name]
-            self._locations[name] = _border.BORDER_LOCATIONS[name]
-            _border.BORDER_CHARS[name] = chars
-            _border.BORDER_LOCATIONS[name] = _PLAIN
-        _border.get_box.cache_clear()
+            self._chars[name] = BORDER_CHARS[name]
+            self._locations[name] = BORDER_LOCATIONS[name]
+            BORDER_CHARS[name] = chars
+            BORDER_LOCATIONS[name] = _PLAIN
+        border_glyphs_changed()
         self._renderer = ScrollBar.renderer
         ScrollBar.renderer = ConsoleScrollBarRender
 
@@ -81,8 +82,8 @@ class ConsoleGlyphs:
         if self._renderer is None:
             return
         for name, chars in self._chars.items():
-            _border.BORDER_CHARS[name] = chars
-            _border.BORDER_LOCATIONS[name] = self._locations[name]
-        _border.get_box.cache_clear()
+            BORDER_CHARS[name] = chars
+            BORDER_LOCATIONS[name] = self._locations[name]
+        border_glyphs_changed()
         ScrollBar.renderer = self._renderer
         self._renderer = None
