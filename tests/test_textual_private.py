@@ -55,3 +55,29 @@ def test_no_other_module_reaches_into_textual_privately() -> None:
     bad = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
            if p.name != "textual_private.py" and private.search(p.read_text())]
     assert bad == []
+
+
+def test_ctrl_l_paints_the_whole_screen_again_through_the_adapter() -> None:
+    """Ctrl+L composes every cell afresh and sends it (textual_private.repaint_all); the screen is unchanged
+    and the app does not fall back to its own partial refresh (which would mean an internal went away)."""
+    sent: list[int] = []
+
+    async def go() -> tuple[list[str], list[str]]:
+        app = PlannerApp(start=demo("modern"))
+        real = app._display
+
+        def display(screen, renderable) -> None:
+            sent.append(len(getattr(renderable, "strips", []) or []))
+            real(screen, renderable)
+
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            before = textual_private.screen_lines(app.screen)
+            app._display = display  # type: ignore[method-assign]
+            await pilot.press("ctrl+l")
+            await pilot.pause()
+            return before, textual_private.screen_lines(app.screen)
+
+    before, after = asyncio.run(go())
+    assert before == after
+    assert 25 in sent  # one update held every line of the screen
