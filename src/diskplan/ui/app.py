@@ -195,6 +195,11 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         either says: the Linux console has no others, and a theme made of RGB colours would be approximated
         there, often unreadably."""
         super().__init__()
+        # Disks are read (and written) by forked children, started from worker threads: the zygote that
+        # forks them is forked now, while this process has one thread (backend.isolate).
+        from diskplan.backend.isolate import prepare_for_threads
+
+        prepare_for_threads()
         self.served = served
         self.exercise_wanted = exercise
         # NO_COLOR: Textual removes the colours in ANSI mode but sends shades of grey otherwise. Without colour
