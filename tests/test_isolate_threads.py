@@ -124,6 +124,7 @@ def test_the_planner_reads_a_disk_from_its_worker_through_the_zygote(sparse_imag
             app.reread(str(img))
             await wait_for(pilot, lambda: app.target is not None and len(app.target.disk.table.partitions) == 2, 20)
             monkeypatch.setattr(os, "fork", real_fork)
+            assert app.target is not None
             return [p.start for p in app.target.disk.table.partitions]
 
     assert asyncio.run(go()) == [2048, 8192]
