@@ -119,7 +119,7 @@ def test_the_planner_reads_a_disk_from_its_worker_through_the_zygote(sparse_imag
     async def go() -> list[int]:
         app = PlannerApp(start=demo("modern"))
         async with app.run_test(size=(80, 25)) as pilot:
-            await pilot.pause()
+            await wait_for(pilot, lambda: app.target is not None and app.session is not None, 20)
             monkeypatch.setattr(os, "fork", fork_only_when_alone)
             app.reread(str(img))
             await wait_for(pilot, lambda: app.target is not None and len(app.target.disk.table.partitions) == 2, 20)
