@@ -16,6 +16,7 @@ demo: setup
 
 test: lint
 	.venv/bin/python -m pytest
+	scripts/newest_python.sh
 
 lint: setup-test
 	.venv/bin/ruff check src tests scripts
@@ -32,4 +33,4 @@ share: setup-test  # the man page and shell completions, from the argument parse
 	.venv/bin/python scripts/gen_share.py
 
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache .hypothesis .mypy_cache tests/.mypy_cache
+	rm -rf .venv .venv-newest .pytest_cache .ruff_cache .hypothesis .mypy_cache tests/.mypy_cache
