@@ -27,6 +27,7 @@ from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.ui.dialogs import FORM_CSS
 from diskplan.ui.explain import fold_path, placed_path
+from diskplan.ui.glyphs import bar
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",
          "op:label": "bold $error", "op:delete": "$error", "op:create": "$success", "op:change": "$warning",
@@ -74,8 +75,7 @@ def outcome_text(o: WriteOutcome, width: int = 0) -> Content:
 
 
 def progress_bar(step: int, steps: int, width: int = 20) -> str:
-    done = width * step // steps
-    return "[" + "#" * done + "." * (width - done) + f"] {step}/{steps}"
+    return f"{bar(step, steps, width)} {step}/{steps}"
 
 
 class CommitScreen(ModalScreen[WriteOutcome | None]):

@@ -98,6 +98,12 @@ CONSOLE = Glyphs(
 PART_CHARS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def bar(done: int, total: int, width: int) -> str:
+    """``[####....]``: a progress bar every terminal and console font can draw."""
+    filled = width * min(max(done, 0), total) // max(total, 1)
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
 def part_char(number: int) -> str:
     return PART_CHARS[number - 1] if 1 <= number <= len(PART_CHARS) else "#"
 

@@ -38,6 +38,7 @@ from diskplan.model.value import replace
 from diskplan.ui.commit_screen import VERDICT_STYLE
 from diskplan.ui.dialogs import FORM_CSS
 from diskplan.ui.explain import placed_path
+from diskplan.ui.glyphs import bar
 
 
 def moves_text(moves: tuple[Operation, ...], sector_size: int) -> str:
@@ -74,12 +75,11 @@ class Meter:
         if phase != self.phase:
             self.phase, self.began = phase, now
         total = max(total, 1)
-        filled = width * min(done, total) // total
-        bar = "[" + "#" * filled + "." * (width - filled) + "]"
+        drawn = bar(done, total, width)
         rate = done / (now - self.began) if now > self.began and done else 0.0
         left = f", {human_duration((total - done) / rate)} left" if rate and total > 1 else ""
         amount = f" {human_bytes(done)} of {human_bytes(total)}, {human_bytes(int(rate))}/s{left}" if total > 1 else ""
-        return f"{bar}{amount} - {phase}"
+        return f"{drawn}{amount} - {phase}"
 
 
 Proposal = MoveProposal | ResizeProposal
