@@ -249,6 +249,7 @@ devices() {  # DISK_<serial>=/dev/... for every disk, from the serial each one r
 }
 devices
 set -a; . $R/devices; set +a
+modprobe -q loop  # diskplan checks filesystems through loop devices
 if [ "$GUEST_UDEVD" = 1 ]; then
   /lib/systemd/systemd-udevd --daemon
   udevadm trigger --action=add >/dev/null 2>&1

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import _ped
 
-from diskplan.backend import isolate, siblings
+from diskplan.backend import isolate, kernelparts, siblings
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -661,16 +661,9 @@ def commit_table(
             after_write()
         if device.type == parted.DEVICE_FILE:
             return True, "", tuple(messages)
-        before = len(messages)
-        try:
-            told = bool(disk.commitToOS())
-        except _PED_ERRORS as exc:
-            told = False
-            messages.append(" ".join(str(exc).split()))
-        said = messages[before:]  # libparted may only warn ("unable to inform the kernel") and return true
-        if said:
-            told = False
-        return told, " ".join(said), tuple(messages[:before])
+        # not libparted's commitToOS: Debian's runs `udevadm settle` under our lock (backend.kernelparts)
+        stale = kernelparts.sync(path, kernelparts.wanted(placed(disk)), sector_size)
+        return not stale, "; ".join(stale), tuple(messages)
 
 
 def _ped_name(q: _ped.Partition) -> str:
@@ -781,25 +774,23 @@ def _keep_boot_code(path: str, old: bytes) -> None:
 
 
 def inform_kernel(path: str) -> tuple[bool, str]:
-    """Make the kernel's partition list match the table now on ``path`` (after a restore): libparted's
-    commitToOS adds, resizes and removes partitions one by one (BLKPG). An empty list when there is no
-    table. Returns (told, why not)."""
-    with answering() as messages:
-        before = 0
+    """Make the kernel's partition list match the table now on ``path`` (after a restore, a move, a
+    repair): the partitions libparted reads, told one by one and checked (backend.kernelparts). An empty
+    list when there is no table. Returns (told, why not)."""
+    with answering(_read_handler):
         try:
             device = _device(path)
             if device.type == parted.DEVICE_FILE:
                 return True, ""
             try:
-                disk = parted.newDisk(device)
+                parts = placed(parted.newDisk(device))
             except _PED_ERRORS:
-                disk = parted.freshDisk(device, "loop")  # no table: libparted's "loop" label has no partitions
-            before = len(messages)  # what reading said is not about the kernel
-            if disk.commitToOS() and len(messages) == before:
-                return True, ""
+                parts = ()  # no table: the kernel must hold no partitions either
+            sector_size = device.sectorSize
         except _PED_ERRORS as exc:
-            messages.append(" ".join(str(exc).split()))
-        return False, " ".join(messages[before:]) or "libparted could not update the kernel's partition list"
+            return False, " ".join(str(exc).split()) or "libparted could not read the table"
+    stale = kernelparts.sync(path, kernelparts.wanted(parts), sector_size)
+    return not stale, "; ".join(stale)
 
 
 def write_table(path: str, label: str, partitions: tuple[Partition, ...]) -> None:

@@ -212,7 +212,7 @@ def execute_resize(
             return checked
         after, kernel = checked
     verb = "grown" if p.new > p.old else "shrunk"
-    return replace(base, verdict=Verdict.WRITTEN, details=(kernel,) if kernel else (),
+    return replace(base, verdict=Verdict.WRITTEN, kernel=kernel,
                    message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "
                    f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}, PARTUUID {p.entry.guid or '-'} "
                    "unchanged")
