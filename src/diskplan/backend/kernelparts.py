@@ -47,11 +47,12 @@ def _extended(p: Partition) -> bool:
 
 
 def kernel_units(p: Partition, sector_size: int) -> tuple[int, int]:
-    """(start, size) in 512-byte units, as sysfs will show them. An extended partition shows in the kernel
-    as a stub (1 KiB, or one logical sector on larger sectors), as the kernel's own scan makes it."""
+    """(start, size) in 512-byte units, as sysfs will show them. An extended partition is told as a stub
+    of one logical sector, as libparted tells it: a logical partition's entry parked on the sector after
+    the first EBR (backend.move) must not overlap it (the kernel's own scan makes the stub 1 KiB, so its
+    size is never compared)."""
     k = sector_size // 512
-    size = min(p.size * k, max(k, 2)) if _extended(p) else p.size * k
-    return p.start * k, size
+    return p.start * k, (k if _extended(p) else p.size * k)
 
 
 def kernel_list(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]] | None:
@@ -114,9 +115,8 @@ def sync(path: str, want: Mapping[int, Partition], sector_size: int) -> list[str
             if n not in units or units[n][0] != s:
                 run(DELETE, n, 0, 0, "remove")
         # shrinking first frees the space a neighbour grows into
-        for n in sorted(resized, key=lambda n: units[n][1] - have[n][1]):
-            if not (_extended(want[n]) and units[n][0] == have[n][0]):  # a stub's size is the kernel's own
-                run(RESIZE, n, *units[n], "resize")
+        for n in sorted(resized, key=lambda n: units[n][1] - have[n][1]):  # an extended stub too: see kernel_units
+            run(RESIZE, n, *units[n], "resize")
         now = kernel_list(path) or {}
         for n, (s, size) in sorted(units.items()):
             if n not in now:
