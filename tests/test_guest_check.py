@@ -1,6 +1,6 @@
-"""`diskplan check` on disks loop devices cannot be: 512e with RAID hints, 4Kn, a 512/512 SSD, and an
-alignment offset (a dm-linear table one sector in), in one guest boot (tests/helpers/guest.py), with the
-real parted in the guest as the referee."""
+"""`diskplan check` on disks loop devices cannot be: 512e with RAID hints (and its serial), 4Kn, a 512/512 SSD,
+and an alignment offset (a dm-linear table one sector in), in one guest boot (tests/helpers/guest.py), with
+the real parted in the guest as the referee."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def run() -> Run:
         Case("check", "diskplan check --json $DISK_e512 $DISK_n4k $DISK_ssd /dev/mapper/off || true"),
         Case("parted", "for d in $DISK_e512 $DISK_n4k $DISK_ssd; do parted -s -m $d unit s print; done"),
         Case("offset", "cat /sys/block/dm-0/alignment_offset"),
+        Case("text", "diskplan check $DISK_e512 || true"),
     ])
 
 
@@ -55,6 +56,14 @@ def test_512e_with_raid_hints(run):
     first, second = d["partitions"]
     assert "start-not-physical" in codes(first)
     assert "start-not-physical" not in codes(second)
+
+
+def test_io_hints_and_serial_in_the_json_and_the_text(run):
+    """Issue 24, defect 5: the device's minimum/optimal I/O sizes and a virtio disk's serial are reported."""
+    d = disk(run, 0)
+    assert (d["minimum_io_size"], d["optimal_io_size"], d["serial"]) == (65536, 196608, "e512")
+    out = run["text"].check().out
+    assert "I/O hints: minimum 65536 B, optimal 196608 B" in out and "(serial e512)" in out, out
 
 
 def test_4kn(run):

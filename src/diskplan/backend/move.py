@@ -318,8 +318,7 @@ def prepare_move(
         notes += new_start_note(geom, disk.table, replace(p, start=to, end=to + length - 1))
     if not refusals and to != start:
         try:
-            with fscheck.view(target, start * ss, length * ss) as loop:
-                fs = fscheck.identify(loop)
+            fs = fscheck.identify_at(target, start * ss, length * ss)
         except fscheck.CheckError as exc:
             refusals.append(str(exc))
         missing = fscheck.missing_tool(fs.fs)
