@@ -418,9 +418,12 @@ class Machine:
         image = self.image_of(disk)
         self.qmp("blockdev-add", **{"node-name": f"drive-{disk.serial}", "driver": "raw",
                                     "file": {"driver": "file", "filename": str(image)}})
-        props = dict(kv.split("=", 1) for kv in disk.device(len(self.disks)).split(",")[1:])
-        props.pop("drive")
-        self.qmp("device_add", driver=disk.device(0).split(",")[0], drive=f"drive-{disk.serial}", **props)
+        driver, *pairs = disk.device(len(self.disks)).split(",")
+        props: dict[str, object] = {}
+        for pair in pairs:
+            key, value = pair.split("=", 1)
+            props[key] = int(value) if value.isdigit() else value  # QMP wants numbers as numbers
+        self.qmp("device_add", driver=driver, **props)
         self.disks.append(disk)
 
     def unplug(self, serial: str) -> None:
