@@ -42,11 +42,19 @@ d=${{DISK_grow#/dev/}}
 echo "kernel=$(cat /sys/block/$d/${{d}}1/size)"
 """
 
+MOVE = rf"""
+rc=0; timeout {STALLED} diskplan move $DISK_blank --partition 2 --to 90112 --yes || rc=$?
+echo "rc=$rc"
+d=${{DISK_blank#/dev/}}
+echo "kernel=$(cat /sys/block/$d/${{d}}2/start)+$(cat /sys/block/$d/${{d}}2/size)"
+"""
+
 
 @pytest.fixture(scope="module")
 def run() -> Run:
     return boot_guest([e512("blank"), e512("grow", 128 << 20)],
-                      [Case("prepare", PREPARE), Case("apply", APPLY), Case("resize", RESIZE)], udevd=True)
+                      [Case("prepare", PREPARE), Case("apply", APPLY), Case("resize", RESIZE), Case("move", MOVE)],
+                      udevd=True)
 
 
 def values(out: str) -> dict[str, str]:
@@ -66,3 +74,9 @@ def test_resize_grow_updates_the_kernels_view(run):
     got = values(run["resize"].check().out)
     assert got["rc"] == "0", run["resize"].err
     assert got["kernel"] == str(32 << 11)  # 32 MiB in 512-byte sectors: the grown size, not the old 16 MiB
+
+
+def test_move_updates_the_kernels_view(run):
+    got = values(run["move"].check().out)
+    assert got["rc"] == "0", run["move"].out + run["move"].err
+    assert got["kernel"] == "90112+20480"  # the partition's new place, as sysfs says it
