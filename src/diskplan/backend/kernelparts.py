@@ -18,9 +18,9 @@ import ctypes
 import errno
 import fcntl
 import os
-import stat
 from collections.abc import Iterable, Mapping
 
+from diskplan.backend.filekind import block_sysdir
 from diskplan.model.extent import Partition, Role
 
 BLKPG = 0x1269
@@ -58,13 +58,9 @@ def kernel_units(p: Partition, sector_size: int) -> tuple[int, int]:
 def kernel_list(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]] | None:
     """What the kernel holds for the whole disk ``path`` now: number -> (start, size) in 512-byte units;
     None when ``path`` is not a block device."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    sysdir = block_sysdir(path, sys_root)
+    if sysdir is None:
         return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    sysdir = os.path.realpath(f"{sys_root}/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
     out: dict[int, tuple[int, int]] = {}
     for entry in sorted(os.listdir(sysdir)):
         sub = os.path.join(sysdir, entry)
