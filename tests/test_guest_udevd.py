@@ -20,6 +20,8 @@ printf 'label: gpt\nstart=2048, size=32768\n' | sfdisk -q $DISK_grow
 udevadm settle -t 30
 mkfs.ext4 -q ${DISK_grow}1
 printf 'label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n' > /tmp/plan.sfdisk
+printf 'label: gpt\nfirst-lba: 34\nstart=34, size=8192\n' | sfdisk -q $DISK_skew  # off the 4096 B block
+udevadm settle -t 30
 """
 
 APPLY = rf"""
@@ -49,12 +51,19 @@ d=${{DISK_blank#/dev/}}
 echo "kernel=$(cat /sys/block/$d/${{d}}2/start)+$(cat /sys/block/$d/${{d}}2/size)"
 """
 
+REALIGN = rf"""
+rc=0; timeout {STALLED} diskplan realign $DISK_skew --yes || rc=$?
+echo "rc=$rc"
+d=${{DISK_skew#/dev/}}
+echo "kernel=$(cat /sys/block/$d/${{d}}1/start)+$(cat /sys/block/$d/${{d}}1/size)"
+"""
+
 
 @pytest.fixture(scope="module")
 def run() -> Run:
-    return boot_guest([e512("blank"), e512("grow", 128 << 20)],
-                      [Case("prepare", PREPARE), Case("apply", APPLY), Case("resize", RESIZE), Case("move", MOVE)],
-                      udevd=True)
+    return boot_guest([e512("blank"), e512("grow", 128 << 20), e512("skew", 32 << 20)],
+                      [Case("prepare", PREPARE), Case("apply", APPLY), Case("resize", RESIZE), Case("move", MOVE),
+                       Case("realign", REALIGN)], udevd=True)
 
 
 def values(out: str) -> dict[str, str]:
@@ -80,3 +89,9 @@ def test_move_updates_the_kernels_view(run):
     got = values(run["move"].check().out)
     assert got["rc"] == "0", run["move"].out + run["move"].err
     assert got["kernel"] == "90112+20480"  # the partition's new place, as sysfs says it
+
+
+def test_realign_updates_the_kernels_view(run):
+    got = values(run["realign"].check().out)
+    assert got["rc"] == "0", run["realign"].out + run["realign"].err
+    assert got["kernel"] == "2048+8192"  # on the 1 MiB grain now
