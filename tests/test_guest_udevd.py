@@ -1,8 +1,8 @@
 """Writes on a system where systemd-udevd runs (issue 24, defect 1), in one guest boot: udevd waits for the
 disk's BSD lock before it probes, so nothing may wait for udevd while diskplan holds that lock (Debian's
 libparted ran `udevadm settle` inside its commit: each write stalled 2 x 120 s and a grow left the kernel
-with the old size). Each write here must end well inside those 120 s, and the kernel's view (sysfs) and
-udev's (the /dev/disk/by-partuuid links) must show the new partitions."""
+with the old size). Each write here (an apply, a resize grow, a move, a realign) must end well inside those
+120 s, and the kernel's view (sysfs) and udev's (the /dev/disk/by-partuuid links) must show the new partitions."""
 
 from __future__ import annotations
 
