@@ -22,6 +22,7 @@ through QMP or cut the power (kill QEMU); ``guest-mark`` returns once the handle
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import lzma
 import os
@@ -296,12 +297,15 @@ def _cpio(entries: Sequence[tuple[str, int, bytes]]) -> bytes:
 
 
 def initramfs(version: str) -> pathlib.Path:
-    """The busybox initramfs for kernel ``version``, cached (remade when this file changes)."""
-    stamp = int(pathlib.Path(__file__).stat().st_mtime) ^ int(os.stat(BUSYBOX).st_mtime)
-    out = cache_dir() / f"initramfs-{version}-{stamp:x}.cpio"
+    """The busybox initramfs for kernel ``version``, cached (remade when its init, its modules or busybox
+    change; the older ones are removed)."""
+    mods = _module_paths(version)
+    stamp = hashlib.sha256(repr((INIT, mods, os.stat(BUSYBOX).st_mtime)).encode()).hexdigest()[:12]
+    out = cache_dir() / f"initramfs-{version}-{stamp}.cpio"
     if out.exists():
         return out
-    mods = _module_paths(version)
+    for old in cache_dir().glob(f"initramfs-{version}-*.cpio"):
+        old.unlink(missing_ok=True)
     entries: list[tuple[str, int, bytes]] = [
         ("bin", stat.S_IFDIR | 0o755, b""), ("mod", stat.S_IFDIR | 0o755, b""),
         ("bin/busybox", stat.S_IFREG | 0o755, pathlib.Path(BUSYBOX).read_bytes()),
