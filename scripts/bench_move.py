@@ -60,7 +60,7 @@ out = execute_move(p, p.confirm_word, host(), progress=progress)
 marks["end"] = time.perf_counter(); marks["start"] = t
 print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
 """
-            env = {**os.environ, "XDG_STATE_HOME": tmp,
+            env = {**os.environ, "XDG_STATE_HOME": tmp, "DISKPLAN_MOVES_DIR": tmp,
                    "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
             pairs: list[tuple[float, float, float]] = []
             m: dict[str, Any] = {}

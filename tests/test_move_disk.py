@@ -156,7 +156,7 @@ def test_a_dirty_filesystem_is_not_moved(loop_device, tmp_path) -> None:
         run("debugfs", "-w", "-R", "clri <11>", v)  # lost+found's inode wiped
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes")
     assert got.returncode == 1 and "not clean" in got.stderr, got.stdout + got.stderr
-    assert entry(d)[0] == 34 and not list((d.state / "diskplan" / "backups").glob("*.dpmove"))
+    assert entry(d)[0] == 34 and not list((d.state / "moves").glob("*.dpmove"))
 
 
 def test_the_extended_partition_is_refused(loop_device, sparse_image) -> None:
@@ -220,10 +220,11 @@ def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
 
     d = make_disk(loop_device, tmp_path, start=34, size=20480, disk_mib=32)
     monkeypatch.setenv("XDG_STATE_HOME", str(d.state))
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(d.state / "moves"))
     monkeypatch.setattr(wlock, "WAIT", 0.3)
     p = prepare_move(d.dev, 1, 2048, host())
     assert not p.refusals, p.refusals
-    journals = d.state / "diskplan" / "backups"
+    journals = d.state / "moves"
     with holding("flock", d.dev) as pid:
         who = f"{pathlib.Path(f'/proc/{pid}/comm').read_text().strip()} (pid {pid})"
         o = execute_move(p, p.confirm_word, host())

@@ -34,7 +34,8 @@ class Disk:
 
 
 def state_env(state: pathlib.Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "DISKPLAN_MOVES_DIR": str(state / "moves"),
+           "PYTHONPATH": str(REPO / "src")}
     env.pop("DISKPLAN_MOVE_KILL", None)
     return {**env, **extra}
 

@@ -50,9 +50,19 @@ from collections.abc import Callable
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.diskmark import disk_mark
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
-from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.movejournal import (
+    ENDED,
+    Header,
+    Journal,
+    JournalDamaged,
+    fault,
+    journal_path,
+    moves_dir,
+    unfinished,
+)
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
     CommitError,
@@ -189,7 +199,7 @@ def measure_rate(target: str, start: int, length: int, sector_size: int) -> floa
 
 
 def journal_dir(target: str) -> str:
-    return os.path.dirname(bk.default_path(target))
+    return moves_dir()
 
 
 def placement(disk: Disk, number: int, to: int, length: int = 0) -> list[str]:
@@ -427,9 +437,11 @@ def execute_move(
                 return got
             path = got[1].backup_path
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            mark = disk_mark(p.target, p.identity.size if p.identity else 0)  # how the journal finds its disk again
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest)
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest,
+                            table_id=mark.table_id, serial=mark.serial)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -584,7 +596,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         ident = identity(target)
     except OSError as exc:
         raise CommitError(f"{target}: {exc.strerror}") from exc
-    paths = [journal] if journal else unfinished(journal_dir(target), target, ident.size)
+    paths = [journal] if journal else unfinished(target, ident.size)
     if not paths:
         raise CommitError(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:

@@ -324,10 +324,11 @@ def unwritable(target: str, host: Host, sector_size: int) -> tuple[list[str], li
 
 
 def half_moved(target: str, size: int) -> list[str]:
-    """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, beside the
-    backups): the partition's entry is hidden and its bytes are half-copied, so any other write could place a
-    partition over them or bring the old entry back. Only ``diskplan resume`` may write then."""
-    found = unfinished(os.path.dirname(bk.default_path(target)), target, size)
+    """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, found by the
+    disk's identity whatever its path now): the partition's entry is hidden and its bytes are half-copied, so
+    any other write could place a partition or test data over them (the hidden entry's range is free in the
+    table) or bring the old entry back. Only ``diskplan resume`` may write then."""
+    found = unfinished(target, size)
     if not found:
         return []
     return [f"a data move on {target} is unfinished (journal {found[0]}): finish it first with "

@@ -18,6 +18,7 @@ import stat
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
+from diskplan.backend.write import half_moved
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
@@ -128,7 +129,7 @@ def main(argv: list[str]) -> int:
         created = True
     try:
         with take(path):
-            again = culprits(path)
+            again = culprits(path) + ([] if args.scratch else half_moved(path, disk.geometry.size_bytes))
             if again:
                 for r in again:
                     err.print(f"refused: {r}", style="yellow")
