@@ -198,6 +198,10 @@ def measure_rate(target: str, start: int, length: int, sector_size: int) -> floa
         dev.close()
 
 
+class NothingToResume(CommitError):
+    """No unfinished move is recorded for the disk: nothing to do (not a failure)."""
+
+
 def journal_dir(target: str) -> str:
     return moves_dir()
 
@@ -598,7 +602,7 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         raise CommitError(f"{target}: {exc.strerror}") from exc
     paths = [journal] if journal else unfinished(target, ident.size)
     if not paths:
-        raise CommitError(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
+        raise NothingToResume(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:
         j = Journal.open(paths[0])
     except (JournalDamaged, OSError) as exc:

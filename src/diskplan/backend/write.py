@@ -34,6 +34,7 @@ from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
+from diskplan.model.exitstatus import Exit
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
@@ -83,7 +84,8 @@ class Verdict(Enum):
 
     @property
     def exit_code(self) -> int:
-        return {Verdict.WRITTEN: 0, Verdict.NOTHING: 0, Verdict.REFUSED: 1, Verdict.FAILED: 2}[self]
+        return {Verdict.WRITTEN: Exit.OK, Verdict.NOTHING: Exit.OK, Verdict.REFUSED: Exit.REFUSED,
+                Verdict.FAILED: Exit.FAILED}[self]
 
 
 class DiskState(Enum):
