@@ -32,6 +32,8 @@ if [ "$want_test" = 1 ]; then
   # community.general collection (Debian's ansible package bundles it: no Galaxy download)
   need+=([systemd]=/usr/bin/systemd-repart
          [ansible]=/usr/lib/python3/dist-packages/ansible_collections/community/general/plugins/modules/parted.py)
+  # a disk that fails at chosen sectors (tests/test_move_ioerrors.py): a FUSE file through fusepy, which loads libfuse2
+  need+=([libfuse2]=/usr/share/doc/libfuse2/copyright)
   # the Ignition export has no tool here: its JSON is checked against the spec's schema with python-jsonschema
   need+=([python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py)
 fi

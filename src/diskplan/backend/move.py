@@ -505,6 +505,21 @@ def _hide(h: Header) -> None:
         ebrchain.relocate(h.target, ebrchain.read_chain(h.target, ss), h.number, h.new_ebr, h.to + h.length - 1, ss)
 
 
+def _hidden_on_disk(h: Header) -> bool:
+    """Does the entry read hidden at its old place from the disk itself (the page cache dropped first: after a
+    failed flush it may hold what never reached the disk)?"""
+    try:
+        fd = os.open(h.target, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+    except (EntryError, ebrchain.ChainError, OSError):
+        return False
+    return entry.hidden and entry.guid == h.guid and at_old_place(entry, h)
+
+
 def _finish(
     journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None, stop: Callable[[], bool]
 ) -> MoveOutcome:
@@ -523,6 +538,10 @@ def _finish(
         try:
             _hide(journal.header)
         except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
+            if _hidden_on_disk(h):  # the write landed, its flush (or the check after it) failed
+                return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet, but the entry of partition "
+                               f"{h.number} is hidden on the disk: the disk did not confirm it ({exc}); the move is "
+                               "resumable (`diskplan resume` goes on once the disk answers again)")
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
                            f"{h.number} could not be hidden for the move: {exc}")
         fault("hidden")
