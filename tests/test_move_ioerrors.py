@@ -80,3 +80,61 @@ def test_a_failed_flush_after_hiding_does_not_say_it_could_not_hide(faulty) -> N
     again = diskplan(d, "resume", d.dev, "--yes")
     assert again.returncode == 0, again.stdout + again.stderr
     assert_intact(d, TO, partuuid)
+
+
+def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_path: pathlib.Path) -> None:
+    """The move dialog on a failing disk: the I/O error is said with its sector, R tries again (here after the
+    disk answers again) and the move finishes from its journal; the bytes arrive intact."""
+    pytest.importorskip("fuse", reason="fusepy (a test dependency) and libfuse2 are needed for a failing disk")
+    from textual.widgets import Input, Static
+
+    from diskplan.backend.reader import read
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.move_screen import MoveScreen
+    from diskplan.ui.target import Target
+    from helpers.images import HOST, digest, fill, sfdisk_parts
+    from helpers.pilot import run, started, wait_for
+    from helpers.tools import run as run_tool
+
+    sectors = 16384
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    run_tool("sfdisk", "-q", str(image), input=f"label: gpt\nfirst-lba: 34\nstart=34, size={sectors}, type=L\n")
+    before = fill(image, 34, sectors, 512)
+
+    @run
+    async def drive() -> None:
+        with FaultyDisk(image, tmp_path) as disk:
+            # in the source: a read error propagates from this FUSE+loop stack wherever it is (a write error in
+            # the middle of a request may be taken for success by it, and only the read-back would notice)
+            bad = 34 + 1000
+            disk.fail({"op": "read", "start": bad * 512, "end": bad * 512 + 512, "times": -1})
+            app = PlannerApp(start=Target(read(disk.dev), disk.dev, path=disk.dev), host=HOST)
+            async with app.run_test(size=(100, 30)) as pilot:
+                smap = await started(app, pilot)
+                smap.move_to(34)
+                await pilot.press("A")
+                await pilot.press("w")
+                await wait_for(pilot, lambda: isinstance(app.screen, MoveScreen), what="the move dialog")
+                screen = app.screen
+                assert isinstance(screen, MoveScreen)
+                await wait_for(pilot, lambda: screen.first is not None, what="the move checked")
+                assert screen.first is not None and not screen.first.refusals, screen.first.refusals
+                screen.query_one("#move-answer", Input).value = screen.first.confirm_word
+                await pilot.press("enter")
+                await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
+                               what="the I/O error")
+                o = screen.outcome
+                assert o is not None and o.io_error and f"sector {bad} " in o.message, o
+                assert "R: retry" in str(screen.query_one("#move-keys", Static).render())
+                disk.fail()  # the disk answers again
+                await pilot.press("r")
+                await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
+                               what="the move finished")
+                assert screen.outcome is not None and screen.outcome.verdict.value == "written", screen.outcome
+                await pilot.press("enter")
+            assert [(n, s, size) for n, s, size, _, _ in sfdisk_parts(pathlib.Path(disk.dev))] == [(1, 2048, sectors)]
+        assert digest(image, 2048, sectors, 512) == before
+
+    drive()
