@@ -4,8 +4,9 @@ pairs, at most 5 (the partition moves right, then back left): the ratio is the m
 ratios, so a busy moment of this shared machine hits both sides of one pair.
 
 The floor is dd's copy alone. Ours is measured twice: the copy phase (read, journal, write, fdatasync
-per 8 MiB chunk; target: at least 0.9x dd's throughput) and the whole move (also the read-back of every
-byte, the table backup and entry rewrite, the kernel update), which by design reads the data twice.
+per 8 MiB chunk; target: at least 1.0x dd's throughput) and the whole move (also the read-back of every
+byte, the table backup and entry rewrite, the kernel update; target 0.65x), which by design reads the data
+twice; and the fixed cost around the copy (the whole move less its copy and read-back; target under 0.3 s).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _run(*cmd: str, input: str | None = None) -> str:
 
 def bench_move(runs: int = 1) -> list[Row]:
     if os.geteuid() != 0:
-        return [Row("move 1 GiB", "-", "-", None, ">= 0.9x", "needs root for a loop device")]
+        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", "needs root for a loop device")]
     with tempfile.TemporaryDirectory(prefix="diskplan-bench-move-", dir=os.environ.get("BENCH_DIR")) as tmp:
         img = pathlib.Path(tmp, "disk.img")
         with open(img, "wb") as f:
@@ -86,13 +87,13 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
             subprocess.run(["partx", "-d", dev], capture_output=True)
             subprocess.run(["losetup", "--detach", dev], capture_output=True)
     if not pairs:
-        return [Row("move 1 GiB", "-", "-", None, ">= 0.9x", f"failed: {m['message']}")]
+        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", f"failed: {m['message']}")]
     dd, copy, whole = (statistics.median(x) for x in zip(*pairs, strict=True))
     ratios = ", ".join(f"{d / c:.2f}" for d, c, _ in pairs)
     return [
         Row("move 1 GiB: copy phase", f"{fmt_s(copy)} ({GIB / copy / 2**20:.0f} MiB/s)",
             f"{fmt_s(dd)} (dd, {GIB / dd / 2**20:.0f} MiB/s)", statistics.median(d / c for d, c, _ in pairs),
-            ">= 0.9x", f"throughput ratio dd time / ours, median of {len(pairs)} pairs ({ratios})"),
+            ">= 1.0x", f"throughput ratio dd time / ours, median of {len(pairs)} pairs ({ratios})"),
         Row("move 1 GiB: whole move", fmt_s(whole), f"{fmt_s(dd)} (dd)", statistics.median(d / w for d, _, w in pairs),
             ">= 0.65x", "also reads every byte back, backs up and rewrites the table"),
         Row("move: fixed cost around the copy", fmt_s(statistics.median(f for f, _ in fixed)), "-", None, "< 0.3 s",
