@@ -49,8 +49,9 @@ def _gone(img: pathlib.Path, within: float = 10.0) -> list[str]:
 
 
 def _held(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    # SIGINT as at a terminal even when the tests run in a background job (which starts with it ignored)
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import subprocess
 import time
 from collections.abc import Callable
 
@@ -464,22 +463,9 @@ def _ebr_fields(m: LogicalMove | None) -> tuple[int, int, int, int]:
     return (m.ebr, m.new_ebr, m.park, m.ext_end) if m else (0, 0, 0, 0)
 
 
-def _partx_update(target: str) -> bool:
-    """``partx -u``: the kernel's partition list made to match the table (BLKPG, one partition at a time) in one
-    small process. libparted's commitToOS does the same from a forked child that reads the whole table again
-    and runs ``udevadm settle`` twice (about 0.2 s a time, twice per move); it stays the fallback."""
-    try:
-        return subprocess.run(["partx", "-u", target], capture_output=True, timeout=60, check=False,
-                              start_new_session=True).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 def tell_kernel(target: str, kind: str) -> str:
     """Have the kernel read the table again (a block device); what went wrong, or ""."""
     if kind != "block":
-        return ""
-    if _partx_update(target):
         return ""
     try:
         told, why = run_isolated(inform_kernel_child, target, timeout=120.0)
