@@ -120,8 +120,9 @@ def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_
                 screen = app.screen
                 assert isinstance(screen, MoveScreen)
                 await wait_for(pilot, lambda: screen.first is not None, what="the move checked")
-                assert screen.first is not None and not screen.first.refusals, screen.first.refusals
-                screen.query_one("#move-answer", Input).value = screen.first.confirm_word
+                first = screen.first
+                assert first is not None and not first.refusals, first.refusals
+                screen.query_one("#move-answer", Input).value = first.confirm_word
                 await pilot.press("enter")
                 await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
                                what="the I/O error")
