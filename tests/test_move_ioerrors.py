@@ -121,7 +121,8 @@ def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_
                 assert isinstance(screen, MoveScreen)
                 await wait_for(pilot, lambda: screen.first is not None, what="the move checked")
                 first = screen.first
-                assert first is not None and not first.refusals, first.refusals
+                assert first is not None
+                assert not first.refusals, first.refusals
                 screen.query_one("#move-answer", Input).value = first.confirm_word
                 await pilot.press("enter")
                 await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
