@@ -4,8 +4,9 @@ pairs, at most 5 (the partition moves right, then back left): the ratio is the m
 ratios, so a busy moment of this shared machine hits both sides of one pair.
 
 The floor is dd's copy alone. Ours is measured twice: the copy phase (read, journal, write, fdatasync
-per 8 MiB chunk; target: at least 0.9x dd's throughput) and the whole move (also the read-back of every
-byte, the table backup and entry rewrite, the kernel update), which by design reads the data twice.
+per 8 MiB chunk; target: at least 1.0x dd's throughput) and the whole move (also the read-back of every
+byte, the table backup and entry rewrite, the kernel update; target 0.65x), which by design reads the data
+twice; and the fixed cost around the copy (the whole move less its copy and read-back; target under 0.3 s).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _run(*cmd: str, input: str | None = None) -> str:
 
 def bench_move(runs: int = 1) -> list[Row]:
     if os.geteuid() != 0:
-        return [Row("move 1 GiB", "-", "-", None, ">= 0.9x", "needs root for a loop device")]
+        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", "needs root for a loop device")]
     with tempfile.TemporaryDirectory(prefix="diskplan-bench-move-", dir=os.environ.get("BENCH_DIR")) as tmp:
         img = pathlib.Path(tmp, "disk.img")
         with open(img, "wb") as f:
@@ -54,15 +55,18 @@ marks = {}
 def progress(done, total, phase):
     marks.setdefault(phase + "0", time.perf_counter())
     marks[phase + "1"] = time.perf_counter()
+t0 = time.perf_counter()
 p = prepare_move(sys.argv[1], 1, int(sys.argv[2]), host())
 t = time.perf_counter()
+marks["prepare"] = t - t0
 out = execute_move(p, p.confirm_word, host(), progress=progress)
 marks["end"] = time.perf_counter(); marks["start"] = t
 print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
 """
-            env = {**os.environ, "XDG_STATE_HOME": tmp,
+            env = {**os.environ, "XDG_STATE_HOME": tmp, "DISKPLAN_MOVES_DIR": tmp,
                    "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
             pairs: list[tuple[float, float, float]] = []
+            fixed: list[tuple[float, float]] = []  # (around the copy and read-back, the prepare before it)
             m: dict[str, Any] = {}
             for i in range(max(1, min(runs, 5))):
                 src, dst = (START, TO) if i % 2 == 0 else (TO, START)
@@ -76,20 +80,25 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, **marks}))
                 if not m["ok"]:
                     break
                 pairs.append((dd, m["copying1"] - m["copying0"], m["end"] - m["start"]))
+                # no filesystem here (random bytes): no checker runs, so this is the fixed cost alone
+                fixed.append((m["end"] - m["start"] - (m["verifying1"] - m["copying0"]), m["prepare"]))
         finally:
             # the move told the kernel about the partition: drop it first, or a detached loop device can keep it
             subprocess.run(["partx", "-d", dev], capture_output=True)
             subprocess.run(["losetup", "--detach", dev], capture_output=True)
     if not pairs:
-        return [Row("move 1 GiB", "-", "-", None, ">= 0.9x", f"failed: {m['message']}")]
+        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", f"failed: {m['message']}")]
     dd, copy, whole = (statistics.median(x) for x in zip(*pairs, strict=True))
     ratios = ", ".join(f"{d / c:.2f}" for d, c, _ in pairs)
     return [
         Row("move 1 GiB: copy phase", f"{fmt_s(copy)} ({GIB / copy / 2**20:.0f} MiB/s)",
             f"{fmt_s(dd)} (dd, {GIB / dd / 2**20:.0f} MiB/s)", statistics.median(d / c for d, c, _ in pairs),
-            ">= 0.9x", f"throughput ratio dd time / ours, median of {len(pairs)} pairs ({ratios})"),
+            ">= 1.0x", f"throughput ratio dd time / ours, median of {len(pairs)} pairs ({ratios})"),
         Row("move 1 GiB: whole move", fmt_s(whole), f"{fmt_s(dd)} (dd)", statistics.median(d / w for d, _, w in pairs),
-            "-", "also reads every byte back, backs up and rewrites the table"),
+            ">= 0.65x", "also reads every byte back, backs up and rewrites the table"),
+        Row("move: fixed cost around the copy", fmt_s(statistics.median(f for f, _ in fixed)), "-", None, "< 0.3 s",
+            "the whole move less its copy and read-back (backup, journal, entry hidden and revealed, kernel told, "
+            f"blkid; no filesystem checker here); prepare: {fmt_s(statistics.median(p for _, p in fixed))}"),
     ]
 
 

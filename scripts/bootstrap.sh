@@ -37,6 +37,8 @@ if [ "$want_test" = 1 ]; then
   wish+=([qemu-system-x86]=/usr/bin/qemu-system-x86_64 [busybox-static]=/bin/busybox
          [linux-image-amd64]=/usr/share/doc/linux-image-amd64/copyright [udev]=/lib/systemd/systemd-udevd
          [dmsetup]=/sbin/dmsetup)
+  # a disk that fails at chosen sectors (tests/test_move_ioerrors.py): a FUSE file through fusepy, which loads libfuse2
+  need+=([libfuse2]=/usr/share/doc/libfuse2/copyright)
   # the Ignition export has no tool here: its JSON is checked against the spec's schema with python-jsonschema
   need+=([python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py)
 fi

@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from diskplan import __version__  # noqa: E402
 from diskplan.cli.main import COMMANDS, parser  # noqa: E402
+from diskplan.model.exitstatus import MEANINGS  # noqa: E402
 
 MAN = pathlib.Path("share/man/man1/diskplan.1")
 BASH = pathlib.Path("share/bash-completion/completions/diskplan")
@@ -83,7 +84,7 @@ def manpage() -> str:
             lines += [".PP", roff(p.epilog)]
     lines += [
         ".SH EXIT STATUS",
-        roff(top.epilog or ""),
+        *(line for code, meaning in MEANINGS for line in (".TP", f".B {int(code)}", roff(meaning))),
         ".SH SEE ALSO",
         "\\fBparted\\fR(8), \\fBsfdisk\\fR(8), \\fBsgdisk\\fR(8), \\fBlsblk\\fR(8)",
     ]

@@ -17,6 +17,13 @@ from helpers.tools import CORPUS, REPO, need_tool, run
 __all__ = ["CORPUS", "REPO", "need_tool", "run"]
 
 
+@pytest.fixture(autouse=True)
+def own_moves_dir(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's move journals in its own directory (backend.movejournal.moves_dir), never the machine's
+    /var/lib/diskplan/moves; a subprocess started with os.environ inherits it."""
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(tmp_path / "moves"))
+
+
 @pytest.fixture
 def sparse_image(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
     """make(size_bytes, name='disk.img') -> a sparse file of that size."""

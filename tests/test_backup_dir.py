@@ -140,7 +140,7 @@ def test_a_symlinked_backup_directory_is_refused(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     before = file_sha(img)
     proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes")
-    assert proc.returncode == 2 and "is a symbolic link" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.returncode == 3 and "is a symbolic link" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert "nothing was written" in proc.stdout + proc.stderr
     assert list(elsewhere.iterdir()) == [] and file_sha(img) == before
 
@@ -197,5 +197,5 @@ def test_a_full_disk_leaves_no_partial_backup(
     assert list(small_fs.iterdir()) == []
     proc = diskplan("apply", plan_file(tmp_path, KEEP_1_SWAP_3), str(img), "--yes", "--backup",
                     str(small_fs / "b.dpbackup"))
-    assert proc.returncode == 2 and "nothing was written" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.returncode == 3 and "nothing was written" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert list(small_fs.iterdir()) == [] and file_sha(img) == before

@@ -414,7 +414,7 @@ def test_a_kernel_that_could_not_be_told_is_said_clearly(
 
     o = apply(dev, GPT_PLAN, tmp_path, fault=hold)
     assert o.verdict is Verdict.WRITTEN and o.state is DiskState.PLANNED  # the table itself is right...
-    assert o.exit_code == 2  # ...but what runs next would use the old partitions: a failure
+    assert o.exit_code == 3  # ...but what runs next would use the old partitions: a failure
     assert "the kernel could not be told" in o.kernel and f"partx -u {dev}" in o.kernel
     assert "partition 2 is in use, the kernel cannot remove it" in o.kernel  # the ioctl's answer...
     assert "partition 2 at 22528+20480, not 51200+10240" in o.kernel  # ...and what sysfs still says

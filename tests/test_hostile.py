@@ -344,7 +344,7 @@ def test_a_backup_that_cannot_be_saved_names_the_place(sparse_image, tmp_path) -
     env = {k: v for k, v in os.environ.items() if k != "XDG_STATE_HOME"} | {"HOME": str(home)}
     proc = subprocess.run([sys.executable, "-m", "diskplan", "apply", str(plan), str(img), "--yes"],
                           capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 2
+    assert proc.returncode == 3  # the write began: its backup failed (nothing written)
     assert "no backup, so nothing was written: cannot create the backup directory " in proc.stderr
     assert f"{home}/.local: Not a directory" in proc.stderr
 

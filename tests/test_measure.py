@@ -106,7 +106,7 @@ def test_refuses_without_yes_and_a_disk_in_use(
     img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=8192\n")
     dev = loop_device(img)
     proc = measure(dev, *FAST)
-    assert proc.returncode == 1 and "run again with --yes" in proc.stdout
+    assert proc.returncode == 0 and "run again with --yes" in proc.stdout
     partx_update(dev)
     if not os.path.exists(f"{dev}p1"):
         pytest.skip("the kernel did not list the loop device's partitions")

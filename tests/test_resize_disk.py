@@ -44,7 +44,7 @@ def test_grow_then_shrink(loop_device, tmp_path, fs, size, grown, shrunk) -> Non
     d = make_disk(loop_device, tmp_path, start=2048, size=size, fs=fs, disk_mib=grown // 2048 + 4)
     partuuid = entry(d)[2]
     dry = diskplan(d, "resize", d.dev, "--partition", "1", "--size", f"{grown}s")
-    assert dry.returncode == 1 and "1. rewrite the table entry" in dry.stdout and "Nothing written" in dry.stdout
+    assert dry.returncode == 0 and "1. rewrite the table entry" in dry.stdout and "Nothing written" in dry.stdout
     got = resize(d, grown)
     assert got.returncode == 0 and "grown" in got.stdout, got.stdout + got.stderr
     assert_resized(d, grown, partuuid)
@@ -152,7 +152,7 @@ def test_move_with_size_resizes_in_the_order_that_has_room(
     d = make_disk(loop_device, tmp_path, start=start, size=size, disk_mib=48)
     partuuid = entry(d)[2]
     dry = diskplan(d, "move", d.dev, "--partition", "1", "--to", str(to), "--size", f"{new}s")
-    assert dry.returncode == 1 and "Nothing written" in dry.stdout, dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "Nothing written" in dry.stdout, dry.stdout + dry.stderr
     assert ("then grow it" in dry.stdout) == (new > size)
     got = diskplan(d, "move", d.dev, "--partition", "1", "--to", str(to), "--size", f"{new}s", "--yes")
     assert got.returncode == 0, got.stdout + got.stderr
@@ -204,7 +204,7 @@ def test_a_fat_resize_that_needs_a_fat16_conversion_is_refused(loop_device, tmp_
     d = Disk(dev, "gpt", 1, 2048, 400_000, "vfat", {}, tmp_path / "state")
     before = entry(d)
     got = resize(d, 300_000)
-    assert got.returncode == 2 and "by converting to FAT16" in got.stderr, got.stdout + got.stderr
+    assert got.returncode == 3 and "by converting to FAT16" in got.stderr, got.stdout + got.stderr
     assert "nothing was changed" in got.stderr and entry(d) == before
     with View(dev, 2048, 400_000) as v:
         assert "VERSION=FAT32" in run("blkid", "-p", "-o", "export", v)

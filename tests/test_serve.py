@@ -256,6 +256,7 @@ def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_director
     assert serve.served(["dos-63"]) == 0
     ws = str(seen["workspace"])
     assert str(seen["backups"]).startswith(ws + "/state/") and str(seen["journals"]).startswith(ws + "/state/")
+    assert os.environ["DISKPLAN_MOVES_DIR"] == str(seen["journals"])
     assert seen["start"] == ("demo", "dos-63") and seen["served"] is True and seen["console"] is False
     assert not os.path.exists(ws)
 

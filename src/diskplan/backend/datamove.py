@@ -14,7 +14,8 @@ Per chunk k (the order is what makes a crash at any point resumable, see model.m
    carries them).
 
 On resume, chunk k is read again and its digest must equal the recorded one (else the disk changed
-under us and the move stops). An I/O error stops with the sector it happened at; the journal then says
+under us and the move stops). An I/O error is tried again a few times (``RETRIES``); a persistent one stops
+the move with the first sector that fails (found by halving the failed request), and the journal then says
 exactly which chunk to redo. A stop request (Ctrl+C) is honoured between chunks.
 
 Direct I/O: the device is opened with O_DIRECT and read into page-aligned anonymous memory (mmap), so
@@ -30,6 +31,7 @@ import fcntl
 import mmap
 import os
 import stat
+import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +41,9 @@ from diskplan.backend.movejournal import fault
 from diskplan.model.move import BATCH_BYTES, Read, Resume, Schedule, Step, Written
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, phase)
+RETRIES = 3  # an I/O error is tried again this many times before it stops the move (resumable)
+RETRY_PAUSE = 0.2  # seconds before the first retry; each next one waits one more of these
+TRANSIENT = {errno.EIO, errno.ETIMEDOUT, errno.EAGAIN, errno.EBUSY}  # worth asking again; others are not
 
 
 class MoveIOError(Exception):
@@ -81,6 +86,15 @@ class Log(Protocol):
     def save(self, index: int, data: bytes | memoryview) -> None: ...
 
     def saved(self, index: int, nbytes: int) -> bytes: ...
+
+
+def _whole(io: Callable[[memoryview, int], int], view: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(view):
+        n = io(view[done:], offset + done)
+        if n == 0:
+            raise OSError(errno.EIO, "short transfer")
+        done += n
 
 
 def digest(data: bytes | memoryview) -> str:
@@ -126,50 +140,83 @@ class Device:
         fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
         self.direct = False
 
+
+
     def read(self, lba: int, count: int, buffer: int = 0) -> memoryview:
         view = memoryview(self.buffers[buffer])[: count * self.sector_size]
-        done = 0
-        while done < len(view):
-            try:
-                n = os.preadv(self.fd, [view[done:]], lba * self.sector_size + done)
-            except OSError as exc:
-                if exc.errno == errno.EINVAL and self.direct:
-                    self._buffered()
-                    continue
-                at = lba + done // self.sector_size
-                raise MoveIOError(f"reading sector {at} of {self.path} failed: {exc.strerror}", at) from exc
-            if n == 0:
-                at = lba + done // self.sector_size
-                raise MoveIOError(f"{self.path} ended at sector {at} while reading", at)
-            done += n
+        self._transfer("reading", lba, view, self._pread)
         return view
 
     def write(self, lba: int, data: memoryview) -> None:
+        if os.environ.get("DISKPLAN_MOVE_KILL", "").startswith("torn:") and len(data) > self.sector_size:
+            half = len(data) // 2 // self.sector_size * self.sector_size  # tests: the first half alone lands
+            os.pwrite(self.fd, data[:half], lba * self.sector_size)
+            os.fdatasync(self.fd)
+            fault("torn")
+        self._transfer("writing", lba, data, self._pwrite)
+        fault("write")
+
+    def _pread(self, view: memoryview, offset: int) -> int:
+        return os.preadv(self.fd, [view], offset)
+
+    def _pwrite(self, view: memoryview, offset: int) -> int:
+        return os.pwritev(self.fd, [view], offset)
+
+    def _fdatasync(self, _view: memoryview, _offset: int) -> int:
+        os.fdatasync(self.fd)
+        return 0
+
+    def _transfer(self, verb: str, lba: int, view: memoryview, io: Callable[[memoryview, int], int]) -> None:
+        """All of ``view`` at ``lba``. An I/O error is tried again (``RETRIES`` times, a pause before each: a
+        cable, a controller reset or a busy USB bridge often answers the next time); a persistent one is
+        narrowed down to the first sector that fails (the kernel fails the whole request, so the error's
+        place within an 8 MiB chunk is only found by asking for less) and raised as MoveIOError there."""
         done = 0
-        torn = os.environ.get("DISKPLAN_MOVE_KILL", "").startswith("torn:")
-        while done < len(data):
-            part = data[done:]
-            if torn and len(part) > self.sector_size:  # tests: the first half alone reaches the disk
-                half = len(part) // 2 // self.sector_size * self.sector_size
-                os.pwrite(self.fd, part[:half], lba * self.sector_size + done)
-                os.fdatasync(self.fd)
-                fault("torn")
+        while done < len(view):
             try:
-                n = os.pwritev(self.fd, [part], lba * self.sector_size + done)
+                n = self._retried(io, view[done:], lba * self.sector_size + done)
             except OSError as exc:
                 if exc.errno == errno.EINVAL and self.direct:
                     self._buffered()
                     continue
+                at = self._first_failing(io, lba + done // self.sector_size, view[done:])
+                raise MoveIOError(f"{verb} sector {at} of {self.path} failed: {exc.strerror} (tried "
+                                  f"{RETRIES + 1} times)", at) from exc
+            if n == 0:
                 at = lba + done // self.sector_size
-                raise MoveIOError(f"writing sector {at} of {self.path} failed: {exc.strerror}", at) from exc
+                raise MoveIOError(f"{self.path} ended at sector {at} while {verb}", at)
             done += n
-        fault("write")
+
+    @staticmethod
+    def _retried(io: Callable[[memoryview, int], int], view: memoryview, offset: int) -> int:
+        for attempt in range(RETRIES + 1):
+            try:
+                return io(view, offset)
+            except OSError as exc:
+                if exc.errno not in TRANSIENT or attempt == RETRIES:
+                    raise
+                time.sleep(RETRY_PAUSE * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _first_failing(self, io: Callable[[memoryview, int], int], lba: int, view: memoryview) -> int:
+        """The first sector of ``view`` (at ``lba``) whose transfer fails: halves tried in turn, each once
+        (writing the chunk's own bytes again is harmless: the chunk is not recorded as written)."""
+        ss = self.sector_size
+        lo, hi = 0, len(view) // ss  # the first failing sector is in [lo, hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            try:
+                _whole(io, view[lo * ss : mid * ss], (lba + lo) * ss)
+                lo = mid
+            except OSError:
+                hi = mid
+        return lba + lo
 
     def sync(self) -> None:
         try:
-            os.fdatasync(self.fd)
+            self._retried(self._fdatasync, memoryview(b""), 0)
         except OSError as exc:
-            raise MoveIOError(f"syncing {self.path} failed: {exc.strerror}", -1) from exc
+            raise MoveIOError(f"syncing {self.path} failed: {exc.strerror} (tried {RETRIES + 1} times)", -1) from exc
         fault("synced")
 
 

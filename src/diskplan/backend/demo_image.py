@@ -3,17 +3,19 @@ when the scenario's sectors are not 512 bytes (an image file always reads as 512
 
 libparted runs in a forked child (``isolate.run_isolated``): it prints "udevadm: not found" and may
 crash, and neither may reach the planner. Images live in one temporary directory per ``Workspace``,
-removed (and loop devices detached) by ``Workspace.close``.
+removed (and loop devices detached) by ``Workspace.close``. The loop devices are autocleared
+(backend.loopdev): a killed planner leaves none behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 
+from diskplan.backend import loopdev
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.model.demos import Scenario
 from diskplan.model.extent import Partition
@@ -49,38 +51,55 @@ def _write_pv(device: str, scenario: Scenario) -> None:
             f.write(data)
 
 
+# The loop devices this process holds, by image path (backend.loopdev: autocleared, so they go when this
+# process ends however it ends; a forked child inherits them and uses the one its parent attached).
+_held: dict[str, loopdev.Loop] = {}
+
+
 def _attach_loop(image: str, sector: int) -> str:
+    held = _held.get(image)
+    if held is not None:
+        return held.path
     if os.geteuid() != 0:
         raise DemoUnavailable(
             f"a disk with {sector}-byte sectors needs a loop device (losetup --sector-size {sector}), "
             "which needs root; run as root to build it for real"
         )
-    losetup = shutil.which("losetup")
-    if losetup is None:
-        raise DemoUnavailable("losetup (util-linux) is not installed, so no loop device can be made")
-    done = subprocess.run(
-        [losetup, "--find", "--show", "--sector-size", str(sector), image],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    if done.returncode != 0 or not done.stdout.strip():
-        reason = " ".join(done.stderr.split()) or f"exit status {done.returncode}"
-        raise DemoUnavailable(f"losetup could not attach the image with {sector}-byte sectors: {reason}")
-    return done.stdout.strip()
+    try:
+        _held[image] = loopdev.attach(image, sector=sector, read_only=False)
+    except loopdev.LoopError as exc:
+        raise DemoUnavailable(f"no loop device could show the image with {sector}-byte sectors: "
+                              f"{exc.strerror}") from exc
+    return _held[image].path
 
 
 def detach_loop(device: str) -> None:
-    losetup = shutil.which("losetup")
-    if losetup:
-        subprocess.run([losetup, "--detach", device], capture_output=True, timeout=20)
+    for image, loop in list(_held.items()):
+        if loop.path == device:
+            del _held[image]
+            loop.close()
+
+
+def _blank(scenario: Scenario, directory: str) -> str:
+    """The scenario's sparse image file (left as it is when this process already shows it in a loop device)."""
+    image = os.path.join(directory, f"{scenario.name}.img")
+    if image not in _held:
+        with open(image, "wb") as f:
+            f.truncate(scenario.sectors * scenario.logical)  # sparse: only the tables take space
+    return image
+
+
+def reserve(scenario: Scenario, directory: str) -> None:
+    """Attach the loop device a scenario needs in this process, before a forked child builds the image in it:
+    the child's own hold ends with the child, this one lasts as long as the caller."""
+    if scenario.needs_loop and os.geteuid() == 0:
+        with contextlib.suppress(DemoUnavailable):  # the child says why, as it would have without this
+            _attach_loop(_blank(scenario, directory), scenario.logical)
 
 
 def build(scenario: Scenario, directory: str) -> DemoImage:
     """Write ``scenario`` to a sparse image in ``directory`` (and a loop device when needed)."""
-    image = os.path.join(directory, f"{scenario.name}.img")
-    with open(image, "wb") as f:
-        f.truncate(scenario.sectors * scenario.logical)  # sparse: only the tables take space
+    image = _blank(scenario, directory)
     loop = _attach_loop(image, scenario.logical) if scenario.needs_loop else None
     device = loop or image
     try:
@@ -113,6 +132,10 @@ class Workspace:
             if scenario.name not in self._built:
                 self._built[scenario.name] = build(scenario, self.directory)
             return self._built[scenario.name]
+
+    def reserve(self, scenario: Scenario) -> None:
+        """Before forking the child that builds ``scenario``: its loop device, held by this process."""
+        reserve(scenario, self.directory)
 
     def built(self, name: str) -> DemoImage | None:
         return self._built.get(name)

@@ -15,6 +15,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 
+from diskplan.backend import loopdev
 from diskplan.model.value import value
 
 CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -61,29 +62,17 @@ def _held_back() -> Iterator[None]:
 @contextlib.contextmanager
 def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iterator[str]:
     """A loop device showing ``size`` bytes of ``target`` from byte ``offset`` (read-only unless a resize
-    tool must write through it). It is detached whatever happens, Ctrl+C included: a Ctrl+C while losetup
-    attaches is held back until its name is known (else the loop device would stay, over the user's disk)."""
-    ro = ["--read-only"] if read_only else []
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    tool must write through it). Autocleared (backend.loopdev): detached when this block ends, Ctrl+C
+    included, and by the kernel itself when diskplan is killed while holding it."""
     try:
-        out = subprocess.run(
-            ["losetup", "--find", "--show", *ro, "--offset", str(offset), "--sizelimit", str(size), target],
-            capture_output=True, text=True, timeout=60, check=False, start_new_session=True,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        raise CheckError(f"cannot set up a loop device to check the filesystem: {exc}") from exc
-    if out.returncode != 0:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        raise CheckError(f"cannot set up a loop device to check the filesystem: {out.stderr.strip()}")
-    loop = out.stdout.strip()
+        loop = loopdev.attach(target, offset=offset, size=size, read_only=read_only)
+    except loopdev.LoopError as exc:
+        raise CheckError(f"cannot set up a loop device to check the filesystem: {exc.strerror}") from exc
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a Ctrl+C held back is raised here, inside the try
-        yield loop
+        yield loop.path
     finally:
         with _held_back():
-            subprocess.run(["losetup", "--detach", loop], capture_output=True, timeout=60, check=False,
-                           start_new_session=True)
+            loop.close()
 
 
 def identify(path: str) -> Identity:

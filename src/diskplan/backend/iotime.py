@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from diskplan.backend.lock import whole_disk
-from diskplan.backend.write import ConfirmedByName
+from diskplan.backend.write import ConfirmedByName, half_moved
 from diskplan.model.disk import Disk
 from diskplan.model.measure import Offset, Result, Test
 from diskplan.model.units import MiB
@@ -54,7 +54,8 @@ def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, ne
     elif placed is None:
         out.append(f"{target} has no free space of {need // MiB} MiB from a 1 MiB boundary outside its "
                    "partitions and the table's metadata (use --scratch FILE or --read-only)")
-    return out
+    # a half-moved partition's entry is hidden: its range looks free in the table, and is not
+    return out + half_moved(target, disk.geometry.size_bytes)
 
 
 class DirectIOUnsupported(OSError):

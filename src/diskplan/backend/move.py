@@ -50,9 +50,19 @@ from collections.abc import Callable
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.diskmark import disk_mark
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
-from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.movejournal import (
+    ENDED,
+    Header,
+    Journal,
+    JournalDamaged,
+    fault,
+    journal_path,
+    moves_dir,
+    unfinished,
+)
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
     CommitError,
@@ -157,6 +167,7 @@ class MoveOutcome:
     journal_path: str = ""
     resumable: bool = False  # the journal holds an unfinished move: ``resume`` finishes it
     kernel: str = ""  # empty when the kernel sees the partition as written (or an image file); else how not
+    io_error: bool = False  # stopped by a persistent I/O error (datamove.MoveIOError): trying again may finish it
 
     @property
     def exit_code(self) -> int:
@@ -175,7 +186,7 @@ class MoveOutcome:
 
 def measure_rate(target: str, start: int, length: int, sector_size: int) -> float:
     """Bytes/s of a short direct read of the partition (an estimate, not a promise)."""
-    n = min(length, (32 << 20) // sector_size)
+    n = min(length, (8 << 20) // sector_size)  # one chunk: enough for an estimate, a fraction of a second
     try:
         dev = Device(target, sector_size, n * sector_size, write=False)
     except OSError:
@@ -190,8 +201,12 @@ def measure_rate(target: str, start: int, length: int, sector_size: int) -> floa
         dev.close()
 
 
+class NothingToResume(CommitError):
+    """No unfinished move is recorded for the disk: nothing to do (not a failure)."""
+
+
 def journal_dir(target: str) -> str:
-    return os.path.dirname(bk.default_path(target))
+    return moves_dir()
 
 
 def placement(disk: Disk, number: int, to: int, length: int = 0) -> list[str]:
@@ -428,9 +443,11 @@ def execute_move(
                 return got
             path = got[1].backup_path
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            mark = disk_mark(p.target, p.identity.size if p.identity else 0)  # how the journal finds its disk again
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest)
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest,
+                            table_id=mark.table_id, serial=mark.serial)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -490,6 +507,21 @@ def _hide(h: Header) -> None:
         ebrchain.relocate(h.target, ebrchain.read_chain(h.target, ss), h.number, h.new_ebr, h.to + h.length - 1, ss)
 
 
+def _hidden_on_disk(h: Header) -> bool:
+    """Does the entry read hidden at its old place from the disk itself (the page cache dropped first: after a
+    failed flush it may hold what never reached the disk)?"""
+    try:
+        fd = os.open(h.target, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+    except (EntryError, ebrchain.ChainError, OSError):
+        return False
+    return entry.hidden and entry.guid == h.guid and at_old_place(entry, h)
+
+
 def _finish(
     journal: Journal, base: MoveOutcome, kind: str, progress: Progress | None, stop: Callable[[], bool]
 ) -> MoveOutcome:
@@ -508,6 +540,10 @@ def _finish(
         try:
             _hide(journal.header)
         except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
+            if _hidden_on_disk(h):  # the write landed, its flush (or the check after it) failed
+                return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet, but the entry of partition "
+                               f"{h.number} is hidden on the disk: the disk did not confirm it ({exc}); the move is "
+                               "resumable (`diskplan resume` goes on once the disk answers again)")
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
                            f"{h.number} could not be hidden for the move: {exc}")
         fault("hidden")
@@ -526,7 +562,7 @@ def _finish(
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
                            "half-moved and hidden from the system until `diskplan resume` finishes it")
         except MoveIOError as exc:
-            return replace(base, verdict=Verdict.FAILED,
+            return replace(base, verdict=Verdict.FAILED, io_error=True,
                            message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
                            "resumable state (`diskplan resume` goes on once the disk answers again)")
         except SourceChanged as exc:
@@ -584,9 +620,9 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         ident = identity(target)
     except OSError as exc:
         raise CommitError(f"{target}: {exc.strerror}") from exc
-    paths = [journal] if journal else unfinished(journal_dir(target), target, ident.size)
+    paths = [journal] if journal else unfinished(target, ident.size)
     if not paths:
-        raise CommitError(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
+        raise NothingToResume(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:
         j = Journal.open(paths[0])
     except (JournalDamaged, OSError) as exc:

@@ -1,6 +1,8 @@
 """The journal of a data move: what lets ``diskplan resume`` finish a move from any crash point.
 
-One text file beside the table backup (``<backup>.dpmove``), append-only, fsynced after every append:
+One text file in the moves directory (``moves_dir``: /var/lib/diskplan/moves for root, whatever HOME or
+XDG_STATE_HOME the caller has, so ``sudo`` and ``sudo -i`` find the same journals), named after the table backup
+taken for the same move (``<backup name>.dpmove``), append-only, fsynced after every append:
 
     # diskplan move journal, format 1 ...
     header {"target": ..., "start": S, "to": T, "length": L, "chunk": C, ...}  *crc
@@ -27,8 +29,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import zlib
 
+from diskplan.backend.backup import default_dir, state_dir
+from diskplan.backend.diskmark import DiskMark, disk_mark
 from diskplan.model.move import Read, Written
 from diskplan.model.value import asdict, value
 
@@ -70,6 +75,10 @@ class Header:
     # the rest plan (backend.planrest) the apply running this move as one of its steps saved: a rollback
     # makes it start from the table it leaves ("": a move of its own)
     rest: str = ""
+    # the disk's identity when the move began (backend.diskmark): a journal is matched to a disk by these,
+    # not by its path ("": a journal written before they were recorded, matched by path and size)
+    table_id: str = ""
+    serial: str = ""
 
     @property
     def end(self) -> int:
@@ -114,7 +123,7 @@ class Journal:
     @classmethod
     def create(cls, path: str, header: Header) -> Journal:
         path = os.path.abspath(path)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             head = f"# diskplan move journal, format {FORMAT}. Finish the move with: diskplan resume {header.target}\n"
@@ -194,12 +203,79 @@ def _parse(text: str) -> Read | Written | str:
     raise ValueError(text)
 
 
-def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
+MOVES_DIR = "/var/lib/diskplan/moves"
+MOVES_ENV = "DISKPLAN_MOVES_DIR"  # another directory (the tests, the served demos: each their own)
+HEAD_LIMIT = 64 << 10  # the comment and header lines of any journal fit in this
+LINE_LIMIT = 128  # no record line is longer (an R line: index, two CRCs, its own CRC)
+
+
+def moves_dir() -> str:
+    """Where journals are made: $DISKPLAN_MOVES_DIR, else /var/lib/diskplan/moves for root (one place every
+    root process finds, whatever its environment), else the user's own state directory (an image file of
+    one's own needs no root, and cannot write /var/lib)."""
+    if os.environ.get(MOVES_ENV):
+        return os.path.abspath(os.environ[MOVES_ENV])
+    if os.geteuid() == 0:
+        return MOVES_DIR
+    return os.path.join(state_dir(), "diskplan", "moves")
+
+
+def _search_dirs() -> list[str]:
+    """Where unfinished journals may be: the moves directory, and (journals of earlier versions, made beside
+    the table backups) the caller's backup directory."""
+    out = [moves_dir()]
+    if not os.environ.get(MOVES_ENV):
+        out.append(default_dir())
+    return list(dict.fromkeys(out))
+
+
+def _bytes(path: str) -> bytes:
+    """The journal's bytes, read only from a regular file (a FIFO or a device is refused, never waited on
+    or read without end) and only up to what its own header says a journal of that move can hold."""
     try:
-        with open(path, "rb") as f:
-            lines = f.read().splitlines(keepends=True)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
         raise JournalDamaged(f"cannot read the move journal {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise JournalDamaged(f"{path} is not a move journal (not a regular file)")
+        head = os.pread(fd, HEAD_LIMIT, 0)
+        limit = _limit(head)
+        if limit is None or st.st_size > limit:
+            raise JournalDamaged(f"{path} is not a diskplan move journal (no header, or longer than its move "
+                                 "could make it)")
+        data = head
+        while len(data) < min(st.st_size, limit):
+            more = os.pread(fd, limit - len(data), len(data))
+            if not more:
+                break
+            data += more
+        return data[:limit]
+    except OSError as exc:
+        raise JournalDamaged(f"cannot read the move journal {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+def _limit(head: bytes) -> int | None:
+    """The most bytes a journal with this beginning can hold: two records per chunk, the marks, the header."""
+    lines = head.split(b"\n", 2)
+    if len(lines) < 3 or not lines[0].startswith(b"# diskplan move journal"):
+        return None
+    text = _unline(lines[1] + b"\n")
+    if text is None or not text.startswith("header "):
+        return None
+    try:
+        h = json.loads(text[len("header ") :])
+        chunks = -(-int(h["length"]) // max(1, int(h["chunk"])))
+    except (ValueError, KeyError, TypeError):
+        return None
+    return len(lines[0]) + len(lines[1]) + 2 + (2 * chunks + len(MARKS) + 2) * LINE_LIMIT
+
+
+def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
+    lines = _bytes(path).splitlines(keepends=True)
     if not lines or not lines[0].startswith(b"# diskplan move journal"):
         raise JournalDamaged(f"{path} is not a diskplan move journal")
     body = lines[1:]
@@ -224,29 +300,46 @@ def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
 
 
 def journal_path(backup: str) -> str:
-    """The journal lives beside the table backup taken for the same move."""
+    """The journal of a move, in the moves directory, named after the table backup taken for it."""
     stem = backup[: -len(".dpbackup")] if backup.endswith(".dpbackup") else backup
-    return stem + ".dpmove"
+    return os.path.join(moves_dir(), os.path.basename(stem) + ".dpmove")
 
 
-def unfinished(directory: str, target: str, size: int) -> list[str]:
-    """Journals in ``directory`` for a disk like ``target`` (same path and size) not yet marked done or
-    undone, newest first."""
+def belongs(header: Header, target: str, mark: DiskMark) -> bool:
+    """Is the journal with ``header`` about the disk at ``target`` whose mark is ``mark``? By the disk's
+    identity: its table identifier, size and serial; its path counts only for a disk with nothing else to
+    tell it by (and for journals that recorded no identity)."""
+    if header.size != mark.size or header.table_id not in ("", mark.table_id):
+        return False
+    if header.serial and mark.serial and header.serial != mark.serial:
+        return False
+    if not header.table_id or mark.weak:
+        return os.path.realpath(header.target) == os.path.realpath(target)
+    return True
+
+
+def unfinished(target: str, size: int) -> list[str]:
+    """Journals of moves on the disk at ``target`` (``size`` bytes; matched by ``belongs``) not yet marked
+    done or undone, newest first, wherever the disk's path was when they were written."""
     try:
-        names = sorted((n for n in os.listdir(directory) if n.endswith(".dpmove")), reverse=True)
+        mark = disk_mark(target, size)
     except OSError:
         return []
-    out = []
-    for name in names:
-        path = os.path.join(directory, name)
+    found: list[tuple[str, str]] = []
+    for directory in _search_dirs():
         try:
-            header, _, marks = read(path)
-        except JournalDamaged:
+            names = [n for n in os.listdir(directory) if n.endswith(".dpmove")]
+        except OSError:
             continue
-        same = os.path.realpath(header.target) == os.path.realpath(target) and header.size == size
-        if same and not set(ENDED) & set(marks):
-            out.append(path)
-    return out
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                header, _, marks = read(path)
+            except JournalDamaged:
+                continue
+            if belongs(header, target, mark) and not set(ENDED) & set(marks):
+                found.append((header.created or name, path))
+    return [p for _, p in sorted(found, reverse=True)]
 
 
 # --- fault injection (tests only) -------------------------------------------------------------------

@@ -35,6 +35,7 @@ from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
+from diskplan.model.exitstatus import Exit
 from diskplan.model.extent import Extent, Partition
 from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
@@ -84,7 +85,8 @@ class Verdict(Enum):
 
     @property
     def exit_code(self) -> int:
-        return {Verdict.WRITTEN: 0, Verdict.NOTHING: 0, Verdict.REFUSED: 1, Verdict.FAILED: 2}[self]
+        return {Verdict.WRITTEN: Exit.OK, Verdict.NOTHING: Exit.OK, Verdict.REFUSED: Exit.REFUSED,
+                Verdict.FAILED: Exit.FAILED}[self]
 
 
 class DiskState(Enum):
@@ -193,7 +195,7 @@ class WriteOutcome:
 
 def kernel_exit(verdict: Verdict, kernel: str) -> int:
     """The exit status of a write: a disk written as planned whose partitions the kernel does not see as
-    written (``kernel`` says how) is a failure too (2): what runs next would use the old partitions."""
+    written (``kernel`` says how) is a failure too (3): what runs next would use the old partitions."""
     return Verdict.FAILED.exit_code if kernel and verdict is Verdict.WRITTEN else verdict.exit_code
 
 
@@ -315,10 +317,11 @@ def unwritable(target: str, host: Host, sector_size: int) -> tuple[list[str], li
 
 
 def half_moved(target: str, size: int) -> list[str]:
-    """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, beside the
-    backups): the partition's entry is hidden and its bytes are half-copied, so any other write could place a
-    partition over them or bring the old entry back. Only ``diskplan resume`` may write then."""
-    found = unfinished(os.path.dirname(bk.default_path(target)), target, size)
+    """Refusals while a data move on ``target`` is unfinished (its journal, backend.movejournal, found by the
+    disk's identity whatever its path now): the partition's entry is hidden and its bytes are half-copied, so
+    any other write could place a partition or test data over them (the hidden entry's range is free in the
+    table) or bring the old entry back. Only ``diskplan resume`` may write then."""
+    found = unfinished(target, size)
     if not found:
         return []
     return [f"a data move on {target} is unfinished (journal {found[0]}): finish it first with "

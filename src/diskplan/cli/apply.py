@@ -7,9 +7,9 @@ compares it with the plan. On a block device, when run from a terminal, the devi
 A plan whose ``keeps`` entries put a partition elsewhere or make it another size moves and resizes it with
 its data instead, step by step (cli.applymoves, backend.planmoves).
 
-Exit status: 0 written (or nothing to do), 1 refused (unsafe, invalid for this disk, or not confirmed:
-nothing written), 2 failed (the plan or the target could not be read, or the write went wrong; the
-message says what state the disk is in and how to restore it).
+Exit status (model.exitstatus): 0 written, nothing to do, or shown without --yes; 1 refused (unsafe, invalid
+for this disk, or not confirmed: nothing written); 2 the plan or the target could not be read (nothing
+written); 3 the write went wrong (the message says what state the disk is in and how to restore it).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome,
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, host, open_target
 from diskplan.cli.textout import Out, consoles
+from diskplan.model.exitstatus import WRITES
 from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
@@ -35,8 +36,7 @@ def parser() -> argparse.ArgumentParser:
         description="Write a planned partition table (diskplan JSON plan or sfdisk dump) to a disk or image. "
         "A relative plan (sizes in % or \"rest\", starts left out) is resolved on this disk, and the notes "
         "say what each size became.",
-        epilog="Exit status: 0 written or nothing to do, 1 refused or not confirmed (nothing written), "
-        "2 failed (see the message for the disk's state and the restore command).",
+        epilog=WRITES,
     )
     p.add_argument("plan", help="plan file: diskplan JSON or `sfdisk --dump` text ('-' reads stdin)")
     p.add_argument("target", help="block device or image file")

@@ -24,9 +24,9 @@ def confirm(p: Asked, yes: bool) -> str:
 
 
 def before_writing(refusals: Sequence[str], nothing: str, yes: bool, hint: str, console: Out, err: Out) -> int | None:
-    """The exit status when the command stops before writing: refused (1), nothing to do (``nothing``:
-    the message, "" when there is something to write; 0), or no --yes (1, ``hint`` says what --yes
-    would do). None: go on and write."""
+    """The exit status when the command stops before writing (model.exitstatus): refused (1), nothing to do
+    (``nothing``: the message, "" when there is something to write; 0), or no --yes (0: a preview, as asked;
+    ``hint`` says what --yes would do). None: go on and write."""
     if refusals:
         for r in refusals:
             err.print(f"refused: {r}", style="yellow")
@@ -37,7 +37,7 @@ def before_writing(refusals: Sequence[str], nothing: str, yes: bool, hint: str, 
         return 0
     if not yes:
         console.print(f"Nothing written: run again with --yes to {hint}.")
-        return 1
+        return 0
     return None
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import MoveOutcome
 from diskplan.cli.textout import Out
+from diskplan.model.exitstatus import Exit
 from diskplan.model.units import human_bytes
 
 
@@ -22,7 +23,8 @@ def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
     if o.journal_path:
         console.print("move journal: ", o.journal_path)
     ok = o.exit_code == 0
-    (console if ok else err).print(o.message, style="green" if ok else "bold red" if o.exit_code == 2 else "yellow")
+    style = "green" if ok else "bold red" if o.exit_code == Exit.FAILED else "yellow"
+    (console if ok else err).print(o.message, style=style)
     for line in o.details:
         err.print(f"  {line}")
     if o.kernel:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 
 from diskplan.cli.textout import fit_streams
+from diskplan.model.exitstatus import SUMMARY
 from diskplan.model.safetext import safe
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
@@ -49,8 +50,7 @@ def parser() -> argparse.ArgumentParser:
         usage=USAGE,
         description=planner.DESCRIPTION + " With no COMMAND, the interactive planner opens TARGET "
         "(a block device or image file; without one, a device picker).",
-        epilog="Keys inside the planner: press ? for help. Exit status of the commands: 0 done or nothing "
-        "to do, 1 findings, refused or not confirmed, 2 failed or could not read the target.",
+        epilog="Keys inside the planner: press ? for help. " + SUMMARY,
     )
     planner.add_options(top)
     sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")

@@ -6,8 +6,9 @@ file (``--scratch FILE``); shows the exact byte range; writes nothing without ``
 a block device's name typed); holds the disk's write lock and refuses a disk in use. ``--read-only`` times
 reads only, anywhere.
 
-Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed (the target could not be
-read, or the I/O failed).
+Exit status (model.exitstatus): 0 measured, or shown without --yes; 1 refused or not confirmed (nothing
+written); 2 the target could not be read, or (--read-only) a read failed; 3 the I/O failed while test data was
+being written.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import stat
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
+from diskplan.backend.write import half_moved
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import device_kind
 from diskplan.discovery.inuse import culprits
+from diskplan.model.exitstatus import WRITES, Exit
 from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
@@ -42,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         prog="diskplan measure",
         description="Time 4 KiB direct writes (like fio) and 16 KiB writes with a flush (like pg_test_fsync) "
         "at an aligned offset and at misaligned ones, and the same reads.",
-        epilog="Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed.",
+        epilog=WRITES,
     )
     p.add_argument("target", nargs="?", help="block device or image file (its free space is written)")
     p.add_argument("--scratch", metavar="FILE", help="write into this file instead (created if missing, "
@@ -128,7 +131,7 @@ def main(argv: list[str]) -> int:
         created = True
     try:
         with take(path):
-            again = culprits(path)
+            again = culprits(path) + ([] if args.scratch else half_moved(path, disk.geometry.size_bytes))
             if again:
                 for r in again:
                     err.print(f"refused: {r}", style="yellow")
@@ -155,7 +158,7 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
         return 2
     except OSError as exc:
         err.print(f"diskplan measure: I/O failed on {path}: {exc.strerror or exc}")
-        return 2
+        return Exit.UNREADABLE if args.read_only else Exit.FAILED
     console.print(f"{args.rounds} rounds x {args.count} operations per offset, interleaved; O_DIRECT, one at a time",
                   style="dim")
     _report(console, results, path, base, args.count)

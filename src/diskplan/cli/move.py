@@ -5,8 +5,9 @@ With --yes: checks the filesystem, backs up the table, copies with a journal, re
 rewrites the table entry and checks the filesystem again (backend.move). Ctrl+C stops between chunks;
 ``diskplan resume TARGET`` finishes an interrupted move. The realign and resume commands share this.
 
-Exit status: 0 moved (or nothing to do), 1 refused or not confirmed (nothing written), 2 failed or
-stopped (the message says where the move stands and how to finish it).
+Exit status (model.exitstatus): 0 moved, nothing to do, or shown without --yes; 1 refused or not confirmed
+(nothing written); 2 the target could not be read; 3 failed or stopped (the message says where the move
+stands and how to finish it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_
 from diskplan.cli.options import TargetError, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.disk import Disk
+from diskplan.model.exitstatus import WRITES
 from diskplan.model.geometry import Geometry
 from diskplan.model.sizes import SizeError, parse_lba, parse_size
 from diskplan.model.units import human_bytes, human_duration
@@ -30,8 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan move",
         description="Move a partition and the data it holds to a new start (same size), crash-safe and resumable.",
-        epilog="Exit status: 0 moved or nothing to do, 1 refused or not confirmed (nothing written), 2 failed or "
-        "stopped (`diskplan resume TARGET` finishes an interrupted move).",
+        epilog=WRITES + " `diskplan resume TARGET` finishes an interrupted move.",
     )
     p.add_argument("target", help="block device or image file")
     p.add_argument("--partition", "-N", type=int, required=True, metavar="N", help="the partition's number")
@@ -40,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
                    "a grow after it")
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
     p.add_argument("--backup", metavar="PATH",
-                   help="where to save the backup of the table (the journal goes beside it)")
+                   help="where to save the backup of the table (the journal is named after it)")
     return p
 
 

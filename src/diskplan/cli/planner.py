@@ -97,7 +97,8 @@ class CliSource:
 
         if kind == "demo":
             name = demos.find(name).name
-            self.workspace.directory  # noqa: B018 -- made here, so this process removes it whatever the child does
+            # the directory and a loop device are made here, so this process removes them whatever the child does
+            self.workspace.reserve(demos.find(name))
         self._early[kind, name] = start_isolated(self._in_child, kind, name)
 
     def _in_child(self, kind: str, name: str) -> tuple[Target | str, DemoImage | None]:

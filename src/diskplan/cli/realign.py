@@ -6,7 +6,8 @@ never below the minimum its tool reports), then moves: `diskplan move --size`'s 
 
 Without --partition, every primary or GPT partition whose start is off the grain (1 MiB, the physical
 block and the device's I/O hints: model.grain.optimal_grain), one move after another; the first that
-fails stops the rest. Exit status as for ``diskplan move``.
+fails stops the rest. Exit status as for ``diskplan move`` (model.exitstatus); without --yes every move is
+shown, and the status is the worst of them (0 when each could be done).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from diskplan.cli.move import move_and_resize, run
 from diskplan.cli.options import TargetError, add_overrides, host, open_target
 from diskplan.cli.textout import consoles
 from diskplan.model.disk import Disk
+from diskplan.model.exitstatus import WRITES, Exit
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain
 from diskplan.model.move import free_around, realign_shrinking, realign_start
@@ -30,11 +32,14 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan realign",
         description="Move misaligned partitions (and their data) to the nearest grain boundary.",
+        epilog=WRITES,
     )
     p.add_argument("target", help="block device or image file")
     p.add_argument("--partition", "-N", type=int, metavar="N",
                    help="only this partition (default: every misaligned one)")
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
+    p.add_argument("--backup", metavar="PATH", help="save the table backup here (several partitions: "
+                   "PATH-partN.dpbackup each; default: the state directory, as for apply)")
     add_overrides(p)
     return p
 
@@ -89,40 +94,48 @@ def main(argv: list[str]) -> int:
         disk = open_target(args.target, args)
     except TargetError as exc:
         err.print(f"diskplan realign: {exc}")
-        return 2
+        return Exit.UNREADABLE
     if args.partition is not None and disk.table.by_number(args.partition) is None:
         err.print(f"diskplan realign: {args.target} has no partition {args.partition}")
-        return 2
+        return Exit.UNREADABLE
     moves, notes = choices(disk, args.partition)
     for note in notes:
         console.print(("note: ", "cyan"), note)
     if not moves:
         if any("shrink" in n or "EBR" in n or "cannot be realigned" in n for n in notes):
-            return 1
+            return Exit.REFUSED
         console.print("nothing to do: every partition starts on a grain boundary", style="green")
         return 0
+    worst: int = Exit.OK  # without --yes every move is shown, refused ones too; with it the first failure stops
     for i, (number, to, size) in enumerate(moves):
+        backup = _backup_path(args.backup, number, len(moves))
         try:
             if i and args.yes:  # the moves before may have changed the free space around this one
                 disk = open_target(args.target, args)
                 again, _ = choices(disk, number)
                 if not again:
                     err.print(f"diskplan realign: partition {number} has no room left to realign")
-                    return 1
+                    return Exit.REFUSED
                 _, to, size = again[0]
             old = disk.table.by_number(number)
             if old is not None and size != old.size:  # a shrink, then the move (as `diskplan move --size`)
                 code = move_and_resize(argparse.Namespace(target=args.target, partition=number, yes=args.yes,
-                                                          backup=None), disk, to, size, old.size, console, err)
-                if code != 0 and (args.yes or code != 1):
-                    return code
-                continue
-            p = prepare_move(args.target, number, to, host())
+                                                          backup=backup), disk, to, size, old.size, console, err)
+            else:
+                p = prepare_move(args.target, number, to, host())
+                code = run(p, args.yes, "realign it (the table is backed up and the move journalled first)", console,
+                           err, lambda q, answer, h, b=backup, **kw: execute_move(q, answer, h, backup_path=b, **kw))
         except (CommitError, TargetError) as exc:
             err.print(f"diskplan realign: {exc}")
-            return 2
-        code = run(p, args.yes, "realign it (the table is backed up and the move journalled first)", console, err,
-                   execute_move)
-        if code != 0 and (args.yes or code != 1):
+            return Exit.UNREADABLE
+        if code != Exit.OK and args.yes:
             return code
-    return 0 if args.yes else 1
+        worst = max(worst, code)
+    return worst
+
+
+def _backup_path(given: str | None, number: int, moves: int) -> str | None:
+    """--backup PATH for one move; PATH-partN.dpbackup for each of several (a backup is never overwritten)."""
+    if not given or moves == 1:
+        return given
+    return f"{given.removesuffix('.dpbackup')}-part{number}.dpbackup"

@@ -7,9 +7,9 @@ repair, saves a backup of both ends of the disk (its path is printed), writes ex
 sectors, syncs, and reads the disk back: both GPT copies valid and equal, the partitions as they were.
 On a block device, when run from a terminal, the device name must be typed too (as for ``apply``).
 
-Exit status: 0 repaired (or nothing to repair), 1 refused (in use, damaged beyond what diskplan repairs,
-or not confirmed: nothing written), 2 failed (the target could not be read, or the write went wrong; the
-message says what state the disk is in and how to restore it).
+Exit status (model.exitstatus): 0 repaired, nothing to repair, or shown without --yes; 1 refused (in use,
+damaged beyond what diskplan repairs, or not confirmed: nothing written); 2 the target could not be read;
+3 the write went wrong (the message says what state the disk is in and how to restore it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from diskplan.cli.options import TargetError, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model import ptypes
 from diskplan.model.codes import NEEDS_REPAIR
+from diskplan.model.exitstatus import WRITES
 from diskplan.model.safetext import columns
 from diskplan.model.units import human_bytes
 
@@ -39,8 +40,7 @@ def parser() -> argparse.ArgumentParser:
         description="Rebuild a damaged GPT copy (primary or backup header and entries) or a lost protective MBR "
         "from the good copy, or move the backup GPT to the end of a grown disk (as sgdisk -e does). Partitions, "
         "GUIDs and names stay exactly as the good copy has them.",
-        epilog="Exit status: 0 repaired or nothing to repair, 1 refused or not confirmed (nothing written), "
-        "2 failed (see the message for the disk's state and the restore command).",
+        epilog=WRITES,
     )
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")

@@ -2,8 +2,8 @@
 filesystem in it, its start unchanged (backend.resize).
 
 Without --yes: shows the filesystem, the old and new size, the smallest size a shrink can reach and the
-steps in their order, and writes nothing. Exit status: 0 resized (or nothing to do), 1 refused or not
-confirmed (nothing written), 2 failed (the message says what was changed).
+steps in their order, and writes nothing. Exit status (model.exitstatus): 0 resized, nothing to do, or
+shown; 1 refused or not confirmed (nothing written); 2 unreadable; 3 failed (the message says what was changed).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import UNSTOPPABLE, progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, host, open_target
 from diskplan.cli.textout import Out, consoles
+from diskplan.model.exitstatus import WRITES
 from diskplan.model.sizes import SizeError, parse_size
 from diskplan.model.units import human_bytes
 
@@ -25,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
         prog="diskplan resize",
         description="Grow or shrink a partition and its filesystem (with the filesystem's own tool), its start "
         "unchanged.",
-        epilog="Exit status: 0 resized or nothing to do, 1 refused or not confirmed (nothing written), 2 failed.",
+        epilog=WRITES,
     )
     p.add_argument("target", help="block device or image file")
     p.add_argument("--partition", "-N", type=int, required=True, metavar="N", help="the partition's number")

@@ -6,7 +6,8 @@ and a disk the backup was not taken from (unless ``--force-foreign``). Never wri
 partition of the table now on the disk. Shows the backed-up table and which sectors would change; writes
 nothing without ``--yes``.
 
-Exit status: 0 restored (or the disk already holds the backup), 1 refused or not confirmed, 2 failed.
+Exit status (model.exitstatus): 0 restored, the disk already holds the backup, or shown without --yes;
+1 refused or not confirmed; 2 the backup or the target could not be read; 3 the write failed.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import host
 from diskplan.cli.textout import Out, consoles
+from diskplan.model.exitstatus import WRITES
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="diskplan restore",
         description="Put a partition-table backup made by `diskplan apply` back on a disk, byte for byte.",
-        epilog="Exit status: 0 restored or nothing to do, 1 refused or not confirmed, 2 failed.",
+        epilog=WRITES,
     )
     p.add_argument("backup", help="the .dpbackup file `diskplan apply` printed")
     p.add_argument("target", help="block device or image file")

@@ -20,6 +20,7 @@ import socket
 import sys
 from typing import Any
 
+from diskplan.backend.movejournal import MOVES_ENV
 from diskplan.cli.options import TargetError
 from diskplan.cli.planner import CliSource, run_planner
 from diskplan.cli.planner import parser as planner_parser
@@ -164,11 +165,12 @@ def served(argv: list[str]) -> int:
         print("diskplan: the served planner runs under `diskplan serve` (or at a terminal)", file=sys.stderr)
         return 2
     source = DemoSource(planner_parser().parse_args([]))  # no overrides: a demo as it is defined
-    # A write's table backup and a move's journal go where the demo images are (backup.state_dir), removed
-    # with them when the session ends: nothing is written anywhere else.
+    # A write's table backup and a move's journal go where the demo images are (backup.state_dir,
+    # movejournal.moves_dir), removed with them when the session ends: nothing is written anywhere else.
     state = os.path.join(source.workspace.directory, "state")
     os.mkdir(state, 0o700)
     os.environ["XDG_STATE_HOME"] = state
+    os.environ[MOVES_ENV] = os.path.join(state, "diskplan", "moves")
     return run_planner(source, ("demo", argv[0]), console=False, mono=False, served=True)
 
 

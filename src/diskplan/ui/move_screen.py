@@ -88,7 +88,10 @@ Proposal = MoveProposal | ResizeProposal
 class MoveScreen(ModalScreen[MoveOutcome | None]):
     """Dismissed with the outcome of the last move tried (None when nothing was tried)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,ctrl+c", "back", "back")]  # moving: stop
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,ctrl+c", "back", "back"),  # moving: stop
+        Binding("r", "retry", "retry", show=False),  # after an I/O error: resume the move now
+    ]
     DEFAULT_CSS = "MoveScreen { align: center middle; }\n" + FORM_CSS + """
     MoveScreen > .form { width: 100%; height: 100%; }
     MoveScreen #move-body { height: 1fr; }
@@ -110,6 +113,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         self.outcome: MoveOutcome | None = None
         self.finished: list[str] = []  # what the moves before the last one tried did
         self.running = False
+        self.answer = ""  # the confirmation typed: a retry after an I/O error writes with it again
+        self.retry_from = -1  # after an I/O error: the step a retry resumes (its journal), then the rest
         self.stop = threading.Event()
         self.meter = Meter()
 
@@ -138,7 +143,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
 
     def _proposal(self, index: int) -> Proposal:
         """Write ``index`` checked against the disk as the ones before left it."""
-        if self.resuming:
+        if self.resuming or index == self.retry_from:
             return prepare_resume(self.path, self.host)
         step = self.steps[index]
         if step.kind == "move":
@@ -243,6 +248,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                 Content.assemble(("not confirmed: ", "bold $warning"), f"type {p.confirm_word} exactly"))
             return
         self.running = True
+        self.answer = event.value
         self.query_one("#move-answer-row").remove_class("-asking")
         self.query_one("#move-keys", Static).update("Writing. Esc or Ctrl+C: stop a move at the next chunk boundary "
                                                     "(resume finishes it), a resize once its tool is done")
@@ -253,23 +259,28 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
 
     @work(thread=True, exclusive=True, group="move")
     def _run(self, first: Proposal, answer: str) -> None:
+        self._steps(first, answer, 0)
+
+    def _steps(self, first: Proposal, answer: str, start: int) -> None:
+        """Steps ``start``.. in a worker thread, ``first`` prepared already; the outcome goes to ``_done``."""
         outcome: MoveOutcome | None = None
         count = max(1, len(self.steps))
-        for i in range(count):
+        for i in range(start, count):
             def progress(done: int, total: int, phase: str, i: int = i) -> None:
                 self.app.call_from_thread(self._progress, i, count, done, total, phase)
 
             try:
-                p = first if i == 0 else self._proposal(i)  # the disk as the moves before left it
+                p = first if i == start else self._proposal(i)  # the disk as the moves before left it
                 if isinstance(p, ResizeProposal):  # its tool runs to the end: a stop waits for the next write
                     outcome = execute_resize(p, answer, self.host, progress=progress)
                 else:
-                    run = execute_resume if self.resuming else execute_move
+                    run = execute_resume if self.resuming or i == self.retry_from else execute_move
                     outcome = run(p, answer, self.host, progress=progress, stop=self.stop.is_set)
             except Exception as exc:  # the engine reports its failures itself; this is for the unforeseen
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 outcome = MoveOutcome(Verdict.FAILED, f"the move failed: {reason}", self.path, resumable=True)
             if outcome.verdict is not Verdict.WRITTEN:
+                self.retry_from = i if outcome.io_error and outcome.resumable else -1
                 break
             if i + 1 < count:
                 self.finished.append(outcome.message)
@@ -312,8 +323,37 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
         self.query_one("#move-outcome", Static).update(Content.assemble(*parts))
         self.query_one("#move-body", VerticalScroll).scroll_home(animate=False)
         self.query_one("#move-progress", Static).update("")
-        self.query_one("#move-keys", Static).update("Esc or Enter: back to the planner (the disk is read again)")
+        if o.io_error and o.resumable and self.retry_from >= 0:
+            parts.append(("\nThe disk failed to read or write: ", "bold $warning"))
+            parts.append("R tries again now (the move goes on from its journal: a loose cable or a busy USB bridge "
+                         "often answers the next time); Esc stops here, and the move can be finished later.\n")
+            self.query_one("#move-outcome", Static).update(Content.assemble(*parts))
+            self.query_one("#move-keys", Static).update("R: retry   Esc or Enter: stop (back to the planner, the disk "
+                                                        "is read again)")
+        else:
+            self.query_one("#move-keys", Static).update("Esc or Enter: back to the planner (the disk is read again)")
         self.refresh_bindings()
+
+    def action_retry(self) -> None:
+        """After an I/O error: resume the interrupted move now, with the confirmation given before."""
+        if self.running or self.retry_from < 0 or self.outcome is None:
+            return
+        self.outcome, self.running = None, True
+        self.stop.clear()
+        self.query_one("#move-keys", Static).update("Writing. Esc or Ctrl+C: stop a move at the next chunk boundary")
+        self.query_one("#move-progress", Static).update("trying again...")
+        self._retry(self.retry_from)
+
+    @work(thread=True, exclusive=True, group="move")
+    def _retry(self, index: int) -> None:
+        try:
+            first: Proposal = prepare_resume(self.path, self.host)
+        except Exception as exc:  # the journal or the disk cannot be read now: said as the move's outcome
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            self.app.call_from_thread(self._done, MoveOutcome(Verdict.FAILED, f"cannot try again: {reason}", self.path,
+                                                              resumable=True))
+            return
+        self._steps(first, self.answer, index)
 
     def key_enter(self) -> None:
         if self.outcome is not None and not self.running:

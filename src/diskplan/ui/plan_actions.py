@@ -705,7 +705,6 @@ class PlanActions(_Base):
     def offer_resume(self) -> bool:
         """Whether the open disk has an unfinished data move (its journal, backend.movejournal); if so, say so
         once and offer M. The footer follows."""
-        from diskplan.backend.move import journal_dir
         from diskplan.backend.movejournal import unfinished
         from diskplan.backend.write import identity
 
@@ -713,7 +712,7 @@ class PlanActions(_Base):
         found = ""
         if path:
             try:
-                found = next(iter(unfinished(journal_dir(path), path, identity(path).size)), "")
+                found = next(iter(unfinished(path, identity(path).size)), "")
             except OSError:
                 found = ""
         changed = found != self.move_journal
