@@ -33,6 +33,11 @@ class Table:
     # msdos: the EBR sector of logical partitions 5, 6, ... as the raw chain has them (libparted's "ebr"
     # regions only guess where they are); empty when not read. A logical data move keeps them occupied.
     ebrs: tuple[int, ...] = ()
+    # GPT: what a plan file names that libparted makes up, written over it (backend.gptpatch): its usable
+    # area (``first_usable``/``last_usable`` as the plan's first_lba/last_lba say) and its disk GUID (an
+    # sfdisk script's label-id:). False and "" for a table read from a disk and for a plan naming none.
+    usable_named: bool = field(default=False, compare=False)
+    disk_guid: str = field(default="", compare=False)
 
     @property
     def usable(self) -> Extent:
