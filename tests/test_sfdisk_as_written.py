@@ -43,6 +43,8 @@ FORMS = {
     "gpt bootable": "label: gpt\n,4MiB,L,*\nsize=4MiB, bootable\n",
     # 5. what libparted makes up: sfdisk's default first-lba on a new GPT, and a dump's own header and ids
     "new gpt": "label: gpt\nsize=4MiB\nsize=4MiB, type=S\n",
+    "dos label-id": "label: dos\nlabel-id: 0x1234abcd\n,4MiB,L\n,,S\n",
+    "dos label-id without 0x, past 32 bits": "label: dos\nlabel-id: 305441741\nstart=2048, size=8192, type=83\n",
     "ids and usable area": "label: gpt\nlabel-id: 35069D22-0D08-4C4E-BA94-07D94FA202CF\nunit: sectors\n"
                            "first-lba: 300\nlast-lba: 12000\n\n"
                            "d1 : start=512, size=2048, type=L, uuid=4E5E2A1B-6B1C-4D2E-9F00-112233445566, name=\"x\"\n"

@@ -26,7 +26,7 @@ the comparison after the write) is pure and lives in model.operations.
 from __future__ import annotations
 
 from diskplan.backend import backup as bk
-from diskplan.backend import gptpatch
+from diskplan.backend import gptpatch, mbrid
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.backend.write import (
@@ -109,6 +109,9 @@ def prepare_table(
     libparted = _usable(new_table("gpt", geom) if fresh else current.table)  # the usable area it writes
     raw = () if header is None else gptpatch.pending(target, geom.logical, geom.sectors, header, dict(guids),
                                                      libparted, fresh)
+    signature = desired.disk_id if isinstance(desired, Table) and ops.label == desired.label == "msdos" else ""
+    if signature and (fresh or mbrid.current(target, geom.logical) != signature):
+        raw += (f"the disk identifier becomes {signature}: written into the MBR after the commit",)
     notes += raw
     now = table_fingerprint(current.table, target, geom, current.filesystem)
     if made_against and made_against != now and any(op.kind != "keep" for op in done):
@@ -133,6 +136,7 @@ def prepare_table(
         made_against=now,
         gpt_header=header,
         guids=guids,
+        signature=signature,
         raw_changes=raw,
     )
     if refusals or not proposal.changes:
@@ -153,7 +157,7 @@ def _gpt_wishes(desired: Table | Changes, label: str | None) -> tuple[gptpatch.H
         return None, ()
     named = desired.usable_named
     header = gptpatch.HeaderWish(desired.first_usable if named else None, desired.last_usable if named else None,
-                                 desired.disk_guid.upper())
+                                 desired.disk_id.upper())
     return header, tuple((p.number, p.uuid.upper()) for p in desired.live if p.uuid)
 
 
@@ -218,6 +222,8 @@ def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
             patched.extend(gptpatch.patch_entries(p.target, p.sector_size, p.sectors, wanted,
                                                   after_first=(lambda: fault("patch")) if fault else None,
                                                   header=p.gpt_header))
+        elif p.signature:
+            patched.extend(mbrid.write_signature(p.target, p.sector_size, p.signature))
 
     try:
         same = identity(p.target) == p.identity

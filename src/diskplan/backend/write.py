@@ -151,11 +151,12 @@ class Proposal(ConfirmedByName):
     protect: tuple[Extent, ...] = ()  # data of kept partitions: never in the backup, never written
     repair: GptRepair | None = None  # a repair-only proposal (backend.gptrepair): these bytes are written
     made_against: str = ""  # fingerprint of ``current`` (model.fingerprint): checked again under the lock
-    # GPT fields libparted makes up that the plan names (an sfdisk script's first-lba, last-lba, label-id,
-    # uuid=): patched into the raw GPT after the commit (backend.gptpatch); ``raw_changes`` says which differ
-    # from the disk now (a table otherwise the same is still written for them).
+    # Fields libparted makes up that the plan names (an sfdisk script's first-lba, last-lba, label-id,
+    # uuid=): patched into the raw GPT or MBR after the commit (backend.gptpatch, mbrid); ``raw_changes``
+    # says which differ from the disk now (a table otherwise the same is still written for them).
     gpt_header: HeaderWish | None = None
     guids: tuple[tuple[int, str], ...] = ()  # partition number -> unique GUID
+    signature: str = ""  # msdos: the disk signature the plan names ("0x1234abcd"; backend.mbrid), "" none
     raw_changes: tuple[str, ...] = ()
 
     @property

@@ -108,7 +108,8 @@ class PlanSpec:
     # An sfdisk script: what it leaves out is what sfdisk takes on the disk: without ``sector-size:`` its
     # numbers count the disk's sectors, and a GPT's first-lba is sfdisk's default there (placed_on).
     sfdisk: bool = field(default=False, compare=False)
-    # GPT: the disk GUID (sfdisk's label-id:) and partition number -> unique GUID (uuid=) the plan names.
+    # The disk id (sfdisk's label-id: GPT's disk GUID, msdos's signature as "0x1234abcd") and GPT partition
+    # number -> unique GUID (uuid=) the plan names.
     label_id: str = field(default="", compare=False)
     guids: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
@@ -163,7 +164,7 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
     guids = dict(spec.guids)
     parts = tuple(replace(p, uuid=guids[p.number]) if p.number in guids else p for p in spec.partitions)
     table = replace(table, first_usable=first, last_usable=last, usable_named=named,
-                    disk_guid=spec.label_id if spec.label == "gpt" else "").with_partitions(parts)
+                    disk_id=spec.label_id).with_partitions(parts)
     problems = validate(table, geometry)
     if problems:
         raise PlanFileError("the plan does not fit this disk: " + "; ".join(problems))
@@ -615,7 +616,7 @@ def _from_sfdisk(text: str) -> PlanSpec:
     gpt = label == "gpt"
     with_uuid = [line.number or 0 for line in script.lines if line.uuid and not gpt]
     notes = (*script.notes, *_dump_notes(header, with_uuid, number["table-length"]))
-    label_id = _guid(header["label-id"], "header label-id") if gpt and "label-id" in header else ""
+    label_id = _label_id(label, header["label-id"]) if "label-id" in header else ""
     first, last = (number["first-lba"], number["last-lba"]) if gpt else (None, None)
     given = "sector-size" in header  # without it sfdisk reads the numbers in the disk's sectors (placed_on)
     if not all(line.fixed for line in script.lines):  # placed on the disk, as sfdisk would place it
@@ -637,6 +638,19 @@ def _guid(text: str, where: str) -> str:
     if re.fullmatch(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", text) is None:
         raise PlanFileError(f"{where}: {_shown(text)} is not a GUID (8-4-4-4-12 hex digits)")
     return text.upper()
+
+
+def _label_id(label: str, text: str) -> str:
+    """sfdisk's label-id: a GUID on GPT; on msdos the disk signature as libfdisk's new label reads it
+    (strtoul base 16: hex digits with or without 0x, whatever follows them ignored, kept to 32 bits), as
+    "0x1234abcd"; "" when it holds no hex digit (sfdisk then makes up a random one, as libparted does)."""
+    if label == "gpt":
+        return _guid(text, "header label-id")
+    m = re.match(r"[ \t]*([+-]?)(?:0[xX](?=[0-9A-Fa-f]))?([0-9A-Fa-f]+)", text)
+    if m is None or int(m[2], 16) >> 64:  # none, or past strtoul's range (ERANGE): random
+        return ""
+    value = int(m[2], 16) * (-1 if m[1] == "-" else 1)
+    return f"0x{value & 0xFFFFFFFF:08x}"
 
 
 def _sfdisk_defaults(spec: PlanSpec, geometry: Geometry, current: Table | None) -> PlanSpec:
@@ -698,17 +712,27 @@ def _placed(spec: PlanSpec, script: sfdisk_script.Script, geometry: Geometry, ta
 
 
 def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
-    """What a dump says that diskplan does not write (libparted sets no disk or partition GUID), said."""
+    """What a script says that diskplan does not write, said."""
     notes = []
-    if "label-id" in header and header.get("label") != "gpt":
-        notes.append(f"label-id {header['label-id'][:40]} is not applied: the disk keeps the id it has "
-                     "(a new table gets a new random one)")
-    if with_uuid:
+    if with_uuid:  # (on GPT uuid= is written: backend.gptpatch)
         notes.append(f"uuid= of partition{'s' if len(with_uuid) > 1 else ''} {_numbers_text(with_uuid)} is not "
-                     "applied: a kept partition keeps its own, a new one gets a new random GUID")
+                     "applied: an msdos entry has no GUID")
     if entries is not None and entries != 128 and header.get("label") == "gpt":
         notes.append(f"table-length {entries} is not applied: libparted writes a new GPT with 128 entries")
     return tuple(notes)
+
+
+def ids_not_carried(spec: PlanSpec, fmt: str) -> tuple[str, ...]:
+    """What ``export`` leaves out of ``fmt``: the ids an sfdisk script names (apply writes them; no output
+    format of export carries them)."""
+    out = []
+    if spec.label_id:
+        out.append(f"label-id {spec.label_id} is not carried into the {fmt} output")
+    if spec.guids:
+        numbers = [n for n, _ in spec.guids]
+        out.append(f"uuid= of partition{'s' if len(numbers) > 1 else ''} {_numbers_text(numbers)} is not carried into "
+                   f"the {fmt} output")
+    return tuple(out)
 
 
 def _numbers_text(numbers: list[int]) -> str:
