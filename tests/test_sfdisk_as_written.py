@@ -161,3 +161,18 @@ def test_an_attribute_sfdisk_does_not_know_is_refused_with_its_words(
     proc = diskplan("apply", str(path), str(clean), "--yes", "--backup", str(tmp_path / "b.dpbackup"))
     assert proc.returncode != 0 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
     assert "GPT attribute" in proc.stderr and "line 2" in proc.stderr
+
+
+@pytest.mark.parametrize("ss", [512, 4096])
+def test_a_dump_restored_onto_the_same_layout_brings_its_ids(ss: int, loop_device: Callable[..., str],
+                                                             tmp_path: pathlib.Path) -> None:
+    """Cloning with a dump: disk B has the layout of disk A (each written by sfdisk, so every id differs);
+    applying A's dump to B keeps B's partitions (nothing moves) and gives them, and the disk, A's ids."""
+    theirs, ours = _blank_pair(loop_device, tmp_path, ss)
+    layout = "label: gpt\nsize=4MiB, name=a\nsize=4MiB, type=S\n"
+    _sfdisk(theirs, layout)
+    _sfdisk(ours, layout)
+    assert _dump(ours, True) != _dump(theirs, True)
+    out = _apply(ours, run("sfdisk", "--dump", theirs), tmp_path)
+    assert "kept" in out and "unique GUID (PARTUUID) of partitions 1, 2 becomes the plan's" in out
+    assert _dump(ours, True) == _dump(theirs, True)
