@@ -49,7 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not isinstance(own, settings):  # Hypothesis moved its private attribute: say so, never run short
                 raise pytest.UsageError(f"cannot raise the examples of {item.nodeid}: Hypothesis keeps its settings "
                                         "elsewhere now (tests/conftest.py)")
-            fn._hypothesis_internal_use_settings = _at_least(own, LONG_EXAMPLES)
+            setattr(fn, "_hypothesis_internal_use_settings", _at_least(own, LONG_EXAMPLES))  # noqa: B010
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
