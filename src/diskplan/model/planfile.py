@@ -722,10 +722,13 @@ def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | Non
     return tuple(notes)
 
 
-def ids_not_carried(spec: PlanSpec, fmt: str) -> tuple[str, ...]:
-    """What ``export`` leaves out of ``fmt``: the ids an sfdisk script names (apply writes them; no output
-    format of export carries them)."""
+def not_carried(spec: PlanSpec, fmt: str) -> tuple[str, ...]:
+    """What ``export`` leaves out of ``fmt`` that an sfdisk script says (apply takes it): the ids it names,
+    and that without sector-size: its numbers count the disk's sectors (the output says 512 B)."""
     out = []
+    if spec.sfdisk and not spec.sector_size_given:
+        out.append(f"the script gives no sector-size, so sfdisk counts its numbers in the disk's sectors: the {fmt} "
+                   f"output says {spec.sector_size}-byte sectors")
     if spec.label_id:
         out.append(f"label-id {spec.label_id} is not carried into the {fmt} output")
     if spec.guids:
