@@ -616,41 +616,26 @@ def _from_sfdisk(text: str) -> PlanSpec:
     gpt = label == "gpt"
     with_uuid = [line.number or 0 for line in script.lines if line.uuid and not gpt]
     notes = (*script.notes, *_dump_notes(header, with_uuid, number["table-length"]))
-    label_id = _label_id(label, header["label-id"]) if "label-id" in header else ""
+    try:
+        label_id = sfdisk_script.label_id(label, header["label-id"]) if "label-id" in header else ""
+        guids = sfdisk_script.line_guids(script) if gpt else {}
+    except sfdisk_script.ScriptError as exc:
+        raise PlanFileError(str(exc)) from exc
     first, last = (number["first-lba"], number["last-lba"]) if gpt else (None, None)
     given = "sector-size" in header  # without it sfdisk reads the numbers in the disk's sectors (placed_on)
     if not all(line.fixed for line in script.lines):  # placed on the disk, as sfdisk would place it
         notes = (*notes, "the script leaves starts, sizes or numbers to the disk: they are placed as sfdisk places "
                  "them there (1 MiB alignment, the rest of the free space)")
         return PlanSpec(label, ss, (), None, first, last, notes=notes, script=script, sfdisk=True, label_id=label_id,
-                        sector_size_given=given)
+                        sector_size_given=given)  # (the uuid= of each line is taken when it is placed: _placed)
     parts = [_script_partition(label, line, line.number or 0, line.start.value if line.start else 0,
                                (line.start.value if line.start else 0) + (line.size.value if line.size else 0) - 1,
                                line.type)
              for line in script.lines]
-    guids = _script_guids(script, tuple(parts)) if gpt else ()
+    named = tuple((p.number, guids[line.lineno]) for line, p in zip(script.lines, parts, strict=True)
+                  if line.lineno in guids)
     return _checked(PlanSpec(label, ss, _numbered(label, parts), None, first, last, notes=notes, sfdisk=True,
-                             label_id=label_id, sector_size_given=given, guids=guids))
-
-
-def _guid(text: str, where: str) -> str:
-    """A GUID as sfdisk takes one (label-id:, uuid=), upper case."""
-    if re.fullmatch(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", text) is None:
-        raise PlanFileError(f"{where}: {_shown(text)} is not a GUID (8-4-4-4-12 hex digits)")
-    return text.upper()
-
-
-def _label_id(label: str, text: str) -> str:
-    """sfdisk's label-id: a GUID on GPT; on msdos the disk signature as libfdisk's new label reads it
-    (strtoul base 16: hex digits with or without 0x, whatever follows them ignored, kept to 32 bits), as
-    "0x1234abcd"; "" when it holds no hex digit (sfdisk then makes up a random one, as libparted does)."""
-    if label == "gpt":
-        return _guid(text, "header label-id")
-    m = re.match(r"[ \t]*([+-]?)(?:0[xX](?=[0-9A-Fa-f]))?([0-9A-Fa-f]+)", text)
-    if m is None or int(m[2], 16) >> 64:  # none, or past strtoul's range (ERANGE): random
-        return ""
-    value = int(m[2], 16) * (-1 if m[1] == "-" else 1)
-    return f"0x{value & 0xFFFFFFFF:08x}"
+                             label_id=label_id, sector_size_given=given, guids=named))
 
 
 def _sfdisk_defaults(spec: PlanSpec, geometry: Geometry, current: Table | None) -> PlanSpec:
@@ -688,12 +673,6 @@ def _script_partition(label: str, line: sfdisk_script.Line, number: int, start: 
                       role.value if role is Role.LOGICAL else None)
 
 
-def _script_guids(script: sfdisk_script.Script, parts: tuple[Partition, ...]) -> tuple[tuple[int, str], ...]:
-    """Partition number -> the unique GUID its line names (uuid=), in the order of the lines."""
-    return tuple((p.number, _guid(line.uuid, f"line {line.lineno}: uuid"))
-                 for line, p in zip(script.lines, parts, strict=True) if line.uuid)
-
-
 def _placed(spec: PlanSpec, script: sfdisk_script.Script, geometry: Geometry, table: Table) -> PlanSpec:
     """The script's partitions where sfdisk puts them on this disk."""
     disk = sfdisk_script.Disk(geometry.sectors, geometry.logical, geometry.physical,
@@ -706,9 +685,10 @@ def _placed(spec: PlanSpec, script: sfdisk_script.Script, geometry: Geometry, ta
              for line, p in placed.partitions]
     said = f"{len(parts)} partition{'s' if len(parts) != 1 else ''}: {_numbers_text([p.number for p in parts])}"
     notes = (*spec.notes, *placed.notes, f"the sfdisk script placed on this disk as sfdisk places it ({said})")
-    guids = _script_guids(script, tuple(parts)) if spec.label == "gpt" else ()
+    guids = sfdisk_script.line_guids(script) if spec.label == "gpt" else {}
     return _checked(replace(spec, partitions=_numbered(spec.label, parts), sectors=geometry.sectors, script=None,
-                            notes=notes, guids=guids))
+                            notes=notes, guids=tuple((p.number, guids[line.lineno]) for line, p in placed.partitions
+                                                     if line.lineno in guids)))
 
 
 def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:

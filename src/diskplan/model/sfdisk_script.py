@@ -266,6 +266,32 @@ def attribute_bits(text: str, where: str) -> int:
     return bits
 
 
+def guid(text: str, where: str) -> str:
+    """A GUID as sfdisk takes one (GPT's label-id:, uuid=), upper case."""
+    if _GUID.fullmatch(text) is None:
+        raise ScriptError(f"{where}: {text[:40]!r} is not a GUID (8-4-4-4-12 hex digits)")
+    return text.upper()
+
+
+def line_guids(script: Script) -> dict[int, str]:
+    """Line number -> the unique GUID the line names (uuid=), for the lines that name one."""
+    return {line.lineno: guid(line.uuid, f"line {line.lineno}: uuid") for line in script.lines if line.uuid}
+
+
+def label_id(label: str, text: str) -> str:
+    """``label-id:`` as libfdisk's new label reads it: a GUID on GPT; on msdos the disk signature (strtoul
+    base 16: hex digits with or without 0x, whatever follows them ignored, kept to 32 bits), as "0x1234abcd",
+    or "" when it holds no hex digit or is past strtoul's range (sfdisk then makes up a random one, as
+    libparted does)."""
+    if label == "gpt":
+        return guid(text, "header label-id")
+    m = re.match(r"[ \t]*([+-]?)(?:0[xX](?=[0-9A-Fa-f]))?([0-9A-Fa-f]+)", text)
+    if m is None or int(m[2], 16) >> 64:
+        return ""
+    value = int(m[2], 16) * (-1 if m[1] == "-" else 1)
+    return f"0x{value & 0xFFFFFFFF:08x}"
+
+
 def _start_or_size(cur: _Cursor, what: str) -> Amount | None:
     """A start= or size= value; None for the default, and for "+" alone (as much as possible: the default)."""
     if cur.is_default():
