@@ -1,5 +1,10 @@
 """Shared fixtures: sparse images, loop devices (root only, skipped with the reason). The helpers the tests
-share live in tests/helpers/."""
+share live in tests/helpers/.
+
+The long run: ``DISKPLAN_FUZZ_EXAMPLES=N`` gives every Hypothesis test at least N examples (the "long"
+profile for tests without settings of their own; the hook below raises the ones that name fewer), besides
+the fuzz tests' own use of it. The default run draws what each test says.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,46 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from helpers.tools import CORPUS, REPO, need_tool, run
 
 # Tests written before tests/helpers/ import these from here (the home is helpers.tools).
 __all__ = ["CORPUS", "REPO", "need_tool", "run"]
+
+
+LONG_EXAMPLES = int(os.environ.get("DISKPLAN_FUZZ_EXAMPLES", "0"))
+settings.register_profile("long", max_examples=max(LONG_EXAMPLES, 1), deadline=None, print_blob=True)
+if LONG_EXAMPLES:
+    settings.load_profile("long")
+
+
+def _at_least(given: settings, n: int) -> settings:
+    return given if given.max_examples >= n else settings(given, max_examples=n)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With DISKPLAN_FUZZ_EXAMPLES set, raise every collected Hypothesis test's examples to at least that:
+    an explicit ``@settings(max_examples=...)`` overrides any profile, so the test's own settings object is
+    replaced (a @given test keeps it on the function; a state machine's TestCase on the class)."""
+    if not LONG_EXAMPLES:
+        return
+    for item in items:
+        cls, obj = getattr(item, "cls", None), getattr(item, "obj", None)
+        fn = getattr(obj, "__func__", obj)  # a method's function
+        if cls is not None and isinstance(getattr(cls, "settings", None), settings):
+            cls.settings = _at_least(cls.settings, LONG_EXAMPLES)
+        elif getattr(fn, "is_hypothesis_test", False):
+            own = getattr(fn, "_hypothesis_internal_use_settings", None)
+            if not isinstance(own, settings):  # Hypothesis moved its private attribute: say so, never run short
+                raise pytest.UsageError(f"cannot raise the examples of {item.nodeid}: Hypothesis keeps its settings "
+                                        "elsewhere now (tests/conftest.py)")
+            setattr(fn, "_hypothesis_internal_use_settings", _at_least(own, LONG_EXAMPLES))  # noqa: B010
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return f"hypothesis: every test draws at least {LONG_EXAMPLES} examples (DISKPLAN_FUZZ_EXAMPLES)" \
+        if LONG_EXAMPLES else None
 
 
 @pytest.fixture(autouse=True)

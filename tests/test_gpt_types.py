@@ -221,5 +221,5 @@ def test_a_plan_file_takes_attribute_bits_as_check_prints_them_or_as_sfdisk_writ
         _loaded("0x20")
     with pytest.raises(PlanFileError, match="attributes are GPT's"):
         _loaded("0x1", "msdos")
-    with pytest.raises(PlanFileError, match="unknown GPT attribute"):
+    with pytest.raises(PlanFileError, match="unsupported GPT attribute bit 'Bootable'"):
         _loaded("Bootable")

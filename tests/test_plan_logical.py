@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from diskplan.model.ebrmove import LogicalMove, plan_logical
+from diskplan.model.ebrmove import LogicalMove, extended_room, plan_logical
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
@@ -27,10 +27,12 @@ def part(n: int, start: int, end: int, role: Role = Role.PRIMARY, **kw: Any) -> 
     return Partition(n, start, end, role=role, type="0x05" if role is E else "0x83", **kw)
 
 
-def table(chain: list[tuple[int, int, int]], ebrs: bool = True) -> Table:
-    """An msdos table: the extended partition at EXT and logical partitions (EBR, start, size) in chain order."""
+def table(chain: list[tuple[int, int, int]], ebrs: bool = True, after: int | None = None) -> Table:
+    """An msdos table: the extended partition at EXT and logical partitions (EBR, start, size) in chain order;
+    with ``after``, primary partition 2 from there (8192 sectors), which bounds the extended partition's growth."""
     logicals = [part(5 + i, s, s + n - 1, L) for i, (_, s, n) in enumerate(chain)]
-    return Table("msdos", 1, GEOM.sectors - 1, (part(1, *EXT, E), *logicals),
+    tail = () if after is None else (part(2, after, after + 8191),)
+    return Table("msdos", 1, GEOM.sectors - 1, (part(1, *EXT, E), *logicals, *tail),
                  ebrs=tuple(b for b, _, _ in chain) if ebrs else ())
 
 
@@ -39,10 +41,12 @@ DOS = [(63, 126, 30_000), (39_000, 39_063, 30_000)]
 
 
 def allowed(t: Table, number: int, new: Extent) -> LogicalMove | str:
-    """What `diskplan move`/`resize` says about partition ``number`` going to ``new`` on the disk ``t``."""
+    """What `diskplan move`/`resize` says about partition ``number`` going to ``new`` on the disk ``t``
+    (backend.move.logical_move: the extended partition may grow as far as model.ebrmove.extended_room says)."""
     ext = next(p for p in t.partitions if p.role is E)
     parts = [p.extent for p in sorted(t.partitions, key=lambda p: p.number) if p.role is L]
-    return plan_logical(number - 5, list(t.ebrs), parts, ext.extent, ext.end, new.start, new.size)
+    room = extended_room(t, ext.extent)
+    return plan_logical(number - 5, list(t.ebrs), parts, ext.extent, room, new.start, new.size)
 
 
 def test_realign_moves_a_logical_partition_as_data_never_delete_and_create() -> None:
@@ -117,10 +121,15 @@ def chains(draw: st.DrawFn) -> list[tuple[int, int, int]]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(chains(), st.integers(0, 3), st.integers(-1000, 160_000), st.sampled_from(["move", "start", "end"]))
+@given(chains(), st.integers(0, 3), st.integers(-1000, 160_000), st.sampled_from(["move", "start", "end"]),
+       st.none() | st.integers(EXT[0] + EXT[1], 180_000))
+# Issue 31: the last logical partition moved past the extended partition's end, into the free space after it
+# (the extended partition grows, as `diskplan move` grows it).
+@example(chain=[(63, 64, 2048)], k=0, lba=148_480, how="move", after=None)
+@example(chain=[(63, 64, 2048)], k=0, lba=148_480, how="move", after=151_000)  # no room for it: stops before
 def test_every_place_the_planner_lands_a_logical_partition_on_is_one_the_cli_allows(
-        chain: list[tuple[int, int, int]], k: int, lba: int, how: str) -> None:
-    t = table(chain)
+        chain: list[tuple[int, int, int]], k: int, lba: int, how: str, after: int | None) -> None:
+    t = table(chain, after=after)
     number = 5 + k % len(chain)
     plan = Plan.open(GEOM, t)
     if how == "move":

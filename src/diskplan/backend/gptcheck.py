@@ -5,7 +5,7 @@ bytes a repair would write (nothing is written here)."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from diskplan.backend.rawtable import (
@@ -171,10 +171,13 @@ def copies_differ(state: GptState) -> str:
     return ""
 
 
-def header_for(copy: GptCopy, entries: bytes) -> bytes:
-    """``copy``'s header sector saying ``entries``' CRC, its own CRC computed again, all else as read."""
+def header_for(copy: GptCopy, entries: bytes, fields: Mapping[int, bytes] | None = None) -> bytes:
+    """``copy``'s header sector saying ``entries``' CRC, its own CRC computed again, all else as read
+    except ``fields`` (byte offset -> bytes: the usable area, the disk GUID)."""
     size = int.from_bytes(copy.raw_header[12:16], "little")
     h = bytearray(copy.raw_header[:size])
+    for at, raw in (fields or {}).items():
+        h[at : at + len(raw)] = raw
     h[88:92] = (zlib.crc32(entries) & 0xFFFFFFFF).to_bytes(4, "little")
     h[16:20] = bytes(4)
     h[16:20] = (zlib.crc32(h) & 0xFFFFFFFF).to_bytes(4, "little")

@@ -84,7 +84,7 @@ from diskplan.backend.write import (
     unwritable,
 )
 from diskplan.model.disk import Disk
-from diskplan.model.ebrmove import LogicalMove, plan_logical, window
+from diskplan.model.ebrmove import LogicalMove, extended_room, plan_logical, window
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.findings import start_finding
 from diskplan.model.geometry import Geometry
@@ -252,14 +252,12 @@ def logical_window(target: str, disk: Disk, number: int) -> Extent | str:
 def logical_move(target: str, disk: Disk, number: int, to: int, length: int) -> LogicalMove | str:
     """Where logical partition ``number``'s EBR goes (model.ebrmove), or why it cannot move there. The
     extended partition may grow up to the next partition after it or the end of the usable area."""
-    t = disk.table
     chain = _chain(target, disk, number)
     if isinstance(chain, str):
         return chain
     ext = Extent(chain.ext_start, chain.ext_end)
-    after = [q.start for q in t.live if q.role is Role.PRIMARY and q.start > ext.end]
-    limit = min([t.usable.end, *(a - 1 for a in after)])
     parts = [Extent(lk.start, lk.start + lk.size - 1) for lk in chain.links]
+    limit = extended_room(disk.table, ext)
     return plan_logical(number - 5, [lk.lba for lk in chain.links], parts, ext, limit, to, length)
 
 

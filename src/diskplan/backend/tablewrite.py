@@ -26,7 +26,7 @@ the comparison after the write) is pure and lives in model.operations.
 from __future__ import annotations
 
 from diskplan.backend import backup as bk
-from diskplan.backend import gptpatch
+from diskplan.backend import gptpatch, mbrid
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.backend.write import (
@@ -105,6 +105,14 @@ def prepare_table(
     done = ops.operations  # executed from this list: what is deleted, created, re-added, changed, kept
     parts = {k: tuple(op.partition for op in done if op.kind in k and op.partition is not None)
              for k in (("delete", "rewrite"), ("create", "rewrite"), ("change",), ("keep", "change", "rewrite"))}
+    header, guids = _gpt_wishes(desired, ops.label)
+    libparted = _usable(new_table("gpt", geom) if fresh else current.table)  # the usable area it writes
+    raw = () if header is None else gptpatch.pending(target, geom.logical, geom.sectors, header, dict(guids),
+                                                     libparted, fresh)
+    signature = desired.disk_id if isinstance(desired, Table) and ops.label == desired.label == "msdos" else ""
+    if signature and (fresh or mbrid.current(target, geom.logical) != signature):
+        raw += (f"the disk identifier becomes {signature}: written into the MBR after the commit",)
+    notes += raw
     now = table_fingerprint(current.table, target, geom, current.filesystem)
     if made_against and made_against != now and any(op.kind != "keep" for op in done):
         refusals.append(plan_made_against_another(target))
@@ -126,10 +134,31 @@ def prepare_table(
         change=parts["change",],
         protect=tuple(p.extent for p in parts["keep", "change", "rewrite"] if p.role is not Role.EXTENDED),
         made_against=now,
+        gpt_header=header,
+        guids=guids,
+        signature=signature,
+        raw_changes=raw,
     )
     if refusals or not proposal.changes:
         return proposal
     return _preview(proposal)
+
+
+def _usable(t: Table) -> tuple[int, int]:
+    return t.first_usable, t.last_usable
+
+
+def _gpt_wishes(desired: Table | Changes, label: str | None) -> tuple[gptpatch.HeaderWish | None,
+                                                                     tuple[tuple[int, str], ...]]:
+    """What a plan file's GPT names that libparted makes up (its usable area, disk GUID, unique GUIDs: an
+    sfdisk script's first-lba, last-lba, label-id, uuid=), for backend.gptpatch; the planner's changes name
+    none of them."""
+    if not isinstance(desired, Table) or label != "gpt" or desired.label != "gpt":
+        return None, ()
+    named = desired.usable_named
+    header = gptpatch.HeaderWish(desired.first_usable if named else None, desired.last_usable if named else None,
+                                 desired.disk_id.upper())
+    return header, tuple((p.number, p.uuid.upper()) for p in desired.live if p.uuid)
 
 
 def _preview(p: Proposal) -> Proposal:
@@ -188,9 +217,13 @@ def _commit_child(p: Proposal, fault: Fault | None) -> _Written:
         if fault:
             fault("write")
         if p.result.label == "gpt":
-            wanted = gptpatch.wishes((*p.create, *p.change))
+            kept = [op.partition for op in p.operations if op.kind == "keep" and op.partition is not None]
+            wanted = gptpatch.wishes((*p.create, *p.change), dict(p.guids), kept)
             patched.extend(gptpatch.patch_entries(p.target, p.sector_size, p.sectors, wanted,
-                                                  after_first=(lambda: fault("patch")) if fault else None))
+                                                  after_first=(lambda: fault("patch")) if fault else None,
+                                                  header=p.gpt_header))
+        elif p.signature:
+            patched.extend(mbrid.write_signature(p.target, p.sector_size, p.signature))
 
     try:
         same = identity(p.target) == p.identity

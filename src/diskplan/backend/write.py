@@ -31,6 +31,7 @@ from diskplan.backend import backup as bk
 from diskplan.backend import kernelparts
 from diskplan.backend import lock as wlock
 from diskplan.backend.filekind import write_refusals
+from diskplan.backend.gptpatch import HeaderWish
 from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
@@ -153,10 +154,17 @@ class Proposal(ConfirmedByName):
     protect: tuple[Extent, ...] = ()  # data of kept partitions: never in the backup, never written
     repair: GptRepair | None = None  # a repair-only proposal (backend.gptrepair): these bytes are written
     made_against: str = ""  # fingerprint of ``current`` (model.fingerprint): checked again under the lock
+    # Fields libparted makes up that the plan names (an sfdisk script's first-lba, last-lba, label-id,
+    # uuid=): patched into the raw GPT or MBR after the commit (backend.gptpatch, mbrid); ``raw_changes``
+    # says which differ from the disk now (a table otherwise the same is still written for them).
+    gpt_header: HeaderWish | None = None
+    guids: tuple[tuple[int, str], ...] = ()  # partition number -> unique GUID
+    signature: str = ""  # msdos: the disk signature the plan names ("0x1234abcd"; backend.mbrid), "" none
+    raw_changes: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
-        return any(op.kind != "keep" for op in self.operations)
+        return bool(self.raw_changes) or any(op.kind != "keep" for op in self.operations)
 
     @property
     def writable(self) -> bool:

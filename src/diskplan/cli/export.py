@@ -17,6 +17,7 @@ from diskplan.backend.planread import read_plan_text
 from diskplan.backend.tableid import disk_fingerprint
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import write_document
+from diskplan.model import planfile
 from diskplan.model.ansible import to_ansible
 from diskplan.model.ignition import to_ignition
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
@@ -132,7 +133,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         spec, default_device = load_source(args.source)
-        for note in spec.notes:  # what the plan file says that the output does not carry (sfdisk's uuid=)
+        for note in (*spec.notes, *planfile.not_carried(spec, args.format)):  # what the output does not carry
             print(f"diskplan export: note: {safe(note)}", file=sys.stderr)
         if args.format == "repart" and args.output:
             names = write_repart(spec, args.output)

@@ -22,7 +22,8 @@ and a move or resize:
 
 from __future__ import annotations
 
-from diskplan.model.extent import Extent
+from diskplan.model.extent import Extent, Role
+from diskplan.model.table import Table
 from diskplan.model.value import value
 
 
@@ -47,6 +48,15 @@ def free_sector(after: int, last: int, taken: list[Extent]) -> int:
             break
         at = e.end + 1
     return at if at <= last else 0
+
+
+def extended_room(table: Table, ext: Extent) -> int:
+    """The last sector the extended partition ``ext`` may grow to when a logical partition is moved or grown
+    past its end: up to the first partition after it at the top level, or the end of the usable area; never
+    before its own end. The one answer for `diskplan move`/`resize`/`apply` (backend.move.logical_move) and
+    the planner (``Plan``), so a plan the planner shows is one the write accepts."""
+    after = [p.start for p in table.live if p.role is not Role.LOGICAL and p.start > ext.end]
+    return max(ext.end, min([table.last_usable, *(a - 1 for a in after)]))
 
 
 def plan_logical(

@@ -33,7 +33,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from diskplan.model import labels
-from diskplan.model.ebrmove import plan_logical
+from diskplan.model.ebrmove import extended_room, plan_logical
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
@@ -302,15 +302,15 @@ class Plan:
         return replace(gap, hi=room, area_hi=room, area_after=f"the free space after extended partition {ext.number}")
 
     def _room_after_extended(self) -> int:
-        """The last sector the extended partition may grow to: the free space after it at the top level (what
-        `diskplan move` lets it grow into, backend.move.logical_move); its end when it is not on the disk."""
+        """The last sector the extended partition may grow to: the free space after it at the top level, as
+        `diskplan move` has it (model.ebrmove.extended_room); its end when it is not on the disk."""
         ext = self.extended()
         if ext is None:
             return -1
         base = self.base.by_number(ext.number)
         if ext.state is not State.EXISTING or base is None or base.role is not Role.EXTENDED or base.start != ext.start:
             return ext.end
-        return max(ext.end, self.lanes[TOP].gap_of(self.where[ext.number][1]).hi)
+        return extended_room(self.table, ext.extent)
 
     def _fit_extended(self) -> tuple[Plan, str]:
         """The plan with its extended partition (on the disk) ending where its logical partitions need: never

@@ -105,6 +105,13 @@ class PlanSpec:
     relative: tuple[relplan.Want, ...] | None = field(default=None, compare=False)
     keeps: tuple[Keep, ...] = ()  # partitions that are the disk's own, their content kept (JSON ``keeps``)
     sector_size_given: bool = field(default=True, compare=False)  # False: the file has none (512 assumed)
+    # An sfdisk script: what it leaves out is what sfdisk takes on the disk: without ``sector-size:`` its
+    # numbers count the disk's sectors, and a GPT's first-lba is sfdisk's default there (placed_on).
+    sfdisk: bool = field(default=False, compare=False)
+    # The disk id (sfdisk's label-id: GPT's disk GUID, msdos's signature as "0x1234abcd") and GPT partition
+    # number -> unique GUID (uuid=) the plan names.
+    label_id: str = field(default="", compare=False)
+    guids: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
     @property
     def needs_disk(self) -> bool:
@@ -153,7 +160,11 @@ def table_from_spec(spec: PlanSpec, geometry: Geometry, current: Table | None = 
     if spec.label == "gpt" and not (table.first_usable <= first <= last <= table.last_usable):
         raise PlanFileError(f"the plan's usable area {first}s..{last}s does not fit this disk's GPT "
                             f"({table.first_usable}s..{table.last_usable}s)")
-    table = replace(table, first_usable=first, last_usable=last).with_partitions(spec.partitions)
+    named = spec.label == "gpt" and (spec.first_lba is not None or spec.last_lba is not None)
+    guids = dict(spec.guids)
+    parts = tuple(replace(p, uuid=guids[p.number]) if p.number in guids else p for p in spec.partitions)
+    table = replace(table, first_usable=first, last_usable=last, usable_named=named,
+                    disk_id=spec.label_id).with_partitions(parts)
     problems = validate(table, geometry)
     if problems:
         raise PlanFileError("the plan does not fit this disk: " + "; ".join(problems))
@@ -183,6 +194,8 @@ def _base_table(spec: PlanSpec, geometry: Geometry, current: Table | None) -> Ta
 def placed_on(spec: PlanSpec, geometry: Geometry, current: Table | None = None) -> PlanSpec:
     """A plan that leaves places to the disk (an sfdisk script without starts, a relative plan) placed on
     this one, its notes saying what each relative size became here; a plan in exact sectors as it is."""
+    if spec.sfdisk:
+        spec = _sfdisk_defaults(spec, geometry, current)
     if not spec.needs_disk:
         return spec
     if spec.script is not None:  # an sfdisk script for a blank disk: sector sizes are the disk's
@@ -556,7 +569,6 @@ def _checked(spec: PlanSpec) -> PlanSpec:
 
 # --- sfdisk scripts and dumps -----------------------------------------------------------------------------
 
-_SFDISK_ATTRS = {v: k for k, v in labels.GPT_ATTRIBUTES.items()}
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "２０４８" and "2_048"
 
 
@@ -579,19 +591,11 @@ def _escape(name: str) -> str:
 
 
 def _gpt_attrs(text: str, where: str) -> list[str]:
-    flags = []
-    for word in text.split():
-        if word.startswith("GUID:"):
-            for bit in word[5:].split(","):
-                key = f"GUID:{bit.strip()}"
-                if key not in _SFDISK_ATTRS:
-                    raise PlanFileError(f"{where}: attribute bit {bit} is not one diskplan knows (48..63)")
-                flags.append(_SFDISK_ATTRS[key])
-        elif word in _SFDISK_ATTRS:
-            flags.append(_SFDISK_ATTRS[word])
-        else:
-            raise PlanFileError(f"{where}: unknown GPT attribute {word!r}")
-    return flags
+    """sfdisk's ``attrs=`` words and bit numbers, read as libfdisk reads them (sfdisk_script.attribute_bits)."""
+    try:
+        return list(labels.gpt_attribute_flags(sfdisk_script.attribute_bits(text, where)))
+    except sfdisk_script.ScriptError as exc:
+        raise PlanFileError(str(exc)) from exc
 
 
 def _from_sfdisk(text: str) -> PlanSpec:
@@ -609,19 +613,52 @@ def _from_sfdisk(text: str) -> PlanSpec:
     ss = number["sector-size"] or 512
     if ss < 512 or ss & (ss - 1):
         raise PlanFileError(f"sector-size {ss} is not a power of two of at least 512")
-    with_uuid = [line.number or 0 for line in script.lines if line.uuid]
-    notes = (*script.notes, *_dump_notes(header, with_uuid, number["table-length"]))
     gpt = label == "gpt"
+    with_uuid = [line.number or 0 for line in script.lines if line.uuid and not gpt]
+    notes = (*script.notes, *_dump_notes(header, with_uuid, number["table-length"]))
+    try:
+        label_id = sfdisk_script.label_id(label, header["label-id"]) if "label-id" in header else ""
+        guids = sfdisk_script.line_guids(script) if gpt else {}
+    except sfdisk_script.ScriptError as exc:
+        raise PlanFileError(str(exc)) from exc
     first, last = (number["first-lba"], number["last-lba"]) if gpt else (None, None)
+    given = "sector-size" in header  # without it sfdisk reads the numbers in the disk's sectors (placed_on)
     if not all(line.fixed for line in script.lines):  # placed on the disk, as sfdisk would place it
         notes = (*notes, "the script leaves starts, sizes or numbers to the disk: they are placed as sfdisk places "
                  "them there (1 MiB alignment, the rest of the free space)")
-        return PlanSpec(label, ss, (), None, first, last, notes=notes, script=script)
+        return PlanSpec(label, ss, (), None, first, last, notes=notes, script=script, sfdisk=True, label_id=label_id,
+                        sector_size_given=given)  # (the uuid= of each line is taken when it is placed: _placed)
     parts = [_script_partition(label, line, line.number or 0, line.start.value if line.start else 0,
                                (line.start.value if line.start else 0) + (line.size.value if line.size else 0) - 1,
                                line.type)
              for line in script.lines]
-    return _checked(PlanSpec(label, ss, _numbered(label, parts), None, first, last, notes=notes))
+    named = tuple((p.number, guids[line.lineno]) for line, p in zip(script.lines, parts, strict=True)
+                  if line.lineno in guids)
+    return _checked(PlanSpec(label, ss, _numbered(label, parts), None, first, last, notes=notes, sfdisk=True,
+                             label_id=label_id, sector_size_given=given, guids=named))
+
+
+def _sfdisk_defaults(spec: PlanSpec, geometry: Geometry, current: Table | None) -> PlanSpec:
+    """What an sfdisk script leaves out, as sfdisk takes it on this disk: without sector-size: its numbers
+    count the disk's sectors; a new GPT without first-lba: starts its usable area where sfdisk's new GPT
+    does, at the first aligned sector (2048 with 512-byte sectors, 256 with 4096), when no partition of the
+    script lies before it. A GPT on the disk keeps its usable area (libparted writes into it)."""
+    if not spec.sector_size_given and spec.sector_size != geometry.logical:
+        spec = replace(spec, sector_size=geometry.logical)
+    if spec.label != "gpt" or spec.first_lba is not None or (
+            current is not None and current.label == "gpt" and not current.read_only):
+        return spec
+    new = new_table("gpt", geometry)
+    disk = sfdisk_script.Disk(geometry.sectors, geometry.logical, geometry.physical,
+                              geometry.optimal_io or geometry.min_io, new.first_usable, new.last_usable)
+    first = max(new.first_usable, disk.first_lba)
+    if first >= new.last_usable:
+        return spec
+    early = next((p for p in spec.partitions if p.start < first), None)
+    if early is not None:  # sfdisk: "Sector N already used."
+        raise PlanFileError(f"partition {early.number} starts at {early.start}, before sfdisk's new GPT's first usable "
+                            f"sector {first}, and sfdisk refuses it (a first-lba: line in the script moves that)")
+    return replace(spec, first_lba=first)
 
 
 def _script_partition(label: str, line: sfdisk_script.Line, number: int, start: int, end: int,
@@ -648,22 +685,37 @@ def _placed(spec: PlanSpec, script: sfdisk_script.Script, geometry: Geometry, ta
              for line, p in placed.partitions]
     said = f"{len(parts)} partition{'s' if len(parts) != 1 else ''}: {_numbers_text([p.number for p in parts])}"
     notes = (*spec.notes, *placed.notes, f"the sfdisk script placed on this disk as sfdisk places it ({said})")
+    guids = sfdisk_script.line_guids(script) if spec.label == "gpt" else {}
     return _checked(replace(spec, partitions=_numbered(spec.label, parts), sectors=geometry.sectors, script=None,
-                            notes=notes))
+                            notes=notes, guids=tuple((p.number, guids[line.lineno]) for line, p in placed.partitions
+                                                     if line.lineno in guids)))
 
 
 def _dump_notes(header: dict[str, str], with_uuid: list[int], entries: int | None) -> tuple[str, ...]:
-    """What a dump says that diskplan does not write (libparted sets no disk or partition GUID), said."""
+    """What a script says that diskplan does not write, said."""
     notes = []
-    if "label-id" in header:
-        notes.append(f"label-id {header['label-id'][:40]} is not applied: the disk keeps the id it has "
-                     "(a new table gets a new random one)")
-    if with_uuid:
+    if with_uuid:  # (on GPT uuid= is written: backend.gptpatch)
         notes.append(f"uuid= of partition{'s' if len(with_uuid) > 1 else ''} {_numbers_text(with_uuid)} is not "
-                     "applied: a kept partition keeps its own, a new one gets a new random GUID")
+                     "applied: an msdos entry has no GUID")
     if entries is not None and entries != 128 and header.get("label") == "gpt":
         notes.append(f"table-length {entries} is not applied: libparted writes a new GPT with 128 entries")
     return tuple(notes)
+
+
+def not_carried(spec: PlanSpec, fmt: str) -> tuple[str, ...]:
+    """What ``export`` leaves out of ``fmt`` that an sfdisk script says (apply takes it): the ids it names,
+    and that without sector-size: its numbers count the disk's sectors (the output says 512 B)."""
+    out = []
+    if spec.sfdisk and not spec.sector_size_given:
+        out.append(f"the script gives no sector-size, so sfdisk counts its numbers in the disk's sectors: the {fmt} "
+                   f"output says {spec.sector_size}-byte sectors")
+    if spec.label_id:
+        out.append(f"label-id {spec.label_id} is not carried into the {fmt} output")
+    if spec.guids:
+        numbers = [n for n, _ in spec.guids]
+        out.append(f"uuid= of partition{'s' if len(numbers) > 1 else ''} {_numbers_text(numbers)} is not carried into "
+                   f"the {fmt} output")
+    return tuple(out)
 
 
 def _numbers_text(numbers: list[int]) -> str:

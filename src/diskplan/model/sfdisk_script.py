@@ -20,7 +20,7 @@ import re
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.labels import EXTENDED_IDS
-from diskplan.model.value import field, value
+from diskplan.model.value import field, replace, value
 
 HEADERS = ("label", "unit", "label-id", "device", "grain", "first-lba", "last-lba", "table-length", "sector-size")
 MAX_NUMBER = (1 << 64) - 1
@@ -214,12 +214,82 @@ def parse_type(label: str, text: str, where: str) -> str:
         raise ScriptError(f"{where}: {text[:40]!r} is not a GPT type sfdisk knows (a GUID, L S H U R V, an alias "
                           "such as linux, or a name such as \"Linux /usr (x86)\")")
     if re.fullmatch(r"(0[xX])?[0-9A-Fa-f]+", text) and int(text, 16) <= 0xFF:
-        if int(text, 16) == 0:
-            raise ScriptError(f"{where}: type 0x00 marks an empty MBR entry: a partition needs a type from 0x01 to "
-                              "0xff")
-        return f"0x{int(text, 16):02x}"
+        return f"0x{int(text, 16):02x}"  # 0x00 (an empty slot) is refused by parse unless sfdisk skips the line
     raise ScriptError(f"{where}: {text[:40]!r} is not an MBR type (a hex id 1..ff, L S Ex U R V X, an alias such as "
                       "linux, or a name such as \"W95 FAT32\")")
+
+
+# libfdisk's names of GPT attribute bits (gpt.c), matched as it matches them: case-sensitive, as a prefix of
+# the item; "RequiredPartiton" is the misspelling older libfdisk wrote in dumps, still read.
+_ATTR_NAMES = (("RequiredPartition", 0), ("RequiredPartiton", 0), ("LegacyBIOSBootable", 2),
+               ("NoBlockIOProtocol", 1))
+_BIT_ITEM = re.compile(r"(GUID:)?[0-9]")  # a bit number, bare or after GUID: (ASCII digits only)
+_C_UINT = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+
+
+def attribute_bits(text: str, where: str) -> int:
+    """A GPT ``attrs=`` value as libfdisk reads it (gpt_entry_attrs_from_string): items separated by commas
+    and/or blanks, each a name (RequiredPartition, NoBlockIOProtocol, LegacyBIOSBootable, or the old
+    RequiredPartiton), ``GUID:N`` for N in 48..63, or a bare C number (``48``, ``0x30``) in 48..63 or, as
+    util-linux's development tree reads them (2.38 to 2.42 refuse these), 0..2. The 64 bits they set."""
+    bits, p = 0, 0
+    while p < len(text):
+        while p < len(text) and _blank(text[p]):
+            p += 1
+        if p == len(text):
+            break
+        item, bit = text[p:], -1
+        name = next(((n, b) for n, b in _ATTR_NAMES if item.startswith(n)), None)
+        if name is not None:
+            bit, p = name[1], p + len(name[0])
+        elif _BIT_ITEM.match(item):
+            guid = item.startswith("GUID:")
+            at = p + 5 if guid else p
+            end = at
+            while end < len(text) and text[end] != "," and not _blank(text[end]):
+                end += 1
+            m = _C_UINT.fullmatch(text[at:end])
+            n = int(m.group(), 0 if not m.group().startswith("0") or m.group()[:2].lower() == "0x" else 8) if m else -1
+            if 48 <= n <= 63 or (not guid and 0 <= n <= 2):
+                bit, p = n, end
+        if bit < 0:
+            raise ScriptError(f"{where}: unsupported GPT attribute bit {item.split(',')[0].split()[0][:30]!r}, as "
+                              "sfdisk says (names: RequiredPartition, NoBlockIOProtocol, LegacyBIOSBootable; bits "
+                              "0-2 and 48-63, bare or as GUID:N)")
+        if p < len(text) and text[p] != "," and not _blank(text[p]):
+            raise ScriptError(f"{where}: cannot read the GPT attributes {text[:60]!r}, as sfdisk cannot")
+        bits |= 1 << bit
+        while p < len(text) and _blank(text[p]):
+            p += 1
+        if p < len(text) and text[p] == ",":
+            p += 1
+    return bits
+
+
+def guid(text: str, where: str) -> str:
+    """A GUID as sfdisk takes one (GPT's label-id:, uuid=), upper case."""
+    if _GUID.fullmatch(text) is None:
+        raise ScriptError(f"{where}: {text[:40]!r} is not a GUID (8-4-4-4-12 hex digits)")
+    return text.upper()
+
+
+def line_guids(script: Script) -> dict[int, str]:
+    """Line number -> the unique GUID the line names (uuid=), for the lines that name one."""
+    return {line.lineno: guid(line.uuid, f"line {line.lineno}: uuid") for line in script.lines if line.uuid}
+
+
+def label_id(label: str, text: str) -> str:
+    """``label-id:`` as libfdisk's new label reads it: a GUID on GPT; on msdos the disk signature (strtoul
+    base 16: hex digits with or without 0x, whatever follows them ignored, kept to 32 bits), as "0x1234abcd",
+    or "" when it holds no hex digit or is past strtoul's range (sfdisk then makes up a random one, as
+    libparted does)."""
+    if label == "gpt":
+        return guid(text, "header label-id")
+    m = re.match(r"[ \t]*([+-]?)(?:0[xX](?=[0-9A-Fa-f]))?([0-9A-Fa-f]+)", text)
+    if m is None or int(m[2], 16) >> 64:
+        return ""
+    value = int(m[2], 16) * (-1 if m[1] == "-" else 1)
+    return f"0x{value & 0xFFFFFFFF:08x}"
 
 
 def _start_or_size(cur: _Cursor, what: str) -> Amount | None:
@@ -357,9 +427,16 @@ def parse(text: str) -> Script:
             continue
         label = header.get("label", "dos")
         line = _named(label, s, lineno) if "=" in s else _unnamed(label, s, lineno)
-        if line.start == line.size == Amount(0):  # an old sfdisk's dump of an empty slot: sfdisk skips it
-            notes.append(f"{where}: start=0, size=0 ignored, as sfdisk ignores it")
+        if line.start == line.size == Amount(0):  # an old sfdisk's dump of an empty slot (Id= 0): sfdisk skips it
+            notes.append(f"{where}: start=0, size=0 ignored, as sfdisk ignores it (\"Ignoring partition.\")")
             continue
+        if line.type == "0x00":
+            raise ScriptError(f"{where}: type 0x00 marks an empty MBR entry: a partition needs a type from 0x01 to "
+                              "0xff")
+        if line.bootable and label == "gpt":
+            notes.append(f"{where}: bootable ignored, as sfdisk ignores it on GPT (no entry has a boot flag; BIOS "
+                         "boot code looks for attrs=LegacyBIOSBootable)")
+            line = replace(line, bootable=False)
         lines.append(line)
     return Script(header, tuple(lines), tuple(notes))
 
