@@ -17,7 +17,7 @@ from diskplan.backend.move import execute_move, logical_window, prepare_move
 from diskplan.backend.resize import content_limits
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.move import move_and_resize, run
-from diskplan.cli.options import TargetError, add_overrides, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, add_overrides, host, open_target
 from diskplan.cli.textout import consoles
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", "-N", type=int, metavar="N",
                    help="only this partition (default: every misaligned one)")
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
+    add_open_writers(p)
     add_overrides(p)
     return p
 
@@ -113,16 +114,17 @@ def main(argv: list[str]) -> int:
             old = disk.table.by_number(number)
             if old is not None and size != old.size:  # a shrink, then the move (as `diskplan move --size`)
                 code = move_and_resize(argparse.Namespace(target=args.target, partition=number, yes=args.yes,
-                                                          backup=None), disk, to, size, old.size, console, err)
+                                                          backup=None, allow_open_writers=args.allow_open_writers),
+                                       disk, to, size, old.size, console, err)
                 if code != 0 and (args.yes or code != 1):
                     return code
                 continue
-            p = prepare_move(args.target, number, to, host())
+            p = prepare_move(args.target, number, to, host(args))
         except (CommitError, TargetError) as exc:
             err.print(f"diskplan realign: {exc}")
             return 2
         code = run(p, args.yes, "realign it (the table is backed up and the move journalled first)", console, err,
-                   execute_move)
+                   execute_move, h=host(args))
         if code != 0 and (args.yes or code != 1):
             return code
     return 0 if args.yes else 1
