@@ -102,10 +102,12 @@ def render(spec: PlanSpec, fmt: str, device: str) -> str:
         raise PlanFileError(f"{'an' if fmt == 'sfdisk' else 'a'} {fmt} script is in exact sectors, and this plan's "
                             "sizes are relative: `diskplan apply PLAN DISK` resolves it on a disk, then "
                             f"`diskplan export DISK` prints it (or use --format {others})")
+    # A script names the device in comments and commands: a control character in an image's file name is
+    # shown escaped (model.safetext), as every other command shows it, never sent raw to a terminal.
     if fmt == "sfdisk":
-        return to_sfdisk(spec, device)
+        return to_sfdisk(spec, safe(device))
     if fmt == "parted":
-        return to_parted(spec, device)
+        return to_parted(spec, safe(device))
     if fmt == "ansible":
         return to_ansible(spec, device)
     if fmt == "ignition":

@@ -23,6 +23,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain
 from diskplan.model.move import free_around, realign_shrinking, realign_start
+from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 
 
@@ -82,6 +83,26 @@ def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int, int]], l
     return moves, notes
 
 
+def has_errors(target: str, disk: Disk, number: int) -> str:
+    """Why a move of partition ``number`` will be refused because its filesystem has errors ("" when it is
+    clean, or cannot be checked here: the move says why itself). The write checks again under its lock;
+    this is for the dry run, which otherwise proposes a move that the write refuses."""
+    from diskplan.backend import fscheck
+
+    p = disk.table.by_number(number)
+    if p is None:
+        return ""
+    ss = disk.geometry.logical
+    try:
+        fs, clean, said = fscheck.referee(target, p.start * ss, p.size * ss)
+    except (fscheck.CheckError, OSError):
+        return ""
+    if clean:
+        return ""
+    return (f"partition {number}: its {fs.fs} filesystem has errors ({safe(said)}): realigning it will be refused; "
+            "repair it first (its own checker), then realign")
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
@@ -102,6 +123,10 @@ def main(argv: list[str]) -> int:
             return 1
         console.print("nothing to do: every partition starts on a grain boundary", style="green")
         return 0
+    unclean = {number: why for number, _, _ in moves if not args.yes and (why := has_errors(args.target, disk, number))}
+    for why in unclean.values():
+        err.print(f"diskplan realign: {why}")
+    moves = [m for m in moves if m[0] not in unclean]
     for i, (number, to, size) in enumerate(moves):
         try:
             if i and args.yes:  # the moves before may have changed the free space around this one
@@ -127,4 +152,4 @@ def main(argv: list[str]) -> int:
                    execute_move, h=host(args))
         if code != 0 and (args.yes or code != 1):
             return code
-    return 0 if args.yes else 1
+    return 0 if args.yes and not unclean else 1
