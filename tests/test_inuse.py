@@ -79,6 +79,19 @@ def test_holders_name_lvm_and_md(tmp_path: pathlib.Path) -> None:
     nodes = [inuse.Node("sdz", (8, 240), str(disk)), inuse.Node("sdz1", (8, 241), str(disk / "sdz1"))]
     uses = inuse.holders(nodes, sys_root=str(tmp_path))
     assert [str(u) for u in uses] == ["/dev/sdz1 is held by dm-0 (LVM vg0-root)", "/dev/sdz1 is held by md0"]
+    # A real md array's sysfs (an md member): /sys/class/block/md0/md/level and md/dev-sdz1
+    md = tmp_path / "class" / "block" / "md0" / "md"
+    (md / "dev-sdz1").mkdir(parents=True)
+    (md / "level").write_text("raid1\n")
+    (md / "dev-sdz1" / "offset").write_text("2048\n")
+    crypt = tmp_path / "class" / "block" / "dm-1" / "dm"  # an open LUKS mapping, as cryptsetup names it
+    crypt.mkdir(parents=True)
+    (crypt / "name").write_text("luks-0b1c\n")
+    (crypt / "uuid").write_text("CRYPT-LUKS2-0b1c2d3e-luks-0b1c\n")
+    (disk / "sdz1" / "holders" / "dm-1").mkdir()
+    assert [str(u) for u in inuse.holders(nodes, sys_root=str(tmp_path))] == [
+        "/dev/sdz1 is held by dm-0 (LVM vg0-root)", "/dev/sdz1 is held by dm-1 (dm-crypt luks-0b1c)",
+        "/dev/sdz1 is held by md0 (md raid1 array)"]
 
 
 def _ours(lines: list[str], *pids: int) -> list[str]:
@@ -342,3 +355,21 @@ def test_a_process_holding_a_partition_open_for_writing_is_named_and_refuses_unl
         assert allowed.returncode == 0, allowed.stderr
         assert said in allowed.stdout + allowed.stderr
     assert run("sfdisk", "--dump", dev) != table
+
+
+def test_a_partition_in_use_as_swap_is_named(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
+    dev = loop_device(img)
+    partx_update(dev)
+    run(need_tool("mkswap"), "-q", f"{dev}p2")
+    on = subprocess.run(["swapon", f"{dev}p2"], capture_output=True, text=True)
+    if on.returncode != 0:
+        pytest.skip(f"swapon: {on.stderr.strip()}")
+    try:
+        assert f"{dev}p2 is in use as swap (partition {dev}p2)" in inuse.culprits(dev)
+    finally:
+        subprocess.run(["swapoff", f"{dev}p2"], capture_output=True)
+    assert inuse.culprits(dev) == []

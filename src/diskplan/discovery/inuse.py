@@ -141,12 +141,13 @@ def swaps(devnums: dict[tuple[int, int], str], image: os.stat_result | None, pro
 
 
 def _holder_name(sys_root: str, holder: str) -> str:
-    """dm-0 -> "dm-0 (LVM vg-lv)"; md0 stays md0."""
+    """dm-0 -> "dm-0 (LVM vg-lv)"; md0 -> "md0 (md raid1 array)"."""
     dm = f"{sys_root}/class/block/{holder}/dm"
     name = read(f"{dm}/name")
     uuid = read(f"{dm}/uuid") or ""
     if name is None:
-        return holder
+        level = read(f"{sys_root}/class/block/{holder}/md/level")
+        return f"{holder} (md {level} array)" if level else holder
     kind = {"LVM": "LVM", "CRYPT": "dm-crypt", "mpath": "multipath", "part": "kpartx"}.get(uuid.split("-")[0], "dm")
     return f"{holder} ({kind} {name})"
 
