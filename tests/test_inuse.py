@@ -25,6 +25,16 @@ from helpers.units import MiB
 TWO = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
 
 
+def two_partitions(sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]) -> tuple[pathlib.Path,
+                                                                                                       str]:
+    """A 64 MiB image with two partitions (TWO), on a loop device whose partitions the kernel lists."""
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
+    dev = loop_device(img)
+    partx_update(dev)
+    return img, dev
+
+
 def test_mountinfo_names_the_mount_point_with_its_escapes(tmp_path: pathlib.Path) -> None:
     (tmp_path / "self").mkdir()
     (tmp_path / "self" / "mountinfo").write_text(
@@ -118,10 +128,7 @@ def test_ours_drops_other_processes_only() -> None:
 def test_an_exclusive_opener_is_named_busy(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    img, dev = two_partitions(sparse_image, loop_device)
     assert [u for u in inuse.find_users(dev) if u.blocking] == []
     fd = os.open(f"{dev}p2", os.O_RDONLY | os.O_EXCL)  # as mount, md or dm-crypt would claim it
     try:
@@ -239,10 +246,7 @@ def test_a_lock_on_a_loop_device_of_the_image_is_a_use(
 def test_a_whole_disk_held_exclusively_is_named_not_its_partition(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    _img, dev = two_partitions(sparse_image, loop_device)
     busy = "is busy: the kernel or another program holds it open exclusively"
     with holding("excl", dev) as pid:
         assert _ours(inuse.culprits(dev), pid) == [f"{dev} {busy}; open in {_comm(pid)}"]
@@ -305,10 +309,7 @@ def test_an_offset_loop_over_the_disk_itself_is_a_user_of_exactly_its_bytes(
 def test_a_loop_over_a_partition_node_and_a_loop_over_that_loop_are_named_with_their_bytes(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    _img, dev = two_partitions(sparse_image, loop_device)
     with offset_loop(pathlib.Path(f"{dev}p2"), 4096, 8192) as inner, offset_loop(pathlib.Path(inner), 512,
                                                                                       1024) as third:
         begin = 22528 * 512 + 4096
@@ -324,10 +325,7 @@ def test_a_process_holding_a_partition_open_for_writing_is_named_and_refuses_unl
 ) -> None:
     """No lock, no mount, no exclusive claim: a VM or a database on the raw partition, a `dd` in progress.
     `resize --yes` grew the partition and ran resize2fs beside the writer (issue 25)."""
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    img, dev = two_partitions(sparse_image, loop_device)
     run(need_tool("mkfs.ext4"), "-q", "-F", f"{dev}p2")
     reader = subprocess.Popen([sys.executable, "-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY); "
                                "print(flush=True); sys.stdin.read()", f"{dev}p2"],
@@ -360,10 +358,7 @@ def test_a_process_holding_a_partition_open_for_writing_is_named_and_refuses_unl
 def test_a_partition_in_use_as_swap_is_named(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    _img, dev = two_partitions(sparse_image, loop_device)
     run(need_tool("mkswap"), "-q", f"{dev}p2")
     on = subprocess.run(["swapon", f"{dev}p2"], capture_output=True, text=True)
     if on.returncode != 0:
