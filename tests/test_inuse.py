@@ -170,7 +170,7 @@ def _comm(pid: int) -> str:
 
 
 @contextlib.contextmanager
-def offset_loop(image: pathlib.Path, offset: int, size: int) -> Iterator[str]:
+def offset_loop(image: pathlib.Path | str, offset: int, size: int) -> Iterator[str]:
     """A second loop device over ``image``, ``size`` bytes from ``offset`` (as `losetup -o` gives)."""
     proc = subprocess.run(["losetup", "--find", "--show", "--offset", str(offset), "--sizelimit", str(size),
                            str(image)], capture_output=True, text=True)
@@ -310,7 +310,7 @@ def test_a_loop_over_a_partition_node_and_a_loop_over_that_loop_are_named_with_t
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
     _img, dev = two_partitions(sparse_image, loop_device)
-    with offset_loop(pathlib.Path(f"{dev}p2"), 4096, 8192) as inner, offset_loop(pathlib.Path(inner), 512,
+    with offset_loop(f"{dev}p2", 4096, 8192) as inner, offset_loop(inner, 512,
                                                                                       1024) as third:
         begin = 22528 * 512 + 4096
         assert inuse.culprits(dev) == [
