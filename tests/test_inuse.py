@@ -296,6 +296,9 @@ def test_an_offset_loop_over_the_disk_itself_is_a_user_of_exactly_its_bytes(
         assert f"{dev} is in use: {uses[0]}" in moved.stderr + moved.stdout
         grown = _diskplan("resize", dev, "--partition", "1", "--size", "40960s", "--yes")
         assert grown.returncode == 1 and f"{other} maps bytes {start}" in grown.stderr + grown.stdout
+        # measure writes test data into free space: this free space is the mounted filesystem's
+        measured = _diskplan("measure", dev, "--yes", "--rounds", "1", "--count", "1")
+        assert measured.returncode == 1 and f"{other} maps bytes {start}" in measured.stderr + measured.stdout
         assert outside() == before
     # Unmounted, the mapping alone still refuses: it reads those bytes.
     with offset_loop(dev, start, size) as other:
