@@ -436,3 +436,22 @@ def test_the_origin_rules() -> None:
     assert "no Origin" in foreign(None, "http", "127.0.0.1:8000", local=True)
     assert "loopback" in foreign("http://evil.example:8000", "http", "evil.example:8000", local=True)
     assert [clamp(v, (20, 300), 80) for v in ("100000", "-5", "x", 120, "1e9")] == [300, 20, 80, 120, 80]
+
+
+def test_a_planner_dies_with_serve_even_when_serve_is_killed(tmp_path: pathlib.Path) -> None:
+    """SIGKILL runs none of serve's clean-up: its planners still end (each asked the kernel for SIGKILL when
+    its parent dies)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = Server(env={**os.environ, "TMPDIR": str(tmp)})
+    sock = None
+    try:
+        server.wait_ready()
+        sock = _vanishing_client(server.port)
+        assert _until(lambda: len(_planners(tmp)) == 1)
+        server.proc.kill()
+        assert _until(lambda: _planners(tmp) == {}, 10), _planners(tmp)
+    finally:
+        server.stop()
+        if sock is not None:
+            sock.close()

@@ -174,8 +174,6 @@ def own_group() -> None:
     os.setpgid(0, 0)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # serve was gone before the request took
-        raise SystemExit(2)
 
 
 def served(argv: list[str]) -> int:
