@@ -179,6 +179,8 @@ def _open_fds(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> di
     st_ino) for a file, as `fuser` finds them: every /proc/PID/fd. This process is left out (it holds the
     disk for its own write)."""
     found: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+    if not wanted:
+        return found
     me = str(os.getpid())
     try:
         pids = [p for p in os.listdir(proc_root) if p.isdigit() and p != me]
