@@ -140,3 +140,14 @@ def _zeros(path: pathlib.Path) -> str:
     with open(path, "wb") as f:
         f.truncate(64 * MiB)
     return str(path)
+
+
+@pytest.mark.parametrize("fmt", ["sfdisk", "parted"])
+def test_a_control_character_in_the_image_name_is_escaped_in_a_script(
+    sparse_image: Callable[..., pathlib.Path], fmt: str
+) -> None:
+    """ESC [2J in an image's file name cleared the terminal the script was printed on (issue 25)."""
+    img = made_with_sfdisk(sparse_image, "label: gpt\nstart=2048, size=2048\n", name="a\x1b[2Jb.img")
+    out = export("--format", fmt, img)
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout and "a\\x1b[2Jb.img" in out.stdout

@@ -25,6 +25,16 @@ from helpers.units import MiB
 TWO = "label: gpt\nstart=2048, size=20480\nstart=22528, size=20480\n"
 
 
+def two_partitions(sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]) -> tuple[pathlib.Path,
+                                                                                                       str]:
+    """A 64 MiB image with two partitions (TWO), on a loop device whose partitions the kernel lists."""
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
+    dev = loop_device(img)
+    partx_update(dev)
+    return img, dev
+
+
 def test_mountinfo_names_the_mount_point_with_its_escapes(tmp_path: pathlib.Path) -> None:
     (tmp_path / "self").mkdir()
     (tmp_path / "self" / "mountinfo").write_text(
@@ -79,6 +89,19 @@ def test_holders_name_lvm_and_md(tmp_path: pathlib.Path) -> None:
     nodes = [inuse.Node("sdz", (8, 240), str(disk)), inuse.Node("sdz1", (8, 241), str(disk / "sdz1"))]
     uses = inuse.holders(nodes, sys_root=str(tmp_path))
     assert [str(u) for u in uses] == ["/dev/sdz1 is held by dm-0 (LVM vg0-root)", "/dev/sdz1 is held by md0"]
+    # A real md array's sysfs (an md member): /sys/class/block/md0/md/level and md/dev-sdz1
+    md = tmp_path / "class" / "block" / "md0" / "md"
+    (md / "dev-sdz1").mkdir(parents=True)
+    (md / "level").write_text("raid1\n")
+    (md / "dev-sdz1" / "offset").write_text("2048\n")
+    crypt = tmp_path / "class" / "block" / "dm-1" / "dm"  # an open LUKS mapping, as cryptsetup names it
+    crypt.mkdir(parents=True)
+    (crypt / "name").write_text("luks-0b1c\n")
+    (crypt / "uuid").write_text("CRYPT-LUKS2-0b1c2d3e-luks-0b1c\n")
+    (disk / "sdz1" / "holders" / "dm-1").mkdir()
+    assert [str(u) for u in inuse.holders(nodes, sys_root=str(tmp_path))] == [
+        "/dev/sdz1 is held by dm-0 (LVM vg0-root)", "/dev/sdz1 is held by dm-1 (dm-crypt luks-0b1c)",
+        "/dev/sdz1 is held by md0 (md raid1 array)"]
 
 
 def _ours(lines: list[str], *pids: int) -> list[str]:
@@ -105,10 +128,7 @@ def test_ours_drops_other_processes_only() -> None:
 def test_an_exclusive_opener_is_named_busy(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    img, dev = two_partitions(sparse_image, loop_device)
     assert [u for u in inuse.find_users(dev) if u.blocking] == []
     fd = os.open(f"{dev}p2", os.O_RDONLY | os.O_EXCL)  # as mount, md or dm-crypt would claim it
     try:
@@ -150,7 +170,7 @@ def _comm(pid: int) -> str:
 
 
 @contextlib.contextmanager
-def offset_loop(image: pathlib.Path, offset: int, size: int) -> Iterator[str]:
+def offset_loop(image: pathlib.Path | str, offset: int, size: int) -> Iterator[str]:
     """A second loop device over ``image``, ``size`` bytes from ``offset`` (as `losetup -o` gives)."""
     proc = subprocess.run(["losetup", "--find", "--show", "--offset", str(offset), "--sizelimit", str(size),
                            str(image)], capture_output=True, text=True)
@@ -226,10 +246,7 @@ def test_a_lock_on_a_loop_device_of_the_image_is_a_use(
 def test_a_whole_disk_held_exclusively_is_named_not_its_partition(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
-    img = sparse_image(64 * MiB)
-    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
-    dev = loop_device(img)
-    partx_update(dev)
+    _img, dev = two_partitions(sparse_image, loop_device)
     busy = "is busy: the kernel or another program holds it open exclusively"
     with holding("excl", dev) as pid:
         assert _ours(inuse.culprits(dev), pid) == [f"{dev} {busy}; open in {_comm(pid)}"]
@@ -246,3 +263,111 @@ def test_a_whole_disk_held_exclusively_is_named_not_its_partition(
             assert _ours(said) == [f"{dev} {busy}"], said
     finally:
         os.close(fd)
+
+
+def _diskplan(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "diskplan", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_an_offset_loop_over_the_disk_itself_is_a_user_of_exactly_its_bytes(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    """The rescue workflow: a table lost, a filesystem found in unpartitioned space and mounted with
+    `losetup -o OFFSET /dev/sdX`. A move onto those bytes was "moved and verified" (issue 25)."""
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input="label: gpt\nstart=2048, size=20480\n")
+    dev = loop_device(img)
+    partx_update(dev)
+    start, size = 40960 * 512, 20480 * 512  # unpartitioned space
+    with offset_loop(dev, start, size) as other, mounted(other, tmp_path / "mnt"):
+        uses = [u for u in inuse.find_users(dev) if u.blocking]
+        assert [(str(u), u.span) for u in uses] == [
+            (f"{other} maps bytes {start} to {start + size - 1} of {dev} (a loop device reading {dev} from its "
+             f"byte {start}, {size} bytes)", (start, start + size)),
+            (f"{other} is mounted on {tmp_path / 'mnt'} (ext4)", None)]
+        def outside() -> tuple[str, str]:  # all but the mounted filesystem's bytes
+            return digest(img, 0, 40960, 512), digest(img, 61440, 131072 - 61440, 512)
+
+        before = outside()
+        moved = _diskplan("move", dev, "--partition", "1", "--to", "40960", "--yes",
+                          "--backup", str(tmp_path / "b.dpbackup"))
+        assert moved.returncode == 1, moved.stderr
+        assert f"{dev} is in use: {uses[0]}" in moved.stderr + moved.stdout
+        grown = _diskplan("resize", dev, "--partition", "1", "--size", "40960s", "--yes")
+        assert grown.returncode == 1 and f"{other} maps bytes {start}" in grown.stderr + grown.stdout
+        # measure writes test data into free space: this free space is the mounted filesystem's
+        measured = _diskplan("measure", dev, "--yes", "--rounds", "1", "--count", "1")
+        assert measured.returncode == 1 and f"{other} maps bytes {start}" in measured.stderr + measured.stdout
+        assert outside() == before
+    # Unmounted, the mapping alone still refuses: it reads those bytes.
+    with offset_loop(dev, start, size) as other:
+        assert inuse.culprits(dev) == [f"{other} maps bytes {start} to {start + size - 1} of {dev} (a loop device "
+                                       f"reading {dev} from its byte {start}, {size} bytes)"]
+        # Seen from the image file the loop device reads, too.
+        assert any(c.startswith(f"{other} maps bytes {start} to ") for c in inuse.culprits(str(img)))
+    assert inuse.culprits(dev) == []
+
+
+def test_a_loop_over_a_partition_node_and_a_loop_over_that_loop_are_named_with_their_bytes(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    _img, dev = two_partitions(sparse_image, loop_device)
+    with offset_loop(f"{dev}p2", 4096, 8192) as inner, offset_loop(inner, 512,
+                                                                                      1024) as third:
+        begin = 22528 * 512 + 4096
+        assert inuse.culprits(dev) == [
+            f"{inner} maps bytes {begin} to {begin + 8191} of {dev} (a loop device reading {dev}p2 from its "
+            "byte 4096, 8192 bytes)",
+            f"{third} maps bytes {begin + 512} to {begin + 1535} of {dev} (a loop device reading {inner} from its "
+            "byte 512, 1024 bytes)"]
+
+
+def test_a_process_holding_a_partition_open_for_writing_is_named_and_refuses_unless_allowed(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], tmp_path: pathlib.Path
+) -> None:
+    """No lock, no mount, no exclusive claim: a VM or a database on the raw partition, a `dd` in progress.
+    `resize --yes` grew the partition and ran resize2fs beside the writer (issue 25)."""
+    img, dev = two_partitions(sparse_image, loop_device)
+    run(need_tool("mkfs.ext4"), "-q", "-F", f"{dev}p2")
+    reader = subprocess.Popen([sys.executable, "-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY); "
+                               "print(flush=True); sys.stdin.read()", f"{dev}p2"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == "\n"
+        assert inuse.culprits(dev) == []  # a reader changes nothing: not a user
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        reader.wait(timeout=10)
+    table = run("sfdisk", "--dump", dev)
+    with holding("write", f"{dev}p2") as pid:
+        said = f"{dev}p2 is open for writing in {_comm(pid)}"
+        assert said in inuse.culprits(dev)
+        assert said in inuse.culprits(str(img)) or f"{said} ({dev} reads this image)" in inuse.culprits(str(img))
+        grown = _diskplan("resize", dev, "--partition", "2", "--size", "40960s", "--yes",
+                          "--backup", str(tmp_path / "a.dpbackup"))
+        assert grown.returncode == 1 and f"{dev} is in use: {said}" in grown.stderr + grown.stdout, grown.stderr
+        assert run("sfdisk", "--dump", dev) == table
+        # Said explicitly, the writer is named but does not refuse.
+        assert not [u for u in inuse.find_users(dev, writers_allowed=True) if u.blocking]
+        allowed = _diskplan("resize", dev, "--partition", "2", "--size", "40960s", "--yes", "--allow-open-writers",
+                            "--backup", str(tmp_path / "b.dpbackup"))
+        assert allowed.returncode == 0, allowed.stderr
+        assert said in allowed.stdout + allowed.stderr
+    assert run("sfdisk", "--dump", dev) != table
+
+
+def test_a_partition_in_use_as_swap_is_named(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    _img, dev = two_partitions(sparse_image, loop_device)
+    run(need_tool("mkswap"), "-q", f"{dev}p2")
+    on = subprocess.run(["swapon", f"{dev}p2"], capture_output=True, text=True)
+    if on.returncode != 0:
+        pytest.skip(f"swapon: {on.stderr.strip()}")
+    try:
+        assert f"{dev}p2 is in use as swap (partition {dev}p2)" in inuse.culprits(dev)
+    finally:
+        subprocess.run(["swapoff", f"{dev}p2"], capture_output=True)
+    assert inuse.culprits(dev) == []

@@ -9,7 +9,7 @@ from diskplan.backend.reader import read
 from diskplan.backend.resize import content_limits
 from diskplan.model.extent import Extent
 from diskplan.model.plan import Plan
-from helpers.movedisk import Disk, assert_intact, diskplan, entry, make_disk
+from helpers.movedisk import Disk, View, assert_intact, diskplan, entry, make_disk
 from helpers.tools import run
 from helpers.units import MiB
 
@@ -51,3 +51,16 @@ def test_realign_refuses_when_the_content_cannot_shrink(loop_device, tmp_path) -
     assert got.returncode == 1, got.stdout + got.stderr
     assert "partition 1 cannot be realigned: no 1 MiB boundary leaves room for it (" in got.stdout, got.stdout
     assert entry(d)[:2] == (34, d.size)  # nothing written
+
+
+def test_realigns_dry_run_says_a_filesystem_with_errors_will_be_refused(loop_device, tmp_path) -> None:
+    """The dry run proposed moving it; only the write (after the confirmation) found it not clean (issue 25)."""
+    d = make_disk(loop_device, tmp_path, start=34, size=20480)
+    with View(d.dev, 34, 20480, read_only=False) as v:
+        run("debugfs", "-w", "-R", "clri <11>", v)  # lost+found's inode wiped
+    dry = diskplan(d, "realign", d.dev)
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert "diskplan realign: partition 1: its ext4 filesystem has errors (" in dry.stderr, dry.stderr
+    assert "realigning it will be refused; repair it first" in dry.stderr
+    assert "to 2048.." not in dry.stdout, dry.stdout  # no move proposed
+    assert entry(d)[:2] == (34, 20480)

@@ -4,12 +4,17 @@ address are checked on the command line; what the served planner leaves out, wit
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import os
 import pathlib
 import socket
+import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 from textual.widgets import OptionList
@@ -211,8 +216,10 @@ def test_a_browser_sees_the_map_and_drives_it_with_keys(tmp_path: pathlib.Path) 
             shown = page.wait_for(" sectors (")  # the title's zoom, once the map is laid out: many sectors a cell
             assert "demo ssd-gpt-34" in shown.splitlines()[0] and "1 cell = " in shown.splitlines()[0]
             assert "LBA 34 │ 17,408 B" in shown and "UnAlign" in shown
-            (session,) = tmp.iterdir()  # this browser's planner: its demo image and state, nowhere else
-            assert session.name.startswith("diskplan-demo-")
+            (root,) = tmp.iterdir()  # serve's directory: one for each browser's planner
+            (planner,) = root.iterdir()
+            (session,) = planner.iterdir()  # this browser's planner: its demo image and state, nowhere else
+            assert root.name.startswith("diskplan-serve-") and session.name.startswith("diskplan-demo-")
             page.press("1")
             shown = page.wait_for("1 cell = 1 sector (512 B)")
             page.press("ArrowRight")
@@ -224,13 +231,12 @@ def test_a_browser_sees_the_map_and_drives_it_with_keys(tmp_path: pathlib.Path) 
         data = shot.read_bytes()
         assert data.startswith(PNG) and int.from_bytes(data[16:20], "big") == 1280
         assert int.from_bytes(data[20:24], "big") == 800 and len(data) > 20_000
-        deadline = time.monotonic() + 20  # the browser left: its planner ends and removes its directory
-        while any(tmp.iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(tmp.iterdir())
+        # the browser left: its planner ends and its directory is removed
+        assert _until(lambda: not any(root.iterdir()), 20)
     finally:
         code = server.stop()
     assert code == 0, server.output
+    assert not any(tmp.iterdir())  # and serve's own with serve
     assert "Traceback" not in server.output
     assert time.monotonic() - started_at < 60
 
@@ -284,3 +290,169 @@ async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> 
             # a browser runs no command and passes no option: M finishes a move, x in the picker an exercise
             assert ("diskplan resume" in text) != served and ("--exercise" in text) != served, text
             assert "resumable: M" in text and "x in the demo picker" in text
+
+
+# --- a hostile client ---------------------------------------------------------------------------------------
+
+
+def _planners(tmp: pathlib.Path) -> dict[int, dict[str, str]]:
+    """The served planners whose temporary directories lie under ``tmp`` (pid -> environment)."""
+    found = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        env = dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e)
+        if b"diskplan.cli.serve" in cmdline and env.get("TMPDIR", "").startswith(str(tmp)):
+            found[int(entry.name)] = env
+    return found
+
+
+def _rss(pid: int) -> int:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _until(what: Callable[[], bool], seconds: float = 30) -> bool:
+    end = time.monotonic() + seconds
+    while not what() and time.monotonic() < end:
+        time.sleep(0.1)
+    return what()
+
+
+def _vanishing_client(port: int) -> socket.socket:
+    """A WebSocket opened by hand, the server's own page as its origin: ``close`` it to vanish abruptly."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(f"GET /ws?width=80&height=24 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                 f"Origin: http://127.0.0.1:{port}\r\n\r\n".encode())
+    assert b" 101 " in sock.recv(4096).split(b"\r\n")[0]
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = a reset, no goodbye
+    return sock
+
+
+def test_a_hostile_client_gets_no_planner_and_leaves_none_behind(tmp_path: pathlib.Path) -> None:
+    """A foreign page's WebSocket, a huge terminal, more browsers than allowed, an idle one, one that vanishes
+    with a reset: refused, clamped, refused, ended, ended. Afterwards no planner runs and nothing of theirs
+    is left in the temporary directory (issue 25: one planner grew to 543 MB, any page could connect, a
+    vanished client's planner spun on after `serve` had ended)."""
+    aiohttp = pytest.importorskip("aiohttp")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = Server("--max-planners", "2", "--idle-timeout", "6", env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        server.wait_ready()
+        own = f"http://127.0.0.1:{server.port}"
+        ws_url = f"{own}/ws"
+
+        async def drive() -> dict[str, object]:
+            seen: dict[str, object] = {}
+            async with aiohttp.ClientSession() as session:
+                for origin in ("http://evil.example", f"http://localhost.evil.example:{server.port}", None):
+                    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                        await session.ws_connect(ws_url, headers={"Origin": origin} if origin else {})
+                    assert refused.value.status == 403, origin
+                assert _planners(tmp) == {}
+                huge = await session.ws_connect(f"{ws_url}?width=100000&height=100000", headers={"Origin": own})
+                first = await huge.receive(timeout=30)
+                assert first.type == aiohttp.WSMsgType.BINARY
+                (pid, env), = _planners(tmp).items()
+                seen["size"] = env["COLUMNS"], env["ROWS"]
+                await huge.send_json(["resize", {"width": 10**9, "height": 10**9}])
+                await huge.send_json(["stdin", "1"])  # zoom in: the map redrawn at the (clamped) size
+                end = time.monotonic() + 4
+                while time.monotonic() < end:  # what it draws, for a while
+                    with contextlib.suppress(TimeoutError):
+                        await huge.receive(timeout=0.5)
+                seen["rss"] = _rss(pid)
+                second = await session.ws_connect(ws_url, headers={"Origin": own})
+                with pytest.raises(aiohttp.WSServerHandshakeError) as full:  # the third browser: over the cap
+                    await session.ws_connect(ws_url, headers={"Origin": own})
+                seen["full"] = full.value.status
+                await huge.close()
+                assert _until(lambda: len(_planners(tmp)) == 1)
+                # The second browser types nothing: ended after --idle-timeout.
+                closed = await second.receive(timeout=30)
+                while closed.type == aiohttp.WSMsgType.BINARY:  # what it draws, then the end
+                    closed = await second.receive(timeout=30)
+                seen["idle"] = closed.type
+            return seen
+
+        seen = asyncio.run(drive())
+        assert seen["size"] == ("300", "120") and seen["full"] == 503, seen
+        assert seen["idle"] in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED), seen
+        assert 0 < int(str(seen["rss"])) < 400 * 2**20, seen
+        assert _until(lambda: _planners(tmp) == {})
+        sock = _vanishing_client(server.port)
+        assert _until(lambda: len(_planners(tmp)) == 1)
+        sock.close()
+        assert _until(lambda: _planners(tmp) == {}), _planners(tmp)
+        (root,) = tmp.iterdir()  # serve's own directory, emptied as each planner ended
+        assert root.name.startswith("diskplan-serve-") and not any(root.iterdir())
+        # One more vanishes while `serve` itself is stopped: its planner goes with it.
+        sock = _vanishing_client(server.port)
+        assert _until(lambda: len(_planners(tmp)) == 1)
+    finally:
+        code = server.stop()
+    sock.close()
+    assert code == 0, server.output
+    assert _until(lambda: _planners(tmp) == {}, 10), _planners(tmp)
+    assert not any(tmp.iterdir())
+    assert "Traceback" not in server.output
+
+
+def test_without_the_serve_extra_serve_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """textual-serve and aiohttp are the optional extra diskplan[serve]: rescue media need not carry them."""
+    import tomllib
+
+    project = tomllib.loads((pathlib.Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("textual-serve") for d in project["dependencies"])
+    assert project["optional-dependencies"]["serve"] == ["textual-serve>=1.1"]
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "textual_serve.server", None)
+    monkeypatch.delitem(sys.modules, "diskplan.cli.servedweb", raising=False)
+    assert serve.main(["--port", "8000"]) == 2
+    assert capsys.readouterr().err == "diskplan serve: needs the serve extra (textual-serve): pip install " \
+                                      "'diskplan[serve]'\n"
+
+
+def test_the_origin_rules() -> None:
+    from diskplan.cli.servedweb import clamp, foreign
+
+    assert foreign("http://127.0.0.1:8000", "http", "127.0.0.1:8000", local=True) == ""
+    assert foreign("http://localhost:8000", "http", "localhost:8000", local=True) == ""
+    assert foreign("http://[::1]:8000", "http", "[::1]:8000", local=True) == ""
+    assert foreign("http://class.example:8000", "http", "class.example:8000", local=False) == ""
+    # a page elsewhere, another port, another scheme, no origin, a DNS name rebound to 127.0.0.1
+    assert "not this server's" in foreign("http://evil.example", "http", "127.0.0.1:8000", local=True)
+    assert "not this server's" in foreign("http://127.0.0.1:9000", "http", "127.0.0.1:8000", local=True)
+    assert "not this server's" in foreign("https://127.0.0.1:8000", "http", "127.0.0.1:8000", local=True)
+    assert "no Origin" in foreign(None, "http", "127.0.0.1:8000", local=True)
+    assert "loopback" in foreign("http://evil.example:8000", "http", "evil.example:8000", local=True)
+    assert [clamp(v, (20, 300), 80) for v in ("100000", "-5", "x", 120, "1e9")] == [300, 20, 80, 120, 80]
+
+
+def test_a_planner_dies_with_serve_even_when_serve_is_killed(tmp_path: pathlib.Path) -> None:
+    """SIGKILL runs none of serve's clean-up: its planners still end (each asked the kernel for SIGKILL when
+    its parent dies)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = Server(env={**os.environ, "TMPDIR": str(tmp)})
+    sock = None
+    try:
+        server.wait_ready()
+        sock = _vanishing_client(server.port)
+        assert _until(lambda: len(_planners(tmp)) == 1)
+        server.proc.kill()
+        assert _until(lambda: _planners(tmp) == {}, 10), _planners(tmp)
+    finally:
+        server.stop()
+        if sock is not None:
+            sock.close()

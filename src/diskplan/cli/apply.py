@@ -21,7 +21,7 @@ from diskplan.backend.planread import read_plan_text
 from diskplan.backend.proposal_text import proposal_lines
 from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.exitstatus import WRITES
 from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
@@ -41,6 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("plan", help="plan file: diskplan JSON or `sfdisk --dump` text ('-' reads stdin)")
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    add_open_writers(p)
     p.add_argument("--backup", metavar="PATH", help="where to save the backup of the old table "
                    "(default: ~/.local/state/diskplan/backups/DISK-TIME.dpbackup)")
     return p
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
     except PlanFileError as exc:
         err.print(f"diskplan apply: refused: {exc}")
         return 1
-    h = host()
+    h = host(args)
     if spec.keeps:  # partitions kept with their content: moved and resized first, or refused (cli.applymoves)
         from diskplan.cli.applymoves import run_plan_moves
 

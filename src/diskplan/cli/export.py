@@ -22,7 +22,7 @@ from diskplan.model.ansible import to_ansible
 from diskplan.model.ignition import to_ignition
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
 from diskplan.model.repart import repart_files, to_repart
-from diskplan.model.safetext import safe
+from diskplan.model.safetext import safe, safe_name
 from diskplan.model.value import replace
 
 FORMATS = ("json", "sfdisk", "parted", "ansible", "ignition", "repart")
@@ -103,10 +103,13 @@ def render(spec: PlanSpec, fmt: str, device: str) -> str:
         raise PlanFileError(f"{'an' if fmt == 'sfdisk' else 'a'} {fmt} script is in exact sectors, and this plan's "
                             "sizes are relative: `diskplan apply PLAN DISK` resolves it on a disk, then "
                             f"`diskplan export DISK` prints it (or use --format {others})")
+    # A script names the device in comments and commands: a control character in an image's file name is
+    # shown escaped (model.safetext), as every other command shows it, never sent raw to a terminal; the
+    # bytes of a name that is not UTF-8 stay as they are.
     if fmt == "sfdisk":
-        return to_sfdisk(spec, device)
+        return to_sfdisk(spec, safe_name(device))
     if fmt == "parted":
-        return to_parted(spec, device)
+        return to_parted(spec, safe_name(device))
     if fmt == "ansible":
         return to_ansible(spec, device)
     if fmt == "ignition":

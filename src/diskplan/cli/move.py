@@ -16,10 +16,10 @@ import argparse
 from collections.abc import Callable
 
 from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
-from diskplan.backend.write import CommitError, preload
+from diskplan.backend.write import CommitError, Host, preload
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
-from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES
@@ -40,6 +40,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", metavar="SIZE", help="also resize it (diskplan resize): a shrink before the move, "
                    "a grow after it")
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
+    add_open_writers(p)
     p.add_argument("--backup", metavar="PATH",
                    help="where to save the backup of the table (the journal is named after it)")
     return p
@@ -64,16 +65,17 @@ def render_move(p: MoveProposal, console: Out) -> None:
 
 
 def run(p: MoveProposal, yes: bool, hint: str, console: Out, err: Out,
-        execute: Callable[..., MoveOutcome], *, unstoppable: str = "") -> int:
+        execute: Callable[..., MoveOutcome], *, unstoppable: str = "", h: Host | None = None) -> int:
     """Show, gate on --yes and the typed confirmation, move, report: the exit status. ``unstoppable``: what
-    a Ctrl+C is told when ``execute`` has no chunk boundary to stop at."""
+    a Ctrl+C is told when ``execute`` has no chunk boundary to stop at; ``h``: who uses the disk (the
+    command's own ``host``)."""
     render_move(p, console)
     code = before_writing(p.refusals, p.nothing, yes, hint, console, err)
     if code is not None:
         return code
     answer = confirm(p, yes)
     with stop_on_interrupt(err, *([unstoppable] if unstoppable else [])) as stop, progress_display(err) as show:
-        outcome = execute(p, answer, host(), progress=show, stop=stop)
+        outcome = execute(p, answer, h or host(), progress=show, stop=stop)
     render_outcome(outcome, console, err)
     return outcome.exit_code
 
@@ -95,12 +97,12 @@ def main(argv: list[str]) -> int:
         new = parse_size(args.size, disk.geometry).sectors if args.size else 0
         if part is not None and new and new != part.size:
             return move_and_resize(args, disk, to, new, part.size, console, err)
-        p = prepare_move(args.target, args.partition, to, host(), current=disk)
+        p = prepare_move(args.target, args.partition, to, host(args), current=disk)
     except (TargetError, CommitError, SizeError) as exc:
         err.print(f"diskplan move: {exc}")
         return 2
     return run(p, args.yes, "move it (the table is backed up and the move journalled first)", console, err,
-               lambda q, answer, h, **kw: execute_move(q, answer, h, backup_path=args.backup, **kw))
+               lambda q, answer, h, **kw: execute_move(q, answer, h, backup_path=args.backup, **kw), h=host(args))
 
 
 def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old: int, console: Out, err: Out) -> int:
@@ -111,13 +113,14 @@ def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old
     from diskplan.cli.resize import render
 
     target, number = args.target, args.partition
+    h = host(args)
     if new < old:
-        first_rz = prepare_resize(target, number, new, host(), current=disk)
-        mv = prepare_move(target, number, to, host(), current=disk, length=new)
+        first_rz = prepare_resize(target, number, new, h, current=disk)
+        mv = prepare_move(target, number, to, h, current=disk, length=new)
         render(first_rz, console)
         refusals = [*first_rz.refusals, *mv.refusals]
     else:
-        mv = prepare_move(target, number, to, host(), current=disk)
+        mv = prepare_move(target, number, to, h, current=disk)
         refusals = [*mv.refusals, *placement(disk, number, to, new)]
     render_move(mv, console)
     if new > old:
@@ -131,16 +134,16 @@ def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old
     rz_backup = args.backup and args.backup.removesuffix(".dpbackup") + "-resize.dpbackup"  # one backup per write
     with stop_on_interrupt(err) as stop, progress_display(err) as show:
         if new < old:
-            outcome = execute_resize(first_rz, answer, host(), backup_path=rz_backup, progress=show)
+            outcome = execute_resize(first_rz, answer, h, backup_path=rz_backup, progress=show)
             if outcome.exit_code == 0:
                 render_outcome(outcome, console, err)
-                mv = prepare_move(target, number, to, host())
-                outcome = execute_move(mv, answer, host(), backup_path=args.backup, progress=show, stop=stop)
+                mv = prepare_move(target, number, to, h)
+                outcome = execute_move(mv, answer, h, backup_path=args.backup, progress=show, stop=stop)
         else:
-            outcome = execute_move(mv, answer, host(), backup_path=args.backup, progress=show, stop=stop)
+            outcome = execute_move(mv, answer, h, backup_path=args.backup, progress=show, stop=stop)
             if outcome.exit_code == 0:
                 render_outcome(outcome, console, err)
-                rz = prepare_resize(target, number, new, host())
-                outcome = execute_resize(rz, answer, host(), backup_path=rz_backup, progress=show)
+                rz = prepare_resize(target, number, new, h)
+                outcome = execute_resize(rz, answer, h, backup_path=rz_backup, progress=show)
     render_outcome(outcome, console, err)
     return outcome.exit_code

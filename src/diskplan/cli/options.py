@@ -204,9 +204,22 @@ def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     return apply_overrides(disk, args) if args is not None else disk
 
 
-def host() -> Host:
-    """What only discovery can tell the backend: who uses a disk, and the kernel's partition list."""
+def add_open_writers(parser: argparse.ArgumentParser) -> None:
+    """The write commands' --allow-open-writers: what makes ``host`` let a process that holds the disk open
+    for writing (no lock, no mount) be said, not refuse."""
+    parser.add_argument("--allow-open-writers", action="store_true",
+                        help="write even while another process holds the disk or one of its partitions open for "
+                             "writing (each is still named); without it, such a process refuses the write")
+
+
+def host(args: argparse.Namespace | None = None) -> Host:
+    """What only discovery can tell the backend: who uses a disk, and the kernel's partition list.
+    ``args``: a write command's, whose --allow-open-writers (``add_open_writers``) is honoured."""
+    import functools
+
     from diskplan.backend.write import Host
     from diskplan.discovery import inuse
 
-    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
+    allowed = bool(getattr(args, "allow_open_writers", False))
+    return Host(users=functools.partial(inuse.find_users, writers_allowed=allowed),
+                kernel_partitions=inuse.kernel_partitions)

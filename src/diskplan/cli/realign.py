@@ -18,13 +18,14 @@ from diskplan.backend.move import execute_move, logical_window, prepare_move
 from diskplan.backend.resize import content_limits
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.move import move_and_resize, run
-from diskplan.cli.options import TargetError, add_overrides, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, add_overrides, host, open_target
 from diskplan.cli.textout import consoles
 from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES, Exit
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain
 from diskplan.model.move import free_around, realign_shrinking, realign_start
+from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 
 
@@ -40,6 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="move (without it, only show what would move)")
     p.add_argument("--backup", metavar="PATH", help="save the table backup here (several partitions: "
                    "PATH-partN.dpbackup each; default: the state directory, as for apply)")
+    add_open_writers(p)
     add_overrides(p)
     return p
 
@@ -86,6 +88,26 @@ def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int, int]], l
     return moves, notes
 
 
+def has_errors(target: str, disk: Disk, number: int) -> str:
+    """Why a move of partition ``number`` will be refused because its filesystem has errors ("" when it is
+    clean, or cannot be checked here: the move says why itself). The write checks again under its lock;
+    this is for the dry run, which otherwise proposes a move that the write refuses."""
+    from diskplan.backend import fscheck
+
+    p = disk.table.by_number(number)
+    if p is None:
+        return ""
+    ss = disk.geometry.logical
+    try:
+        fs, clean, said = fscheck.referee(target, p.start * ss, p.size * ss)
+    except (fscheck.CheckError, OSError):
+        return ""
+    if clean:
+        return ""
+    return (f"partition {number}: its {fs.fs} filesystem has errors ({safe(said)}): realigning it will be refused; "
+            "repair it first (its own checker), then realign")
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
@@ -107,6 +129,11 @@ def main(argv: list[str]) -> int:
         console.print("nothing to do: every partition starts on a grain boundary", style="green")
         return 0
     worst: int = Exit.OK  # without --yes every move is shown, refused ones too; with it the first failure stops
+    unclean = {number: why for number, _, _ in moves if not args.yes and (why := has_errors(args.target, disk, number))}
+    for why in unclean.values():
+        err.print(f"diskplan realign: {why}")
+        worst = Exit.REFUSED
+    moves = [m for m in moves if m[0] not in unclean]
     for i, (number, to, size) in enumerate(moves):
         backup = _backup_path(args.backup, number, len(moves))
         try:
@@ -120,11 +147,13 @@ def main(argv: list[str]) -> int:
             old = disk.table.by_number(number)
             if old is not None and size != old.size:  # a shrink, then the move (as `diskplan move --size`)
                 code = move_and_resize(argparse.Namespace(target=args.target, partition=number, yes=args.yes,
-                                                          backup=backup), disk, to, size, old.size, console, err)
+                                                          backup=backup, allow_open_writers=args.allow_open_writers),
+                                       disk, to, size, old.size, console, err)
             else:
-                p = prepare_move(args.target, number, to, host())
+                p = prepare_move(args.target, number, to, host(args))
                 code = run(p, args.yes, "realign it (the table is backed up and the move journalled first)", console,
-                           err, lambda q, answer, h, b=backup, **kw: execute_move(q, answer, h, backup_path=b, **kw))
+                           err, lambda q, answer, h, b=backup, **kw: execute_move(q, answer, h, backup_path=b, **kw),
+                           h=host(args))
         except (CommitError, TargetError) as exc:
             err.print(f"diskplan realign: {exc}")
             return Exit.UNREADABLE

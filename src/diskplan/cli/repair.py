@@ -22,7 +22,7 @@ from diskplan.backend.reader import ReadError, read
 from diskplan.backend.write import CommitError, Proposal, Verdict, preload
 from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model import ptypes
 from diskplan.model.codes import NEEDS_REPAIR
@@ -44,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    add_open_writers(p)
     p.add_argument("--backup", metavar="PATH", help="where to save the backup of both ends of the disk "
                    "(default: ~/.local/state/diskplan/backups/DISK-TIME.dpbackup)")
     return p
@@ -84,7 +85,7 @@ def main(argv: list[str]) -> int:
     except TargetError as exc:
         err.print(f"diskplan repair: {exc}")
         return 2
-    h = host()
+    h = host(args)
     try:
         proposal = prepare_repair(args.target, h, current=disk)
     except CommitError as exc:

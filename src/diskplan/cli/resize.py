@@ -14,7 +14,7 @@ from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resi
 from diskplan.backend.write import CommitError, preload
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import UNSTOPPABLE, progress_display, render_outcome, stop_on_interrupt
-from diskplan.cli.options import TargetError, host, open_target
+from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.exitstatus import WRITES
 from diskplan.model.sizes import SizeError, parse_size
@@ -32,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", "-N", type=int, required=True, metavar="N", help="the partition's number")
     p.add_argument("--size", required=True, metavar="SIZE", help="new size with a unit: 20GiB, 40960s, ...")
     p.add_argument("--yes", action="store_true", help="resize (without it, only show what would change)")
+    add_open_writers(p)
     p.add_argument("--backup", metavar="PATH", help="where to save the backup of the table")
     return p
 
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
     try:
         disk = open_target(args.target)
         size = parse_size(args.size, disk.geometry).sectors
-        p = prepare_resize(args.target, args.partition, size, host(), current=disk)
+        p = prepare_resize(args.target, args.partition, size, host(args), current=disk)
     except (TargetError, CommitError, SizeError) as exc:
         err.print(f"diskplan resize: {exc}")
         return 2
@@ -70,6 +71,6 @@ def main(argv: list[str]) -> int:
         return code
     answer = confirm(p, args.yes)
     with stop_on_interrupt(err, UNSTOPPABLE), progress_display(err) as show:
-        outcome = execute_resize(p, answer, host(), backup_path=args.backup, progress=show)
+        outcome = execute_resize(p, answer, host(args), backup_path=args.backup, progress=show)
     render_outcome(outcome, console, err)
     return outcome.exit_code

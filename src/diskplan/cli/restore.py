@@ -18,7 +18,7 @@ from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_r
 from diskplan.backend.write import CommitError
 from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
-from diskplan.cli.options import host
+from diskplan.cli.options import add_open_writers, host
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.exitstatus import WRITES
 
@@ -32,6 +32,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("backup", help="the .dpbackup file `diskplan apply` printed")
     p.add_argument("target", help="block device or image file")
     p.add_argument("--yes", action="store_true", help="write (without it, only show what would be written)")
+    add_open_writers(p)
     p.add_argument("--force-foreign", action="store_true",
                    help="write even though the disk does not look like the one the backup was taken from "
                         "(its table id or its table sectors differ); partitions now on it are still left alone")
@@ -60,7 +61,7 @@ def render(r: RestoreProposal, console: Out) -> None:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     console, err = consoles()
-    h = host()
+    h = host(args)
     try:
         proposal = prepare_restore(args.backup, args.target, h, force_foreign=args.force_foreign)
     except CommitError as exc:

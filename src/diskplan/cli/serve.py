@@ -12,13 +12,14 @@ Exit status: 0 stopped (Ctrl+C), 2 could not serve (a bad option, the port taken
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import ipaddress
 import os
 import shlex
+import signal
 import socket
 import sys
-from typing import Any
 
 from diskplan.backend.movejournal import MOVES_ENV
 from diskplan.cli.options import TargetError
@@ -30,6 +31,9 @@ from diskplan.ui.target import Target
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+MAX_PLANNERS = 40  # a classroom, each browser a planner of ~60 MB
+IDLE_TIMEOUT = 1800.0
+MISSING = "diskplan serve: needs the serve extra (textual-serve): pip install 'diskplan[serve]'"
 NOT_SERVED = "the planner served to browsers opens demo disks only, never a device or a file of the server's"
 
 
@@ -45,6 +49,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
     p.add_argument("--demo", default=demos.DEFAULT, metavar="NAME",
                    help=f"the demo each browser starts on (default {demos.DEFAULT}; d in the planner chooses another)")
+    p.add_argument("--max-planners", type=int, default=MAX_PLANNERS, metavar="N",
+                   help=f"at most N browsers' planners at once; more are refused until one ends (default "
+                        f"{MAX_PLANNERS})")
+    p.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="SECONDS",
+                   help=f"end a planner nobody has typed into for SECONDS (default {IDLE_TIMEOUT:g}: "
+                        f"{IDLE_TIMEOUT / 60:g} minutes)")
     return p
 
 
@@ -81,9 +91,14 @@ def cannot_listen(host: str, port: int) -> str | None:
     return None
 
 
+def served_argv(demo: str) -> list[str]:
+    """What runs for each browser: this interpreter, this module, a demo's name."""
+    return [sys.executable, "-m", "diskplan.cli.serve", demos.find(demo).name]
+
+
 def served_command(demo: str) -> str:
-    """The shell command textual-serve runs for each browser: this interpreter, this module, a demo's name."""
-    return shlex.join([sys.executable, "-m", "diskplan.cli.serve", demos.find(demo).name])
+    """``served_argv`` as a shell command."""
+    return shlex.join(served_argv(demo))
 
 
 def main(argv: list[str]) -> int:
@@ -99,10 +114,13 @@ def main(argv: list[str]) -> int:
     if not 0 < args.port < 65536:
         print(f"diskplan serve: --port {args.port} is not a port (1-65535)", file=sys.stderr)
         return 2
+    if args.max_planners < 1 or not args.idle_timeout > 0:
+        print("diskplan serve: --max-planners and --idle-timeout must be above 0", file=sys.stderr)
+        return 2
     try:
-        from textual_serve.server import Server
+        from diskplan.cli.servedweb import GuardedServer
     except ImportError:
-        print("diskplan serve: needs the textual-serve package (pip install textual-serve)", file=sys.stderr)
+        print(MISSING, file=sys.stderr)
         return 2
     problem = cannot_listen(args.host, args.port)
     if problem:
@@ -113,26 +131,16 @@ def main(argv: list[str]) -> int:
               "of this machine can use the planner (demo disks only; nothing else of this machine is offered)",
               file=sys.stderr)
 
-    class DemoServer(Server):
-        """textual-serve's server, saying what it serves in one line, and handing each page the address the
-        browser used (the bind address, 0.0.0.0, is no address a browser can connect to)."""
-
-        async def on_startup(self, app: Any) -> None:
-            shown = f"[{self.host}]" if ":" in self.host else self.host
-            print(f"diskplan serve: the planner on demo disks at http://{shown}:{self.port}/ (Ctrl+C stops)",
-                  flush=True)
-
-        async def handle_index(self, request: Any) -> Any:
-            self.public_url = f"{request.scheme}://{request.host}"
-            return await super().handle_index(request)
-
-    server = DemoServer(served_command(demo), host=args.host, port=args.port, title=f"diskplan: demo {demo}")
+    server = GuardedServer(served_argv(demo), host=args.host, port=args.port, title=f"diskplan: demo {demo}",
+                           local=local_only(args.host), max_planners=args.max_planners, idle=args.idle_timeout)
     try:
         server.serve()
     except OSError as exc:  # taken since cannot_listen looked
         print(f"diskplan serve: cannot listen on {safe(args.host)} port {args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2
+    finally:
+        server.remove_root()
     return 0
 
 
@@ -156,6 +164,19 @@ class DemoSource(CliSource):
         raise TargetError(NOT_SERVED)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def own_group() -> None:
+    """The served planner's own process group (what `serve` ends, with whatever the planner started), and
+    SIGKILL when `serve` itself dies (even by SIGKILL, which runs none of its clean-up)."""
+    import ctypes
+
+    os.setpgid(0, 0)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def served(argv: list[str]) -> int:
     """One browser's planner: ``argv`` is a demo's name and nothing else."""
     if len(argv) != 1 or argv[0] not in demos.names():
@@ -164,6 +185,8 @@ def served(argv: list[str]) -> int:
     if "TEXTUAL_DRIVER" not in os.environ and not (sys.stdin.isatty() and sys.stdout.isatty()):
         print("diskplan: the served planner runs under `diskplan serve` (or at a terminal)", file=sys.stderr)
         return 2
+    if "TEXTUAL_DRIVER" in os.environ:  # under `diskplan serve`: a process group of its own, ended with it
+        own_group()
     source = DemoSource(planner_parser().parse_args([]))  # no overrides: a demo as it is defined
     # A write's table backup and a move's journal go where the demo images are (backup.state_dir,
     # movejournal.moves_dir), removed with them when the session ends: nothing is written anywhere else.

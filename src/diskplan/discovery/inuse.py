@@ -16,7 +16,7 @@ import os
 import stat
 import struct
 
-from diskplan.discovery.sysfs import read, sysfs_dir
+from diskplan.discovery.sysfs import read, read_int, sysfs_dir
 from diskplan.model.mountinfo import unescape
 from diskplan.model.value import replace, value
 
@@ -26,11 +26,12 @@ class Use:
     """One reason not to write: ``device`` is mounted / swap / held / busy / read through a loop."""
 
     device: str  # the node in use, e.g. /dev/loop0p1, or the image file
-    how: str  # "mounted", "swap", "held", "busy", "loop"
+    how: str  # "mounted", "swap", "held", "locked", "busy", "loop", "mapped", "writer"
     detail: str  # where it is mounted, which device holds it, ...
     blocking: bool = True  # False: worth saying, but writing is still safe
     via: str = ""  # the loop device that reads the image (the target, or the file behind a target loop)
     behind: str = ""  # for a loop device target: the file it reads, and how this use reaches it
+    span: tuple[int, int] | None = None  # "mapped": the bytes [start, end) of the target it maps, when known
 
     def __str__(self) -> str:
         text = {
@@ -39,6 +40,8 @@ class Use:
             "held": f"{self.device} is held by {self.detail}",
             "locked": f"{self.device} is locked: {self.detail}",
             "loop": f"{self.device} {self.detail}",
+            "mapped": f"{self.device} {self.detail}",
+            "writer": f"{self.device} is open for writing in {self.detail}",
         }.get(self.how, f"{self.device} is busy: {self.detail}")
         if self.via:
             return f"{text} ({self.via} reads {self.behind or 'this image'})"
@@ -138,12 +141,13 @@ def swaps(devnums: dict[tuple[int, int], str], image: os.stat_result | None, pro
 
 
 def _holder_name(sys_root: str, holder: str) -> str:
-    """dm-0 -> "dm-0 (LVM vg-lv)"; md0 stays md0."""
+    """dm-0 -> "dm-0 (LVM vg-lv)"; md0 -> "md0 (md raid1 array)"."""
     dm = f"{sys_root}/class/block/{holder}/dm"
     name = read(f"{dm}/name")
     uuid = read(f"{dm}/uuid") or ""
     if name is None:
-        return holder
+        level = read(f"{sys_root}/class/block/{holder}/md/level")
+        return f"{holder} (md {level} array)" if level else holder
     kind = {"LVM": "LVM", "CRYPT": "dm-crypt", "mpath": "multipath", "part": "kpartx"}.get(uuid.split("-")[0], "dm")
     return f"{holder} ({kind} {name})"
 
@@ -169,11 +173,14 @@ def _excl(path: str) -> int:
     return 0
 
 
-def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict[tuple[str, int, int], list[str]]:
-    """Which processes (``name (pid N)``) have open one of ``wanted``: ("blk", major, minor) for a block
-    device, ("file", st_dev, st_ino) for a file. Reads every /proc/PID/fd: used only once something is
-    found busy or locked, to name it. This process is left out (it holds the disk for its own write)."""
-    found: dict[tuple[str, int, int], list[str]] = {}
+def _open_fds(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict[tuple[str, int, int],
+                                                                                 list[tuple[str, str]]]:
+    """Which (pid, fd) have open one of ``wanted``: ("blk", major, minor) for a block device, ("file", st_dev,
+    st_ino) for a file, as `fuser` finds them: every /proc/PID/fd. This process is left out (it holds the
+    disk for its own write)."""
+    found: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+    if not wanted:
+        return found
     me = str(os.getpid())
     try:
         pids = [p for p in os.listdir(proc_root) if p.isdigit() and p != me]
@@ -185,7 +192,6 @@ def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict
             fds = os.listdir(fd_dir)
         except OSError:
             continue
-        seen: set[tuple[str, int, int]] = set()
         for fd in fds:
             try:
                 st = os.stat(f"{fd_dir}/{fd}")
@@ -195,10 +201,51 @@ def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict
                 key = ("blk", os.major(st.st_rdev), os.minor(st.st_rdev))
             else:
                 key = ("file", st.st_dev, st.st_ino)
-            if key in wanted and key not in seen:
-                seen.add(key)
-                found.setdefault(key, []).append(f"{read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})")
+            if key in wanted:
+                found.setdefault(key, []).append((pid, fd))
     return found
+
+
+def _comm(pid: str, proc_root: str) -> str:
+    return f"{read(f'{proc_root}/{pid}/comm') or '?'} (pid {pid})"
+
+
+def openers(wanted: set[tuple[str, int, int]], proc_root: str = "/proc") -> dict[tuple[str, int, int], list[str]]:
+    """Which processes (``name (pid N)``) have open one of ``wanted`` (``_open_fds``): used only once
+    something is found busy or locked, to name it."""
+    return {key: [_comm(pid, proc_root) for pid in dict.fromkeys(pid for pid, _ in held)]
+            for key, held in _open_fds(wanted, proc_root).items()}
+
+
+_O_ACCMODE = 0o3  # O_WRONLY 1, O_RDWR 2
+
+
+def _for_writing(pid: str, fd: str, proc_root: str) -> bool:
+    """Whether the open file description behind /proc/PID/fd/FD can write (its fdinfo's octal flags)."""
+    for line in (read(f"{proc_root}/{pid}/fdinfo/{fd}") or "").splitlines():
+        if line.startswith("flags:"):
+            try:
+                return int(line.split()[1], 8) & _O_ACCMODE != 0
+            except (IndexError, ValueError):
+                return True  # unreadable flags: assume the worst
+    return False  # the descriptor closed meanwhile
+
+
+def writers(devnums: dict[tuple[int, int], str], named: set[str], allowed: bool = False,
+            proc_root: str = "/proc") -> list[Use]:
+    """Processes holding one of ``devnums``'s nodes open for writing (a VM on a raw partition, a database,
+    a `dd` in progress): no lock, no mount, no exclusive claim, yet a write beside them costs data. Each
+    is named as `fuser` does. ``named`` nodes already refuse for another reason; ``allowed`` (the user's
+    --allow-open-writers) keeps them as notes."""
+    wanted = {("blk", *num) for num, path in devnums.items() if path not in named}
+    out = []
+    for key, held in sorted(_open_fds(wanted, proc_root).items()):
+        pids = dict.fromkeys(pid for pid, fd in held if _for_writing(pid, fd, proc_root))
+        if pids:
+            names = [_comm(pid, proc_root) for pid in pids]
+            out.append(Use(devnums[(key[1], key[2])], "writer",
+                           ", ".join(names[:3]) + (" …" if len(names) > 3 else ""), blocking=not allowed))
+    return out
 
 
 def _open_in(names: list[str]) -> str:
@@ -246,7 +293,10 @@ def busy(found: list[Node], named: set[str], proc_root: str = "/proc") -> list[U
 
 
 LOOP_GET_STATUS64 = 0x4C05
-_LOOP_INFO64 = struct.Struct("QQ")  # lo_device, lo_inode: the first fields of struct loop_info64
+# The first fields of struct loop_info64: lo_device, lo_inode (the backing file's filesystem and inode),
+# lo_rdevice (the backing file's own device number: a block device when the loop reads one), lo_offset,
+# lo_sizelimit.
+_LOOP_INFO64 = struct.Struct("QQQQQ")
 _LOOP_INFO64_SIZE = 232
 
 
@@ -267,10 +317,22 @@ def _file_key(st: os.stat_result) -> tuple[int, int, int]:
     return os.major(st.st_dev), os.minor(st.st_dev), st.st_ino
 
 
-def backing_file(sysdir: str) -> tuple[tuple[int, int, int], str] | None:
-    """The file a loop device reads (``_file_key``) and its path as the kernel prints it; None when
-    ``sysdir`` is not a bound loop device. The loop's own answer (LOOP_GET_STATUS64) comes before stat()ing
-    the path: the path may lie in another mount namespace, or name a newer file."""
+@value
+class LoopStatus:
+    """What a bound loop device reads: its backing file (``_file_key``) and path as the kernel prints it,
+    the block device it reads when that file is a device node (else None), and from where (bytes)."""
+
+    key: tuple[int, int, int]
+    name: str
+    rdev: tuple[int, int] | None
+    offset: int
+    sizelimit: int
+
+
+def loop_status(sysdir: str) -> LoopStatus | None:
+    """``sysdir``'s loop status; None when it is not a bound loop device. The loop's own answer
+    (LOOP_GET_STATUS64) comes before stat()ing the path: the path may lie in another mount namespace, or
+    name a newer file; sysfs is the fallback (no permission to open the loop)."""
     shown = read(f"{sysdir}/loop/backing_file")
     if not shown:
         return None
@@ -281,22 +343,38 @@ def backing_file(sysdir: str) -> tuple[tuple[int, int, int], str] | None:
             raw = fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(_LOOP_INFO64_SIZE))
         finally:
             os.close(fd)
-        device, inode = _LOOP_INFO64.unpack_from(raw)
-        return (*_huge_decode(device), inode), name
+        device, inode, rdevice, offset, sizelimit = _LOOP_INFO64.unpack_from(raw)
+        return LoopStatus((*_huge_decode(device), inode), name, _huge_decode(rdevice) if rdevice else None,
+                          offset, sizelimit)
     except OSError:
         st = _stat(name)
-        return (_file_key(st), name) if st is not None else None
+        if st is None:
+            return None
+        rdev = (os.major(st.st_rdev), os.minor(st.st_rdev)) if stat.S_ISBLK(st.st_mode) else None
+        return LoopStatus(_file_key(st), name, rdev, read_int(f"{sysdir}/loop/offset"),
+                          read_int(f"{sysdir}/loop/sizelimit"))
 
 
-def loops_reading(key: tuple[int, int, int], sys_root: str = "/sys") -> list[Node]:
-    """Loop devices (at any offset) whose backing file is the file ``key`` (``_file_key``)."""
+def backing_file(sysdir: str) -> tuple[tuple[int, int, int], str] | None:
+    """The file a loop device reads (``_file_key``) and its path as the kernel prints it; None when
+    ``sysdir`` is not a bound loop device."""
+    status = loop_status(sysdir)
+    return (status.key, status.name) if status is not None else None
+
+
+def _loops(sys_root: str) -> list[tuple[str, str]]:
+    """Every loop device the kernel lists: (name, sysfs directory)."""
     try:
         names = sorted(n for n in os.listdir(f"{sys_root}/block") if n.startswith("loop"))
     except OSError:
         return []
+    return [(name, os.path.realpath(f"{sys_root}/block/{name}")) for name in names]
+
+
+def loops_reading(key: tuple[int, int, int], sys_root: str = "/sys") -> list[Node]:
+    """Loop devices (at any offset) whose backing file is the file ``key`` (``_file_key``)."""
     out = []
-    for name in names:
-        sysdir = os.path.realpath(f"{sys_root}/block/{name}")
+    for name, sysdir in _loops(sys_root):
         backing = backing_file(sysdir)
         if backing is not None and backing[0] == key:
             out.append(Node(name, _devnum(read(f"{sysdir}/dev")) or (0, 0), sysdir))
@@ -307,6 +385,60 @@ def loops_backed_by(image: str, sys_root: str = "/sys") -> list[Node]:
     """Loop devices whose backing file is ``image`` (same inode, so a renamed image still matches)."""
     st = _stat(image)
     return loops_reading(_file_key(st), sys_root) if st is not None else []
+
+
+def _bases(found: list[Node], loops: dict[str, LoopStatus], origin: int) -> dict[tuple[int, int], int]:
+    """Where each of ``found``'s nodes begins in the target's bytes: 0 for the disk, a partition's start, a
+    loop reading the target's image file from its offset (``origin``: the target loop's own), and its
+    partitions from there."""
+    def base(sysdir: str) -> int:
+        status = loops.get(sysdir)
+        return status.offset - origin if status is not None and status.rdev is None else 0
+
+    out: dict[tuple[int, int], int] = {}
+    for node in found:
+        if os.path.exists(os.path.join(node.sysdir, "partition")):
+            out[node.devnum] = base(os.path.dirname(node.sysdir)) + read_int(f"{node.sysdir}/start") * 512
+        else:
+            out[node.devnum] = base(node.sysdir)
+    return out
+
+
+def mappings(found: list[Node], target: str, origin: int = 0, sys_root: str = "/sys") -> tuple[list[Node], list[Use]]:
+    """Loop devices that read one of ``found``'s nodes (the disk or a partition node, at any offset: the
+    rescue's `losetup -o OFFSET /dev/sdX` over a filesystem found in unpartitioned space), and loops over
+    those in turn. Each is a user of exactly the bytes it maps, named with them; its own nodes are returned
+    so that what uses them (a mount, a holder) is named too. Loops reading the target's image file are
+    ``loops_reading``'s: they read it, not its device. ``origin``: where a target loop device starts in
+    the image file it reads."""
+    statuses = {sysdir: st for _, sysdir in _loops(sys_root) if (st := loop_status(sysdir)) is not None}
+    bases = _bases(found, statuses, origin)
+    by_num = {n.devnum: n for n in found}
+    seen = {n.sysdir for n in found}
+    added: list[Node] = []
+    uses: list[Use] = []
+    grew = True
+    while grew:  # a loop over a loop over the disk: until no loop reads a node found so far
+        grew = False
+        for sysdir, status in statuses.items():
+            over = by_num.get(status.rdev) if status.rdev is not None else None
+            if over is None or sysdir in seen:
+                continue
+            seen.add(sysdir)
+            grew = True
+            size = read_int(f"{sysdir}/size") * 512
+            start = bases[over.devnum] + status.offset
+            own = nodes(sysdir)
+            if not own:
+                continue
+            for node in own:
+                by_num[node.devnum] = node
+                bases[node.devnum] = start + (read_int(f"{node.sysdir}/start") * 512 if node is not own[0] else 0)
+            added += own
+            how = f"from its byte {status.offset}" if status.offset else "from its start"
+            uses.append(Use(own[0].path, "mapped", f"maps bytes {start} to {start + size - 1} of {target} (a loop "
+                            f"device reading {over.path} {how}, {size} bytes)", span=(start, start + size)))
+    return added, uses
 
 
 LOCK_KINDS = {"FLOCK": "a BSD flock", "POSIX": "a POSIX lock", "LEASE": "a lease", "DELEG": "an NFS delegation",
@@ -361,21 +493,24 @@ def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> l
     return out
 
 
-def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> list[Use]:
+def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc", writers_allowed: bool = False) -> list[Use]:
     """Everything that uses ``path`` (a block device or an image file), blocking uses first.
 
     An image file is used through every loop device that reads it (at any offset). A loop device is seen
-    through to its file: every other loop device reading that file, and the file itself (a lock, swap)."""
+    through to its file: every other loop device reading that file, and the file itself (a lock, swap).
+    A loop device reading the disk or a partition node maps bytes of it (``mappings``). A process holding a
+    node open for writing refuses too, unless ``writers_allowed`` (``writers``)."""
     image: os.stat_result | None = None  # the image file written, or the one the target loop device reads
     image_path = ""
     key: tuple[int, int, int] | None = None
     own: list[Node] = []
+    origin = 0
     sysdir = sysfs_dir(path, sys_root)
     if sysdir is not None:
         own = nodes(sysdir)
-        backing = backing_file(sysdir)
-        if backing is not None:
-            key, image_path = backing
+        status = loop_status(sysdir)
+        if status is not None:
+            key, image_path, origin = status.key, status.name, status.offset
             image = _stat(image_path)
             if image is not None and _file_key(image) != key:
                 image = None  # the path names another file now (or one in another mount namespace)
@@ -389,13 +524,17 @@ def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc") -> l
             key, image_path = _file_key(image), path
     loops = [n for n in loops_reading(key, sys_root) if n.sysdir != sysdir] if key else []
     found = [*own, *(n for loop in loops for n in nodes(loop.sysdir))]
+    mapped, uses = mappings(found, path, origin, sys_root)
+    found += mapped
     devnums = {n.devnum: n.path for n in found}
     files = {_file_key(st): n.path for n in found if (st := _stat(n.path)) is not None}
     if image is not None:
         files[_file_key(image)] = image_path
-    uses = mounts(devnums, proc_root) + swaps(devnums, image, proc_root) + holders(found, sys_root)
+    uses += mounts(devnums, proc_root) + swaps(devnums, image, proc_root) + holders(found, sys_root)
     uses += locks(files, proc_root)
-    uses += busy(found, {u.device for u in uses}, proc_root)
+    named = {u.device for u in uses if u.how != "mapped"}
+    uses += busy(found, named, proc_root)
+    uses += writers(devnums, named | {u.device for u in uses if u.how == "busy"}, writers_allowed, proc_root)
     # A loop device target: say how each use reaches it (through the file it reads).
     behind = f"{image_path}, the file {path} reads" if sysdir is not None and image_path else ""
     if behind:

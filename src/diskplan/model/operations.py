@@ -17,8 +17,9 @@ stays where it is).
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Sequence
 from functools import cached_property
-from itertools import pairwise
 from operator import attrgetter
 
 from diskplan.model import labels, ptypes
@@ -165,6 +166,18 @@ def differences(expected: Table, found: Table) -> list[str]:
 # --- planning ---------------------------------------------------------------------------------------
 
 
+SAID = 5  # problems of one kind said one by one; the rest are counted
+
+
+def _some(template: str, items: Sequence[object]) -> list[str]:
+    """``template`` filled with each of ``items``, the first ``SAID`` of them, then how many more there are:
+    a plan of 200,000 duplicated entries gets a line, not a megabyte."""
+    out = [template.format(item) for item in items[:SAID]]
+    if len(items) > SAID:
+        out.append(f"and {len(items) - SAID} more like it")
+    return out
+
+
 def validate(table: Table, geom: Geometry) -> list[str]:
     """What makes ``table`` unwritable on ``geom`` (empty when it can be written): the one validator,
     for the planner, plan files and the commit. Overlaps, partitions outside the usable area, past the
@@ -180,7 +193,7 @@ def validate(table: Table, geom: Geometry) -> list[str]:
                    f"{geom.sectors} sectors")
     live = sorted(table.live, key=_order)
     numbers = [p.number for p in live]
-    out += [f"two partitions are numbered {n}" for n in sorted({n for n in numbers if numbers.count(n) > 1})]
+    out += _some("two partitions are numbered {}", sorted(n for n, k in Counter(numbers).items() if k > 1))
     tops = [p for p in live if p.role is not Role.LOGICAL]
     logicals = [p for p in live if p.role is Role.LOGICAL]
     for p in live:
@@ -192,9 +205,16 @@ def validate(table: Table, geom: Geometry) -> list[str]:
                        f"{table.first_usable}s..{table.last_usable}s of a {label} table{past}")
         elif p.end > geom.sectors - 1:
             out.append(f"partition {p.number} ({p.start}s..{p.end}s) ends past the last sector {geom.sectors - 1}")
-    for a, b in pairwise(tops):
-        if b.start <= a.end:
-            out.append(f"partitions {a.number} and {b.number} overlap")
+    # Sorted by start, a partition overlaps some other one exactly when it starts before the furthest end
+    # seen so far: one pass (a plan file may hold 200,000 entries).
+    furthest: Partition | None = None
+    overlaps = []
+    for b in tops:
+        if furthest is not None and b.start <= furthest.end:
+            overlaps.append(f"{furthest.number} and {b.number}")
+        if furthest is None or b.end > furthest.end:
+            furthest = b
+    out += _some("partitions {} overlap", overlaps)
     if label == "gpt":
         if any(p.role is not Role.PRIMARY for p in live):
             out.append("GPT has no extended or logical partitions")
@@ -215,11 +235,13 @@ def validate(table: Table, geom: Geometry) -> list[str]:
     elif logicals:
         ext = extended[0]
         prev_end = ext.start
+        outside = []
         for p in logicals:
             if p.start <= prev_end or p.end > ext.end:
-                out.append(f"logical partition {p.number} ({p.start}s..{p.end}s) needs a free sector "
-                           f"for its EBR and must lie inside extended partition {ext.number}")
+                outside.append(f"{p.number} ({p.start}s..{p.end}s)")
             prev_end = p.end + 1
+        out += _some("logical partition {} needs a free sector for its EBR and must lie inside extended "
+                     f"partition {ext.number}", outside)
     chain = sorted(p.number for p in logicals)
     if chain != list(range(labels.FIRST_LOGICAL, labels.FIRST_LOGICAL + len(chain))):
         out.append("msdos numbers logical partitions 5, 6, … without gaps (the order of their EBR chain)")

@@ -381,6 +381,7 @@ def _from_json(text: str) -> PlanSpec:
     raw = doc["partitions"]
     if not isinstance(raw, list):
         raise PlanFileError("partitions must be a list")
+    _countable(label, len(raw))
     parts: list[Partition] = []
     wants: list[relplan.Want] = []
     keeps: list[Keep] = []
@@ -541,16 +542,32 @@ def _numbered(label: str, parts: list[Partition]) -> tuple[Partition, ...]:
 
 def _numbers(label: str, parts: list[Partition]) -> list[Partition]:
     used = {p.number for p in parts if p.number}
+    # The lowest free number only grows as numbers are handed out: each search starts where the last one of
+    # its kind ended (not from 1 again, which made 200,000 unnumbered entries quadratic).
+    lowest = {labels.FIRST_LOGICAL: labels.FIRST_LOGICAL, 1: 1}
     out = []
     for p in parts:
         if not p.number:
-            n = labels.FIRST_LOGICAL if p.role is Role.LOGICAL else 1
+            first = labels.FIRST_LOGICAL if p.role is Role.LOGICAL else 1
+            n = lowest[first]
             while n in used:
                 n += 1
+            lowest[first] = n
             used.add(n)
             p = replace(p, number=n)
         out.append(p)
     return out
+
+
+GPT_ENTRIES = 128  # what a plan's GPT holds (_checked's table)
+
+
+def _countable(label: str, entries: int) -> None:
+    """The cheap refusal, said before any entry is read: more entries than a GPT has numbers (a 3.4 MB plan
+    of 200,000 entries is under the plan-file cap)."""
+    if label == "gpt" and entries > GPT_ENTRIES:
+        raise PlanFileError(f"the plan is not a valid table: GPT partition numbers go from 1 to {GPT_ENTRIES} "
+                            f"(the plan has {entries} entries)")
 
 
 def _checked(spec: PlanSpec) -> PlanSpec:
@@ -559,7 +576,7 @@ def _checked(spec: PlanSpec) -> PlanSpec:
     last = spec.last_lba or max([p.end for p in spec.partitions] + [first])
     if spec.sectors is not None and last >= spec.sectors:
         raise PlanFileError(f"the plan reaches sector {last}, past the end of its {spec.sectors}-sector disk")
-    table = Table(spec.label, first, last, max_partitions=128).with_partitions(spec.partitions)
+    table = Table(spec.label, first, last, max_partitions=GPT_ENTRIES).with_partitions(spec.partitions)
     geom = Geometry(sectors=spec.sectors or last + 1, logical=spec.sector_size, physical=spec.sector_size)
     problems = validate(table, geom)
     if problems:
@@ -608,6 +625,7 @@ def _from_sfdisk(text: str) -> PlanSpec:
         label = labels.check_label(script.label)
     except LabelError as exc:
         raise PlanFileError(str(exc)) from exc
+    _countable(label, len(script.lines))
     number = {k: _sfdisk_number(header[k], k, "header") if k in header else None
               for k in ("sector-size", "first-lba", "last-lba", "table-length")}
     ss = number["sector-size"] or 512

@@ -27,6 +27,12 @@ def safe(text: str) -> str:
     )
 
 
+def safe_name(name: str) -> str:
+    """A file name for a script: ``safe``, but the bytes of a name that is not UTF-8 (decoded as lone
+    surrogates, os.fsdecode) are kept, so the script names the file by its own bytes, as sfdisk's dump does."""
+    return "".join(ch if "\udc80" <= ch <= "\udcff" else safe(ch) for ch in name)
+
+
 def width(text: str) -> int:
     """Terminal cells: wide (CJK) characters take two, combining marks none."""
     if text.isascii():
