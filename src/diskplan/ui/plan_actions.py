@@ -181,7 +181,8 @@ class PlanActions(_Base):
             return
         plan = s.plan
         if plan.blocked():
-            self.notify(plan.blocked(), title="New partition", timeout=6)
+            if plan.wanted.label is not None:  # on a blank disk the label dialog says it (a toast would outlive it)
+                self.notify(plan.blocked(), title="New partition", timeout=6)
             self.action_new_label(then_propose=True)
             return
         cursor = self.sector_map.cursor_lba

@@ -1,0 +1,72 @@
+"""What a newcomer meets first in the planner, driven with Pilot: a blank disk's Changes panel (no pending
+label before one is chosen, no stale "create a label first" after), and the new-partition dialog, whose cursor
+starts in Size, the first row, so a typed size goes there and Tab goes down the form as it is drawn."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from diskplan.model.disk import Disk
+from diskplan.model.geometry import Geometry
+from diskplan.model.table import no_table
+from diskplan.ui.app import PlannerApp
+from diskplan.ui.dialogs import LabelScreen, PartitionScreen
+from diskplan.ui.panels import ViewsPanel
+from diskplan.ui.target import Target
+from helpers.pilot import blank_gpt, part, plan_of, run, started, wait_for
+from helpers.units import MiB_SECTORS
+
+SIZE = (80, 25)
+
+
+def blank_disk() -> Target:
+    """A disk with no partition table at all (a new drive)."""
+    geom = Geometry(sectors=2 * 1024**3 // 512, physical=4096)
+    return Target(Disk(geom, no_table(geom)), "blank")
+
+
+def changes_text(app: PlannerApp) -> str:
+    return app.query_one(ViewsPanel).text("changes")
+
+
+def toasts(app: PlannerApp) -> str:
+    return " | ".join(str(n.message) for n in app._notifications)
+
+
+@run
+async def test_a_blank_disk_has_no_pending_change_until_a_label_is_chosen() -> None:
+    app = PlannerApp(start=blank_disk())
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        text = changes_text(app)
+        assert plan_of(app).changes() == ()
+        assert "No pending changes" in text and "cannot be written" not in text and "new gpt label" not in text
+        await pilot.press("n")  # no table: the label dialog first, then the partition
+        await wait_for(pilot, lambda: isinstance(app.screen, LabelScreen))
+        await pilot.press("enter")  # gpt
+        await wait_for(pilot, lambda: isinstance(app.screen, PartitionScreen))
+        assert "create a gpt or msdos label first" not in toasts(app)
+        await pilot.press("escape")
+        text = changes_text(app)
+        assert "1 pending change" in text and "new gpt label" in text and "cannot be written" not in text
+
+
+@run
+async def test_a_typed_size_goes_into_size_and_tab_goes_down_the_form() -> None:
+    app = PlannerApp(start=blank_gpt())
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(MiB_SECTORS)
+        await pilot.press("n")
+        screen = app.screen
+        assert isinstance(screen, PartitionScreen)
+        fields = [w.id for w in screen.query(Input)]
+        assert fields[:2] == ["size", "start"]  # drawn in the order Tab visits them
+        assert app.focused is not None and app.focused.id == "size"
+        await pilot.press(*"64MiB")
+        await pilot.press("tab")
+        assert app.focused.id == "start"
+        await pilot.press("tab")
+        assert app.focused.id == "type"
+        await pilot.press("enter")
+        assert part(app, 1).size == 64 * MiB_SECTORS
