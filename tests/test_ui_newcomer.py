@@ -8,14 +8,16 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
+from diskplan.discovery.udev import DiskInfo
 from diskplan.model.disk import Disk
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import no_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import LabelScreen, PartitionScreen, PathScreen
 from diskplan.ui.panels import ViewsPanel
+from diskplan.ui.screens import DevicePicker
 from diskplan.ui.settings import Settings
 from diskplan.ui.target import Target
 from helpers.pilot import blank_gpt, part, plan_of, propose, run, started, wait_for
@@ -116,3 +118,15 @@ async def test_save_and_load_start_in_the_plans_folder_then_in_the_last_one_used
         await pilot.press("ctrl+o")
         assert isinstance(app.screen, PathScreen)
         assert app.screen.query_one("#path", Input).value == str(elsewhere / "diskplan-blank-gpt.json")
+
+
+@run
+async def test_the_device_picker_says_why_a_disk_has_no_access() -> None:
+    disks = [DiskInfo("sdb", "/dev/sdb", "USB stick", 16 << 30, 512, 512, "no access", True, "mq-deadline",
+                      unread="/dev/sdb cannot be opened: Permission denied: reading disks needs root (sudo)")]
+    app = PlannerApp(start=None, lister=lambda: disks, watch_devices=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DevicePicker)
+                       and app.screen.query_one(DataTable).row_count == 1)
+        help_text = str(app.screen.query_one("#picker-help").render())
+        assert "/dev/sdb cannot be opened: Permission denied: reading disks needs root (sudo)." in help_text
