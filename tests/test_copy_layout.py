@@ -82,15 +82,25 @@ def test_layout_only_copies_every_partition_onto_a_blank_bigger_disk(
     assert layout(sfdisk_parts(b)) == layout(sfdisk_parts(a))
     assert parted_parts(b) == parted_parts(a)
     assert sfdisk_header(b)["label"] == sfdisk_header(a)["label"]
+    boot = [line.count("bootable") for line in run(need_tool("sfdisk"), "--dump", b).splitlines()]
+    assert boot == [line.count("bootable") for line in run(need_tool("sfdisk"), "--dump", a).splitlines()]
     if script is GPT:  # B's own usable area, not A's: its backup table is at B's end
         assert int(sfdisk_header(b)["last-lba"]) == 3072 * MiB // 512 - 34
 
 
-@pytest.mark.parametrize("size", [1792 * MiB, 4096 * MiB], ids=["smaller", "bigger"])
+DOS_PRIMARIES = """label: dos
+start=2048, size=256MiB, type=c, bootable
+size=1GiB, type=83
+type=82
+"""
+
+
+@pytest.mark.parametrize(("script", "size"), [(GPT, 1792 * MiB), (GPT, 4096 * MiB), (DOS_PRIMARIES, 3072 * MiB)],
+                         ids=["gpt-smaller", "gpt-bigger", "msdos-bigger"])
 def test_relative_copies_the_layout_onto_a_disk_of_another_size(
-    size: int, sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
+    script: str, size: int, sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    a = made(sparse_image, GPT, 2048 * MiB, "a.img")
+    a = made(sparse_image, script, 2048 * MiB, "a.img")
     b = str(sparse_image(size, "b.img"))
     copied(a, b, tmp_path, "--relative")
     got, was = sfdisk_parts(b), sfdisk_parts(a)
@@ -98,7 +108,8 @@ def test_relative_copies_the_layout_onto_a_disk_of_another_size(
     assert [p[3:] for p in got] == [p[3:] for p in was]  # types and names
     last_end = got[2][1] + got[2][2] - 1
     grain = MiB // 512
-    assert last_end == (int(sfdisk_header(b)["last-lba"]) + 1) // grain * grain - 1  # the rest, to B's end
+    usable_end = int(sfdisk_header(b)["last-lba"]) + 1 if script is GPT else size // 512
+    assert last_end == usable_end // grain * grain - 1  # the rest, to B's end
     assert parted_parts(b)[-1][2] == last_end
 
 
