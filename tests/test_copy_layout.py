@@ -56,17 +56,22 @@ def layout(parts: list[tuple[int, int, int, str, str]]) -> list[tuple[int, int, 
     return [(n, start, size, kind) for n, start, size, kind, _name in parts]
 
 
+def refused(make: Callable[..., pathlib.Path], tmp: pathlib.Path, b_size: int, *how: str) -> str:
+    """A GPT layout exported from A (``how``: export's options) and applied to a blank B of ``b_size``: refused
+    (exit 1) with B left blank; what apply said."""
+    a = made(make, GPT, 2048 * MiB, "a.img")
+    b = str(make(b_size, "b.img"))
+    plan = tmp / "plan.json"
+    plan.write_text(diskplan("export", a, *how).stdout)
+    proc = diskplan("apply", str(plan), b, "--yes")
+    assert proc.returncode == 1 and blank(b), proc.stdout + proc.stderr
+    return proc.stderr
+
+
 def test_the_plain_export_is_refused_on_another_disk_and_names_the_way_to_copy(
     sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    a = made(sparse_image, GPT, 2048 * MiB, "a.img")
-    b = str(sparse_image(2048 * MiB, "b.img"))
-    plan = tmp_path / "plan.json"
-    plan.write_text(diskplan("export", a).stdout)
-    proc = diskplan("apply", str(plan), b, "--yes")
-    assert proc.returncode == 1
-    assert "diskplan export DISK --layout-only" in proc.stderr
-    assert blank(b)
+    assert "diskplan export DISK --layout-only" in refused(sparse_image, tmp_path, 2048 * MiB)
 
 
 @pytest.mark.parametrize("script", [GPT, DOS], ids=["gpt", "msdos"])
@@ -138,11 +143,5 @@ def test_relative_refuses_msdos_logical_partitions_and_says_what_copies_them(
 def test_layout_only_onto_a_smaller_disk_is_refused_before_anything_is_written(
     sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    a = made(sparse_image, GPT, 2048 * MiB, "a.img")
-    b = str(sparse_image(1024 * MiB, "b.img"))
-    plan = tmp_path / "plan.json"
-    plan.write_text(diskplan("export", a, "--layout-only").stdout)
-    proc = diskplan("apply", str(plan), b, "--yes")
-    assert proc.returncode == 1
-    assert "too small" in proc.stderr or "past" in proc.stderr
-    assert blank(b)
+    said = refused(sparse_image, tmp_path, 1024 * MiB, "--layout-only")
+    assert "too small" in said or "past" in said
