@@ -29,3 +29,24 @@ def test_as_text_refuses_what_json_refuses() -> None:
             json.dumps(bad, indent=2)
         with pytest.raises(TypeError):
             as_text(bad)
+
+
+def test_check_json_imports_neither_the_json_package_nor_a_codec_it_needs_not(sparse_image) -> None:
+    """`diskplan check --json` (the parent; its reading child is forked) quotes strings with json's C accelerator
+    and spells the DASD tags in bytes: the json package (its decoder's regexes) and the cp500 codec cost a
+    128-partition check ~2 ms of the ~60 it takes."""
+    import subprocess
+    import sys
+
+    from diskplan.backend.probe import _DASD_TAGS
+    from helpers.tools import need_tool, run
+
+    assert set(_DASD_TAGS) == {tag.encode("cp500") for tag in ("VOL1", "LNX1", "CMS1")}
+    img = sparse_image(64 << 20)
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=8192, name=a\n")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "diskplan", "check", "--json", str(img)],
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1) and json.loads(proc.stdout)["partitions"][0]["name"] == "a"
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert not {"json", "json.decoder", "json.scanner", "encodings.cp500"} & imported
+    assert "diskplan.cli.checkjson" in imported  # the list is the real one
