@@ -4,7 +4,8 @@
          one moved) vs a 1 GB disk with that proposal alone: the real app, headless (Textual's run_test), each
          step timed from handing the key to the driver until every widget has handled its messages and the
          screen update is composed (Pilot.press itself waits for the CPU to go idle, tens of ms, so it is not
-         used for timing); median of the steps, and the ratio of the medians.
+         used for timing); median of the steps, and the ratio of the medians; the same for this process's
+         CPU time per step, and for the calls per step (four more steps, counted, not timed).
   bytes  the real planner (`diskplan --demo empty`) in a pseudo-terminal of 80x25: a new gpt label and a
          10 GiB proposal are made with the keys, move mode is entered (m), then the bytes the planner writes
          for one step (Right) are counted, beside a full redraw (Ctrl+L, what a user presses after line noise
@@ -19,7 +20,9 @@ import argparse
 import asyncio
 import os
 import statistics
+import sys
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from benchlib import DISKPLAN, Row, drain, fmt_s, spawn, term_env
@@ -49,26 +52,49 @@ def _target(sectors: int, existing: int) -> Target:
     return Target(Disk(geom, table.with_partitions(parts)), f"{existing + 1} partitions")
 
 
-async def _step(pilot: Pilot[int], key: str) -> float:
-    """One key, timed until it is handled and the screen update is composed."""
+@dataclass
+class Steps:
+    """One disk's drag steps: wall time, this process's CPU time (what a busy machine disturbs least), and
+    Python/C calls (deterministic: a rescan that grows with the disk shows up here whatever the load)."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+
+
+async def _step(pilot: Pilot[int], key: str, count: bool = False) -> tuple[float, float, int]:
+    """One key, timed until it is handled and the screen update is composed (with ``count``: its calls
+    counted instead, which slows it: those steps are not timed)."""
     from textual import events
 
     app = pilot.app
-    t0 = time.perf_counter()
-    event = events.Key(key, None)
-    event.set_sender(app)
-    assert app._driver is not None  # the pilot's app is running
-    app._driver.send_message(event)
-    await pilot._wait_for_screen()
-    app.screen._on_timer_update()  # what Textual's refresh timer does: compose and write the update
-    return time.perf_counter() - t0
+    calls = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    if count:
+        sys.setprofile(profile)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        event = events.Key(key, None)
+        event.set_sender(app)
+        assert app._driver is not None  # the pilot's app is running
+        app._driver.send_message(event)
+        await pilot._wait_for_screen()
+        app.screen._on_timer_update()  # what Textual's refresh timer does: compose and write the update
+    finally:
+        if count:
+            sys.setprofile(None)
+    return time.perf_counter() - t0, time.process_time() - c0, calls
 
 
-async def _drag_steps(sectors: int, existing: int, steps: int) -> list[float]:
+async def _drag_steps(sectors: int, existing: int, steps: int, out: Steps) -> None:
     from diskplan.ui.app import PlannerApp
 
     app = PlannerApp(start=_target(sectors, existing))
-    times: list[float] = []
     async with app.run_test(size=(80, 25)) as pilot:
         await pilot.pause()
         await pilot.pause()
@@ -84,28 +110,36 @@ async def _drag_steps(sectors: int, existing: int, steps: int) -> list[float]:
         await pilot.press("m")
         await pilot.pause()
         for i in range(steps + 5):
-            took = await _step(pilot, "right" if i % 2 == 0 else "left")
+            wall, cpu, _ = await _step(pilot, "right" if i % 2 == 0 else "left")
             if i >= 5:  # the first steps warm the caches
-                times.append(took)
+                out.wall.append(wall)
+                out.cpu.append(cpu)
+        for i in range(4):
+            out.calls.append((await _step(pilot, "right" if i % 2 == 0 else "left", count=True))[2])
         await pilot.pause()
         drag = app.session.drag
         assert drag is not None and drag.last is not None and drag.last.ok, "the steps did not move the partition"
         await pilot.press("escape")
-    return times
 
 
 async def bench_drag(runs: int) -> list[Row]:
     rounds, steps = 4, max(10, runs * 5)
-    small_t: list[float] = []
-    big_t: list[float] = []
+    small_t, big_t = Steps(), Steps()
     for _ in range(rounds):  # interleaved, so a busy moment hits both
-        small_t += await _drag_steps(10**9 // 512, 0, steps)
-        big_t += await _drag_steps(20 * 10**12 // 512, 127, steps)
-    small, big = statistics.median(small_t), statistics.median(big_t)
+        await _drag_steps(10**9 // 512, 0, steps, small_t)
+        await _drag_steps(20 * 10**12 // 512, 127, steps, big_t)
+    small, big = statistics.median(small_t.wall), statistics.median(big_t.wall)
+    small_cpu, big_cpu = statistics.median(small_t.cpu), statistics.median(big_t.cpu)
+    small_calls, big_calls = statistics.median(small_t.calls), statistics.median(big_t.calls)
     print(f"drag step: 1 GB/1 partition {fmt_s(small)}, 20 TB/128 partitions {fmt_s(big)} "
-          f"(median of {len(big_t)} steps)")
+          f"(median of {len(big_t.wall)} steps); CPU {fmt_s(small_cpu)} vs {fmt_s(big_cpu)}; "
+          f"calls {small_calls:.0f} vs {big_calls:.0f}")
     return [Row("drag step, 20 TB/128 parts vs 1 GB/1", fmt_s(big), fmt_s(small), big / small, STEP_TARGET,
-            f"median of {len(big_t)} one-grain key steps, headless app")]
+                f"median of {len(big_t.wall)} one-grain key steps, headless app"),
+            Row("  the same, CPU time", fmt_s(big_cpu), fmt_s(small_cpu), big_cpu / small_cpu, STEP_TARGET,
+                "this process's CPU time per step: what other load disturbs least"),
+            Row("  the same, calls", f"{big_calls:.0f}", f"{small_calls:.0f}", big_calls / small_calls, STEP_TARGET,
+                "Python and C calls per step: deterministic, the work itself")]
 
 
 # --- bytes on the terminal ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up .venv/ with diskplan and its dependencies on a fresh Debian/Ubuntu machine.
-#   scripts/bootstrap.sh          what the planner needs (libparted, a compiler for pyparted)
-#   scripts/bootstrap.sh --test   also the referee tools the tests compare against
+#   scripts/bootstrap.sh          what the planner needs (libparted, a compiler for pyparted; diskplan alone)
+#   scripts/bootstrap.sh --test   also the referee tools the tests compare against, and the dev extra
 # As root, missing Debian packages are installed with apt-get; otherwise the exact command is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,13 +86,21 @@ if [ ${#wished[@]} -gt 0 ]; then
   fi
 fi
 
+# What the stamp says was installed: "planner" (diskplan and what it imports, for `make demo`) or "test" (also
+# the dev extra: pytest, mypy, ruff, playwright...). The test install holds the planner's, so a `make demo` after
+# `make test` installs nothing, and a `make test` after `make demo` adds the dev extra.
 stamp=.venv/.diskplan-installed
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-# Reinstall only when the project's metadata changed since the last install.
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+installed=$(cat "$stamp" 2>/dev/null || true)
+[ -f "$stamp" ] && [ -z "$installed" ] && installed=test  # a stamp from before the split: it was the dev install
+[ pyproject.toml -nt "$stamp" ] && installed=""  # the project's metadata changed since: install again
+if [ "$want_test" = 1 ] && [ "$installed" != test ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -e '.[dev]'
-  touch "$stamp"
+  echo test > "$stamp"
+elif [ "$want_test" = 0 ] && [ -z "$installed" ]; then
+  .venv/bin/python -m pip install -q -e .
+  echo planner > "$stamp"
 fi

@@ -240,3 +240,15 @@ def test_aligned_grain_agrees_with_parted_align_check(
     assert theirs, "no partition to compare"
     skip = ALIGN_EXCEPTIONS.get(name, set())
     assert {n: ours[n] for n in theirs if n not in skip} == {n: v for n, v in theirs.items() if n not in skip}
+
+
+def test_check_json_of_every_image_matches_the_published_schema(
+    checked: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    """src/diskplan/schemas/check-v1.schema.json holds for what check printed on all the real tables."""
+    from diskplan import schemas
+    from helpers.schemas import schema_problems
+
+    docs = [json.loads(proc.stdout) for proc in checked.values() if proc.returncode in (0, 1)]
+    assert len(docs) >= 40
+    assert schema_problems(schemas.load("check-v1"), *docs) == []

@@ -21,6 +21,7 @@ from diskplan.model.planfile import PlanFileError, load_plan
 from diskplan.model.repart import repart_files
 from helpers.cli import diskplan
 from helpers.images import sfdisk_parts
+from helpers.schemas import schema_problems as problems_by
 
 MiB = 2048  # sectors of 512 B
 GiB = 1024 * MiB
@@ -162,15 +163,8 @@ def _ignition_back(config: dict[str, object]) -> str:
 
 
 def schema_problems(doc: object) -> list[str]:
-    """Every way ``doc`` breaks IGNITION_SCHEMA, by python-jsonschema (Debian's python3-jsonschema, run with the
-    system's Python: the project's venv does not carry it)."""
-    python = "/usr/bin/python3"
-    check = ("import json, sys, jsonschema; schema, doc = json.load(sys.stdin)\n"
-             "for e in jsonschema.Draft4Validator(schema).iter_errors(doc): print(e.message)")
-    probe = subprocess.run([python, "-c", "import jsonschema"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("python3-jsonschema is not installed (make test installs it)")
-    return run(python, "-c", check, input=json.dumps([IGNITION_SCHEMA, doc])).splitlines()
+    """Every way ``doc`` breaks IGNITION_SCHEMA, by python-jsonschema (helpers.schemas)."""
+    return problems_by(IGNITION_SCHEMA, doc, draft="Draft4Validator")
 
 
 @pytest.mark.parametrize("text", [FIXED, plan({"size": "512MiB", "type": "EFI system", "name": "EFI"},

@@ -122,6 +122,7 @@ def test_the_wheel_installs_the_program_its_man_page_and_completions(tmp_path: p
     assert wheel.name == f"diskplan-{__version__}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as z:
         assert any(n.endswith("licenses/LICENSE") for n in z.namelist())
+        assert {"diskplan/schemas/plan-v1.schema.json", "diskplan/schemas/check-v1.schema.json"} <= set(z.namelist())
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)

@@ -50,7 +50,7 @@ async def test_propose_through_the_dialog_says_which_units_are_in_force() -> Non
         assert "ambiguous" in str(screen.query_one("#result").render())
         await pilot.press("ctrl+a", "ctrl+k", *"100MiB")
         assert "units: IEC" in str(screen.query_one("#size-note").render())
-        await pilot.press("tab", "ctrl+a", "ctrl+k", *"swap", "tab", *"scratch", "enter")
+        await pilot.press("tab", "tab", "ctrl+a", "ctrl+k", *"swap", "tab", *"scratch", "enter")  # Start, then Type
         assert not isinstance(app.screen, PartitionScreen)
         p = part(app, 1)
         # The start was the cursor's LBA, snapped up to the 1 MiB grain; 100 MiB is whole grains.

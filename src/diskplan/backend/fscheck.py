@@ -42,8 +42,11 @@ class Identity:
     fs: str = ""
     uuid: str = ""
     label: str = ""
+    read: bool = True  # False: not looked at (a move or resize refused first: a mounted one is not opened)
 
     def __str__(self) -> str:
+        if not self.read:
+            return "filesystem not read"
         if not self.fs:
             return "no filesystem blkid knows"
         return f"{self.fs} UUID={self.uuid or '-'} LABEL={self.label or '-'}"

@@ -325,7 +325,7 @@ def prepare_move(
     refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
     start = p.start if p is not None else 0
     plan = schedule(start, to, length, ss)
-    fs = fscheck.Identity()
+    fs = fscheck.Identity(read=False)
     rate = 0.0
     if p is not None and to != start:
         notes += new_start_note(geom, disk.table, replace(p, start=to, end=to + length - 1))
@@ -347,6 +347,12 @@ def prepare_move(
     return MoveProposal(target, "block" if ident.kind == "block" else "file", geom.model, geom.sectors, ss,
                         number, entry, to, plan, tuple(refusals), tuple(notes), ident, fs, rate, protect=protect,
                         logical=logical if isinstance(logical, LogicalMove) else None)
+
+
+def partuuid_kept(guid: str) -> str:
+    """What an outcome says of the entry's PARTUUID: a GPT entry's unique GUID stays; an msdos entry has none
+    (its PARTUUID is the disk's signature and the number, neither of which a move or resize changes)."""
+    return f", PARTUUID {guid} unchanged" if guid else ""
 
 
 def new_start_note(geom: Geometry, table: Table, moved: Partition) -> list[str]:
@@ -603,8 +609,7 @@ def _finish(
     fs, kernel = after
     journal.append("done")
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
-                   message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}, PARTUUID "
-                   f"{h.guid or '-'} unchanged")
+                   message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
 
 
 # --- resuming ---------------------------------------------------------------------------------------

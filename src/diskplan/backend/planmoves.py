@@ -100,7 +100,8 @@ class PlanMoves(ConfirmedByName):
         return 3 * self.nbytes / self.rate if self.rate else 0.0
 
 
-COPY_LAYOUT = "to copy a layout to another disk, delete every \"keeps\" and \"made_against\" from the plan"
+COPY_LAYOUT = ("to copy a layout to another disk, export it with `diskplan export DISK --layout-only` (or "
+               "--relative, for a disk of another size), or delete every \"keeps\" and \"made_against\" from the plan")
 
 
 def keeps_problems(target: str, disk: Disk, spec: PlanSpec, desired: Table, *, moving: bool) -> list[str]:

@@ -125,7 +125,9 @@ def sniff_filesystem(path: str, size: int) -> str:
 
 # --- labels libparted cannot read ---------------------------------------------------------------------
 
-_DASD_TAGS = {"VOL1".encode("cp500"): "dasd", "LNX1".encode("cp500"): "dasd", "CMS1".encode("cp500"): "dasd"}
+# "VOL1", "LNX1", "CMS1" in EBCDIC (cp500), written out: encoding them here would import the codec on every
+# check (tests/test_check_json_text.py holds them to "...".encode("cp500")).
+_DASD_TAGS = {b"\xe5\xd6\xd3\xf1": "dasd", b"\xd3\xd5\xe7\xf1": "dasd", b"\xc3\xd4\xe2\xf1": "dasd"}
 
 
 def sniff_foreign_label(path: str) -> tuple[str, str] | None:

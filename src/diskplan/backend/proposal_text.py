@@ -7,6 +7,7 @@ from __future__ import annotations
 from diskplan.backend.write import Proposal
 from diskplan.model import ptypes
 from diskplan.model.extent import Role, State
+from diskplan.model.findings import Finding, analyze
 from diskplan.model.safetext import columns
 from diskplan.model.units import human_bytes
 
@@ -26,8 +27,8 @@ def headline(p: Proposal, model_hint: str = "", times: str = "×") -> str:
 
 
 def proposal_lines(p: Proposal, model_hint: str = "", times: str = "×") -> list[Line]:
-    """Every operation, then the resulting table in exact sectors, then the notes (``headline`` says what
-    ``model_hint`` and ``times`` are)."""
+    """Every operation, then the resulting table in exact sectors, what the findings flag in it, then the notes
+    (``headline`` says what ``model_hint`` and ``times`` are)."""
     was = p.current.table.label or "no table"
     lines: list[Line] = [
         ((headline(p, model_hint, times), "title"),),
@@ -53,5 +54,23 @@ def proposal_lines(p: Proposal, model_hint: str = "", times: str = "×") -> list
     head, *body = columns(COLUMNS, rows, right=5)
     lines.append(((head, "table-head"),))
     lines += [((row, ""),) for row in body]
+    lines += [(("flagged: ", "flag"), (text, "")) for text in flagged(p)]
     lines += [(("note: ", "note"), (note, "")) for note in p.notes]
     return lines
+
+
+def flagged(p: Proposal) -> list[str]:
+    """What the findings say about the partitions this write creates or changes, one line per partition: its
+    worst finding with its arithmetic (the explanation's first line), so a layout the planner would flag is not
+    written without a word. Partitions kept as they are were on the disk already: not repeated here."""
+    written = {q.number for q in p.result.partitions if q.state is State.PROPOSED} | {q.number for q in p.change}
+    by_part: dict[int, list[Finding]] = {}
+    for f in analyze(p.current.geometry, p.result):  # worst first within each partition
+        if f.partition in written:
+            by_part.setdefault(f.partition, []).append(f)
+    out = []
+    for number, found in sorted(by_part.items()):
+        f, more = found[0], len(found) - 1
+        also = f" (and {more} more finding{'s' if more > 1 else ''}: diskplan check lists them)" if more else ""
+        out.append(f"partition {number}: {f.message} [{f.code}, {f.severity}]. {f.explanation[0]}{also}")
+    return out

@@ -30,6 +30,7 @@ from diskplan.backend.move import (
     in_use_or_half_moved,
     logical_move,
     movable_label,
+    partuuid_kept,
     placement,
 )
 from diskplan.backend.moveentry import Entry, EntryError, rewrite_entry
@@ -120,7 +121,7 @@ def prepare_resize(
     if not refusals:
         entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
     refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
-    fs, least = fscheck.Identity(), None
+    fs, least = fscheck.Identity(read=False), None
     if not refusals and p is not None and length != old:
         try:
             fs, why, least = _content(target, p.start * ss, old * ss, length < old)
@@ -226,5 +227,4 @@ def execute_resize(
     verb = "grown" if p.new > p.old else "shrunk"
     return replace(base, verdict=Verdict.WRITTEN, kernel=kernel,
                    message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "
-                   f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}, PARTUUID {p.entry.guid or '-'} "
-                   "unchanged")
+                   f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}{partuuid_kept(p.entry.guid)}")

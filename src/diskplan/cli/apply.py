@@ -26,8 +26,9 @@ from diskplan.cli.textout import Out, consoles
 from diskplan.model.exitstatus import WRITES
 from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
-STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "op:label": "bold red",
-         "op:delete": "red", "op:create": "green", "op:change": "yellow", "op:rewrite": "cyan", "op:keep": "dim"}
+STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "flag": "bold yellow",
+         "op:label": "bold red", "op:delete": "red", "op:create": "green", "op:change": "yellow",
+         "op:rewrite": "cyan", "op:keep": "dim"}
 
 
 def parser() -> argparse.ArgumentParser:

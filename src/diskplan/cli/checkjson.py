@@ -3,7 +3,10 @@ partition's unique GUID and attribute bits from the raw entries (README.md docum
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring_ascii as _quoted
+try:  # the C function json.encoder wraps: importing the json package (its decoder's regexes) costs check ~2 ms
+    from _json import encode_basestring_ascii as _quoted
+except ImportError:  # an interpreter without the _json accelerator
+    from json.encoder import encode_basestring_ascii as _quoted
 
 from diskplan.backend.gptattrs import raw_entries
 from diskplan.backend.gptcheck import check_gpt

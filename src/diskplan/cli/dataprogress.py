@@ -9,12 +9,17 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from diskplan.backend.datamove import Progress
 from diskplan.backend.move import MoveOutcome
 from diskplan.cli.textout import Out
 from diskplan.model.exitstatus import Exit
 from diskplan.model.units import human_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 
 def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
@@ -62,34 +67,42 @@ def stop_on_interrupt(err: Out, said: str = "stopping at the next chunk boundary
 
 
 @contextlib.contextmanager
-def progress_display(err: Out) -> Iterator[Progress]:
-    """rich's progress bar on a terminal (bytes, rate, time left); plain lines every few seconds otherwise."""
-    if sys.stderr.isatty():
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            TaskID,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
+def progress_display(err: Out, bar_console: Console | None = None) -> Iterator[Progress]:
+    """rich's progress bar on a terminal (bytes, rate, time left); plain lines every few seconds otherwise.
+    On a terminal each copy gets a bar of its own, which ends where it is when the next step begins, so the
+    steps after a copy ("rewriting the partition's table entry", "checking the filesystem at its new place")
+    print below its bar, in the order they run (a live bar stays at the bottom, and a line printed while it
+    lives would land above it). ``bar_console``: where the bars go (a test's recording console)."""
+    if bar_console is not None or sys.stderr.isatty():
+        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
         from rich.progress import Progress as Bar
 
-        with Bar(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                 TimeRemainingColumn(), transient=False) as bar:
-            tasks: dict[str, TaskID] = {}
+        live: list[tuple[str, Bar, TaskID]] = []  # the copy whose bar is drawn now: at most one
+        said: set[str] = set()
 
-            def show(done: int, total: int, phase: str) -> None:
-                if total <= 1:  # a step, not bytes
-                    if phase not in tasks:
-                        bar.console.print(phase, style="dim")
-                        tasks[phase] = TaskID(-1)
-                    return
-                if phase not in tasks:
-                    tasks[phase] = bar.add_task(phase, total=total)
-                bar.update(tasks[phase], completed=done, total=total)
+        def close() -> None:
+            if live:
+                live.pop()[1].stop()  # not transient: the finished bar stays on the screen, above what follows
 
+        def show(done: int, total: int, phase: str) -> None:
+            if total <= 1:  # a step, not bytes
+                if phase not in said:
+                    close()
+                    said.add(phase)
+                    (bar_console or err).print(phase, style="dim")
+                return
+            if not live or live[0][0] != phase:
+                close()
+                bar = Bar(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                          TimeRemainingColumn(), transient=False, console=bar_console)
+                bar.start()
+                live.append((phase, bar, bar.add_task(phase, total=total)))
+            live[0][1].update(live[0][2], completed=done, total=total)
+
+        try:
             yield show
+        finally:
+            close()
         return
     shown = {"at": 0.0}
     phases: list[str] = []

@@ -1,6 +1,7 @@
 """``diskplan export TARGET|PLAN --format json|sfdisk|parted|ansible|ignition|repart``: a table (read from a disk
 or image) or a plan file (JSON plan, relative or exact, or ``sfdisk --dump`` text), printed as a JSON plan, an
 sfdisk script, parted commands, an Ansible playbook, an Ignition config or systemd-repart.d files (``-o DIR``).
+``--layout-only`` and ``--relative`` print the layout alone, to copy onto another disk (model.layoutcopy).
 
 Exit status: 0 printed, 2 the target or plan could not be read or expressed.
 """
@@ -20,6 +21,7 @@ from diskplan.cli.textout import write_document
 from diskplan.model import planfile
 from diskplan.model.ansible import to_ansible
 from diskplan.model.ignition import to_ignition
+from diskplan.model.layoutcopy import layout_only, relative_layout
 from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
 from diskplan.model.repart import repart_files, to_repart
 from diskplan.model.safetext import safe, safe_name
@@ -46,6 +48,13 @@ def parser() -> argparse.ArgumentParser:
         help="the disk the sfdisk/parted/ansible/ignition output is for (default: TARGET itself; for a PLAN, "
         "DEVICE)",
     )
+    copy = p.add_mutually_exclusive_group()
+    copy.add_argument("--layout-only", action="store_true",
+                      help="the layout alone, to copy onto another disk: no keeps, made_against, disk size or "
+                      "GPT usable area (apply makes the partitions new and empty there)")
+    copy.add_argument("--relative", action="store_true",
+                      help="as --layout-only, with sizes in bytes and the last partition taking the rest, for a "
+                      "disk of another size or sector size (primary partitions only)")
     p.add_argument("--output", "-o", metavar="FILE|DIR", help="write to FILE instead of standard output "
                    "(--format repart: a directory, one .conf file per partition)")
     return p
@@ -81,12 +90,21 @@ def _read_plan(path: str) -> PlanSpec:
         raise PlanFileError(f"{'standard input' if path == '-' else path}: {exc}") from exc
 
 
-def load_source(source: str) -> tuple[PlanSpec, str]:
-    """The plan and the device name scripts should use by default."""
+def load_source(source: str, copy: str = "") -> tuple[PlanSpec, str]:
+    """The plan and the device name scripts should use by default. ``copy``: "layout" or "relative" for the
+    layout alone (model.layoutcopy), "" for the disk's own plan (every partition kept, made_against)."""
     if source == "-" or _is_plan_file(source):
-        return _read_plan(source), "DEVICE"
+        spec = _read_plan(source)
+        if copy == "relative" and spec.relative is None:
+            raise PlanFileError(f"{source}: --relative makes a relative plan from a disk's table: give the disk, "
+                                "or apply this plan to one and export that")
+        return (layout_only(spec) if copy else spec), "DEVICE"
     disk = open_target(source)
     try:
+        if copy == "relative":
+            return relative_layout(spec_from_table(disk.table, disk.geometry), disk.geometry), "DEVICE"
+        if copy:
+            return layout_only(spec_from_table(disk.table, disk.geometry)), "DEVICE"
         spec = spec_from_table(disk.table, disk.geometry, partition_guids(disk))  # every partition kept (keeps)
         return replace(spec, made_against=disk_fingerprint(disk)), source
     except PlanFileError as exc:
@@ -135,7 +153,8 @@ def write_repart(spec: PlanSpec, directory: str) -> list[str]:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
-        spec, default_device = load_source(args.source)
+        copy = "relative" if args.relative else "layout" if args.layout_only else ""
+        spec, default_device = load_source(args.source, copy)
         for note in (*spec.notes, *planfile.not_carried(spec, args.format)):  # what the output does not carry
             print(f"diskplan export: note: {safe(note)}", file=sys.stderr)
         if args.format == "repart" and args.output:

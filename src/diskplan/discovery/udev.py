@@ -8,6 +8,7 @@ be opened. pyudev is imported lazily: the planner does not pay for it unless the
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Callable
@@ -35,6 +36,7 @@ class DiskInfo:
     removable: bool = False
     read_only: bool = False
     backing_file: str = ""  # for loop devices
+    unread: str = ""  # why the device could not be opened or read ("" when it could): the picker says it
 
     @property
     def kind(self) -> str:
@@ -47,23 +49,30 @@ class DiskInfo:
 
 def probe_table(node: str, logical: int) -> str:
     """The partition-table signature, read straight from the device: "gpt", "dos", "none", or why not."""
+    return probe(node, logical)[0]
+
+
+def probe(node: str, logical: int) -> tuple[str, str]:
+    """``probe_table``'s answer, and when the device could not be opened or read, why (the picker's table
+    column has room for "no access", its help line for the reason: "Permission denied: run as root")."""
     try:
         fd = os.open(node, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return "no /dev node"
-    except OSError:
-        return "no access"
+        return "no /dev node", f"{node} does not exist (no udev to make it?)"
+    except OSError as exc:
+        hint = ": reading disks needs root (sudo)" if exc.errno in (errno.EACCES, errno.EPERM) else ""
+        return "no access", f"{node} cannot be opened: {exc.strerror or exc}{hint}"
     try:
         head = os.pread(fd, 2 * max(logical, 512), 0)
-    except OSError:
-        return "?"
+    except OSError as exc:
+        return "?", f"{node} cannot be read: {exc.strerror or exc}"
     finally:
         os.close(fd)
     if head[logical : logical + 8] == b"EFI PART":
-        return "gpt"
+        return "gpt", ""
     if len(head) >= 512 and head[510:512] == b"\x55\xaa":
-        return "dos"
-    return "none"
+        return "dos", ""
+    return "none", ""
 
 
 def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
@@ -79,7 +88,7 @@ def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
     model = props.get("ID_MODEL", "").replace("_", " ") or (topo.model if topo else "")
     if not model and topo is not None and topo.serial:  # a virtio disk: no model, but its serial tells it apart
         model = f"serial {topo.serial}"
-    table = props.get("ID_PART_TABLE_TYPE") or probe_table(node, logical)
+    table, why = (props["ID_PART_TABLE_TYPE"], "") if props.get("ID_PART_TABLE_TYPE") else probe(node, logical)
     return DiskInfo(
         name=name,
         node=node,
@@ -93,6 +102,7 @@ def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
         removable=read(os.path.join(sys_path, "removable")) == "1",
         read_only=bool(topo and topo.read_only),
         backing_file=read(os.path.join(sys_path, "loop/backing_file")) or "",
+        unread=why,
     )
 
 

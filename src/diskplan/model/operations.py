@@ -476,6 +476,8 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
     partitions), with why it cannot be written and what to know. ``fresh``: the plan is a new label even
     when it is the disk's own; a label the disk does not have, or a table diskplan cannot change in
     place that keeps nothing, is always a new label. ``filesystem``: one on the whole disk, replaced."""
+    if desired.label is None and current.label is None and not desired.live:
+        return Changes("", False, current, sector_size=geom.logical)  # a blank disk left blank: nothing to write
     refusals: list[str] = []
     notes: list[str] = []
     label = LABEL_NAMES.get((desired.label or "").lower(), "")

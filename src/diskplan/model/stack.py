@@ -19,7 +19,6 @@ page, the grain and the stripe. Formats, from their documentation and sources:
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from collections.abc import Callable
@@ -245,6 +244,8 @@ def parse_luks(head: bytes, read: Reader | None = None) -> Layer | None:
             raise StackError(f"a LUKS2 header size of {hdr_size} B")
         area = head[4096:hdr_size] if len(head) >= hdr_size or read is None else read(4096, hdr_size - 4096)
         try:
+            import json  # here, not at the top: only a LUKS2 header needs it, and check --json pays for the import
+
             meta = json.loads(area.split(b"\0", 1)[0])
             seg = min(meta["segments"].values(), key=lambda s: int(s["offset"]))
             payload = int(seg["offset"])

@@ -29,7 +29,8 @@ from diskplan.ui.dialogs import FORM_CSS
 from diskplan.ui.explain import fold_path, placed_path
 from diskplan.ui.glyphs import bar
 
-STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "op:repair": "bold $accent",
+STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "flag": "bold $warning",
+         "op:repair": "bold $accent",
          "op:label": "bold $error", "op:delete": "$error", "op:create": "$success", "op:change": "$warning",
          "op:rewrite": "$accent", "op:keep": "$text-muted"}
 VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $success", Verdict.REFUSED: "bold $warning",

@@ -225,14 +225,16 @@ class PartitionScreen(ModalScreen[Outcome | None]):
                 start = self.plan.grain.align_up(max(self.start, g.lo))
                 start = start if start <= g.hi else g.lo
                 ptype = ptypes.DEFAULT.name
-                with Horizontal(classes="row"):
-                    yield Static("Start", classes="label")
-                    yield Input(f"{start}s", id="start", classes="field", select_on_focus=False)
+                # Size first: the cursor starts there (what a user types first is a size), and Tab goes on
+                # down the form in the order it is drawn (Start, Type, Name, Flags).
                 with Horizontal(classes="row"):
                     yield Static("Size", classes="label")
                     yield Input(suggest_size(start, g, self.plan), id="size", classes="field",
                                 select_on_focus=True)
                 yield Static("", id="size-note", classes="note")
+                with Horizontal(classes="row"):
+                    yield Static("Start", classes="label")
+                    yield Input(f"{start}s", id="start", classes="field", select_on_focus=False)
             role = Role.LOGICAL if p is None and self._inside_extended() else (p.role if p else None)
             with Horizontal(classes="row"):
                 yield Static("Type", classes="label")

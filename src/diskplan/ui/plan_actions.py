@@ -98,6 +98,7 @@ def unnested(model: str) -> str:
 
 class PlanActions(_Base):
     _saved_plan: Plan | None = None  # the plan as last saved (Ctrl+S): quitting does not lose it
+    _plan_dir_used = ""  # the folder of the plan last saved or loaded in this run
     move_journal: str = ""  # an unfinished data move recorded for the open disk: M (resume) finishes it
     _rate: tuple[str, tuple[float, str]] | None = None  # (path, its assumed copy rate)
     _mouse_on_existing: int | None = None  # a press on a partition on the disk
@@ -181,7 +182,8 @@ class PlanActions(_Base):
             return
         plan = s.plan
         if plan.blocked():
-            self.notify(plan.blocked(), title="New partition", timeout=6)
+            if plan.wanted.label is not None:  # on a blank disk the label dialog says it (a toast would outlive it)
+                self.notify(plan.blocked(), title="New partition", timeout=6)
             self.action_new_label(then_propose=True)
             return
         cursor = self.sector_map.cursor_lba
@@ -581,10 +583,34 @@ class PlanActions(_Base):
 
     # --- plan files -------------------------------------------------------------------------------------
 
+    def _plan_folder(self) -> tuple[str, str]:
+        """Where Ctrl+S and Ctrl+O start, and what that folder is: the one last used (this run, or remembered
+        in the settings), else diskplan's plans folder. Never the working directory, which may be a checkout
+        or a read-only medium."""
+        from diskplan.ui.settings import plans_dir
+
+        settings = getattr(self, "settings", None)
+        last = self._plan_dir_used or (settings.plan_dir if settings is not None else None)
+        if last and os.path.isdir(last):
+            return last, "the folder last used"
+        return plans_dir(os.environ), "diskplan's plans folder, $XDG_DATA_HOME/diskplan/plans"
+
     def _default_plan_path(self) -> str:
         title = self.target.title if self.target else "plan"
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-") or "plan"
-        return os.path.join(os.getcwd(), f"diskplan-{slug}.json")
+        return os.path.join(self._plan_folder()[0], f"diskplan-{slug}.json")
+
+    def _plan_prompt(self, what: str) -> str:
+        folder, why = self._plan_folder()
+        return f"{what}\nFolder: {folder} ({why})"
+
+    def _used_plan_folder(self, path: str) -> None:
+        """Remember the folder of a plan saved or loaded: the next Ctrl+S or Ctrl+O starts there."""
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        self._plan_dir_used = folder
+        settings = getattr(self, "settings", None)
+        if settings is not None:
+            settings.remember("plan_dir", folder)  # best effort: a folder not remembered is no error
 
     def _made_against(self, s: Session) -> str | None:
         """The fingerprint of the disk's table the plan starts from, which `diskplan apply` checks; None
@@ -620,11 +646,15 @@ class PlanActions(_Base):
                 text = save_plan(s.plan, self._made_against(s), self._guids())
             except PlanFileError as exc:
                 return str(exc)
+            full = os.path.expanduser(path)
             try:
-                with open(os.path.expanduser(path), "w", encoding="utf-8") as f:
+                if os.path.dirname(os.path.abspath(full)) == self._plan_folder()[0]:
+                    os.makedirs(os.path.dirname(os.path.abspath(full)), mode=0o700, exist_ok=True)
+                with open(full, "w", encoding="utf-8") as f:
                     f.write(text)
             except OSError as exc:
                 return f"cannot write {path}: {exc.strerror or exc}"
+            self._used_plan_folder(full)
             self._saved_plan = s.plan
             self.notify(f"plan saved to {path}", timeout=4)
             return None
@@ -633,8 +663,9 @@ class PlanActions(_Base):
             if path is not None and then is not None:
                 then()
 
-        self.push_screen(PathScreen("Save plan", "The wanted table as a JSON plan file (diskplan apply and "
-                                    "diskplan export read it).", self._default_plan_path(), save), saved)
+        self.push_screen(PathScreen("Save plan", self._plan_prompt(
+            "The wanted table as a JSON plan file (diskplan apply and diskplan export read it)."),
+            self._default_plan_path(), save), saved)
 
     def action_load_plan(self) -> None:
         from diskplan.model.planfile import PlanFileError, load_into
@@ -656,11 +687,13 @@ class PlanActions(_Base):
             outcome = load_into(s.plan, text)
             if not outcome.ok:
                 return outcome.message
+            self._used_plan_folder(path)
             self._step(outcome)
             return None
 
         self.keep_or_lose("loading a plan", lambda: self.push_screen(PathScreen(
-            "Load plan", "A JSON plan or an `sfdisk --dump` text; it becomes the plan (undo takes it back).",
+            "Load plan", self._plan_prompt(
+                "A JSON plan or an `sfdisk --dump` text; it becomes the plan (undo takes it back)."),
             self._default_plan_path(), load)))
 
     # --- writing ----------------------------------------------------------------------------------------

@@ -386,8 +386,11 @@ class DevicePicker(Screen[str | None]):
         watching = {"udev": "watching udev", "kernel": "watching kernel events (no udevd)",
                     "poll": "polling /sys/block"}.get(mode, "")
         count = f"{len(disks)} disk(s) found" if disks else (error or "no disks found (reading them needs root)")
+        unread = [d.unread for d in disks if d.unread]
+        why = f" {safe(unread[0])}" + (f" (and {len(unread) - 1} more)" if len(unread) > 1 else "") + "." \
+            if unread else ""
         self.query_one("#picker-help", Static).update(
-            f"{count}{'; ' + watching if watching else ''}. Enter opens a disk for planning (nothing is "
+            f"{count}{'; ' + watching if watching else ''}.{why} Enter opens a disk for planning (nothing is "
             "written); d opens a demo disk; r refreshes."
         )
 

@@ -1,4 +1,5 @@
-"""What the planner remembers between runs: the theme chosen in the command palette.
+"""What the planner remembers between runs: the theme chosen in the command palette, and the folder plans
+were last saved to or loaded from.
 
 One JSON object in ``$XDG_CONFIG_HOME/diskplan/settings.json`` (``~/.config`` when the variable is unset or
 relative, as the XDG Base Directory spec says). It is replaced whole and atomically (a temporary file in
@@ -25,6 +26,16 @@ def config_dir(env: Mapping[str, str]) -> str:
     return os.path.join(base, "diskplan")
 
 
+def plans_dir(env: Mapping[str, str]) -> str:
+    """Where plan files go when no folder was used yet: ``$XDG_DATA_HOME/diskplan/plans`` (``~/.local/share``
+    when the variable is unset or relative): the user's own, writable, and not a checkout or a live medium's
+    read-only working directory."""
+    base = env.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "diskplan", "plans")
+
+
 class Settings:
     """The settings file in ``directory``."""
 
@@ -43,6 +54,12 @@ class Settings:
         except (OSError, ValueError, RecursionError):
             return {}
         return data if isinstance(data, dict) else {}
+
+    @property
+    def plan_dir(self) -> str | None:
+        """The folder the last plan was saved to or loaded from (Ctrl+S, Ctrl+O start there)."""
+        value = self.load().get("plan_dir")
+        return value if isinstance(value, str) and os.path.isabs(value) else None
 
     @property
     def theme(self) -> str | None:
