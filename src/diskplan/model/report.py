@@ -11,7 +11,7 @@ from diskplan.model.codes import (
     UNREADABLE,
     WHOLE_DISK_FS,
 )
-from diskplan.model.disk import Disk
+from diskplan.model.disk import Disk, content_phrase
 from diskplan.model.extent import Partition
 from diskplan.model.findings import Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
@@ -50,8 +50,8 @@ def _table_findings(disk: Disk) -> list[Finding]:
             out.append(
                 Finding(
                     WHOLE_DISK_FS,
-                    f"a {disk.filesystem} filesystem fills the whole disk: there is no partition table",
-                    ("Creating a partition table here would destroy that filesystem.",),
+                    f"{content_phrase(disk.filesystem)} fills the whole disk: there is no partition table",
+                    (f"Creating a partition table here would destroy {content_phrase(disk.filesystem)}.",),
                 )
             )
         elif not any(f.code in (UNREADABLE, SECTOR_SIZE_MISMATCH) for f in disk.findings):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from diskplan.model.codes import NOTICE
-from diskplan.model.disk import Disk
+from diskplan.model.disk import Disk, content_phrase
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import nearby_starts
 from diskplan.model.geometry import Geometry
@@ -139,7 +139,7 @@ def zoom_text(geom: Geometry, spc: int, short: bool = False) -> str:
         return f"1 cell = 1 sector ({geom.logical} B)" if not short else f"1 cell = {geom.logical} B"
     if short:
         return f"1 cell = {human_bytes(spc * geom.logical)}"
-    return f"1 cell = {num(spc)} sectors ({human_bytes(spc * geom.logical)})"
+    return f"1 cell = {num(spc)} sector{'s' if spc != 1 else ''} ({human_bytes(spc * geom.logical)})"
 
 
 def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
@@ -180,8 +180,8 @@ def explain(
         if table is not None and table.label is None:
             if filesystem:
                 return [
-                    Line("heading", f"Whole-disk {filesystem} filesystem"),
-                    Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
+                    Line("heading", f"Whole disk: {content_phrase(filesystem)}"),
+                    Line("text", f"There is no partition table: {content_phrase(filesystem)} starts at LBA 0 and "
                          "fills the disk. Creating a table here would destroy it."),
                     *(stack_walk(geom, 0, stack, grain) if stack else ()),
                 ]
@@ -231,7 +231,7 @@ def _where(geom: Geometry, ext: Extent) -> str:
         size += f" ({human_si(nbytes)})"
     if ext.size == 1:
         return f"LBA {num(ext.start)}: 1 sector = {size}"
-    return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
+    return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sector{'s' if ext.size != 1 else ''} = {size}"
 
 
 def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None,
