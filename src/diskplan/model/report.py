@@ -27,6 +27,7 @@ class PartitionReport:
     aligned_physical: bool
     aligned_grain: bool
     findings: tuple[Finding, ...]
+    aligned_page: bool = True  # on the flash page a start is judged against (the physical block when not flash)
 
 
 @value
@@ -85,6 +86,7 @@ def build_report(disk: Disk, grain: Grain | None = None) -> Report:
                 aligned_physical=(p.start - grain.offset) % geom.sectors_per_physical == 0,
                 aligned_grain=grain.is_aligned(p.start),
                 findings=mine,
+                aligned_page=(p.start - grain.offset) % geom.sectors_per_page == 0,
             )
         )
     table_level = _table_findings(disk) + [f for f in findings if f.partition is None]
@@ -125,6 +127,7 @@ def report_json(report: Report) -> dict[str, object]:
                 "role": r.partition.role.value,
                 "flags": list(r.partition.flags),
                 "aligned_physical": r.aligned_physical,
+                "aligned_page": r.aligned_page,
                 "aligned_grain": r.aligned_grain,
                 "findings": [f.as_json() for f in r.findings],
                 "layers": layers_json(geom, r.partition.start, disk.stack(r.partition.number)),

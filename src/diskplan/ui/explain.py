@@ -332,8 +332,8 @@ METADATA_TEXT = {
     "ebr": "An extended boot record: one sector that links one logical partition to the next.",
     "ebr-gap": "Unused sectors after an EBR: libparted reserves them with the EBR (old tables kept a whole "
     "track of 63 sectors), but the EBR itself is its first sector only. Nothing is stored here.",
-    "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
-    "partition, and bootloaders hid there.",
+    "metadata": "Sectors libparted keeps for the table: after an MBR, the rest of the first track (old fdisk "
+    "left 63 sectors before the first partition, and bootloaders hid there).",
 }
 
 
