@@ -9,13 +9,14 @@ import hashlib
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend.iotime import PATTERN
+from diskplan.backend.iotime import PATTERN, DirectIOUnsupported
 from diskplan.model.measure import ranges_written, span
 from helpers.images import mounted, partx_update
 from helpers.lockholders import holding
@@ -141,3 +142,98 @@ def test_a_4kn_disk_has_no_512_byte_offset(sparse_image: Callable[..., pathlib.P
     assert proc.returncode == 0, proc.stderr
     assert "+512 B" not in proc.stdout and "as LBA 34" in proc.stdout
     assert f"byte {2 * MiB + 34 * 4096 % MiB:,}:" in proc.stdout  # from the first free 1 MiB boundary
+
+
+# --- issue 25 items 3-4: measure never writes a byte that holds data --------------------------------------
+
+
+def test_a_scratch_file_with_data_a_link_or_a_loop_s_backing_file_is_refused(
+    tmp_path: pathlib.Path, loop_device: Callable[..., str]
+) -> None:
+    data = tmp_path / "disk.img"
+    data.write_bytes(os.urandom(2 * MiB))
+    before = data.read_bytes()
+    proc = measure("--scratch", str(data), "--yes", *FAST)
+    assert proc.returncode == 1 and "already holds 2,097,152 B" in proc.stderr and "Nothing was written" in proc.stderr
+    link = tmp_path / "link.bin"
+    link.symlink_to(tmp_path / "nowhere.bin")
+    proc = measure("--scratch", str(link), "--yes", *FAST)
+    assert proc.returncode == 1 and "symbolic link" in proc.stderr and not (tmp_path / "nowhere.bin").exists()
+    dev = loop_device(data)
+    proc = measure("--scratch", str(data), "--yes", *FAST)
+    assert proc.returncode == 1 and f"is the backing file of {dev}" in proc.stderr, proc.stderr
+    assert data.read_bytes() == before
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_empty_scratch_file_is_measured_and_left_empty(tmp_path: pathlib.Path) -> None:
+    scratch = tmp_path / "empty.bin"
+    scratch.touch()
+    proc = measure("--scratch", str(scratch), "--yes", "--rounds", "1", "--count", "1")
+    if proc.returncode == 2 and "direct I/O" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert scratch.exists() and scratch.stat().st_size == 0
+    assert "1 round x 1 operation per offset" in proc.stdout  # not "1 rounds x 1 operations"
+
+
+def test_count_and_rounds_are_bounded_and_the_scratch_is_streamed(tmp_path: pathlib.Path) -> None:
+    import tracemalloc
+
+    from diskplan.backend.iotime import Scratch
+
+    for bad in (("--count", "4097"), ("--rounds", "101"), ("--count", "0")):
+        proc = measure("--scratch", str(tmp_path / "s.bin"), "--yes", *bad)
+        assert proc.returncode == 2 and "--count 1..4096" in proc.stderr and not (tmp_path / "s.bin").exists()
+    tracemalloc.start()
+    made = Scratch(str(tmp_path / "big.bin"), 32 * MiB)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (tmp_path / "big.bin").stat().st_size == 32 * MiB and peak < 2 * MiB, peak  # 1 MiB pieces
+    made.close()
+    assert not (tmp_path / "big.bin").exists()
+
+
+def test_a_read_only_device_is_refused_before_the_confirmation(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img, read_only=True)
+    proc = measure(dev, *FAST)  # no --yes: the refusal comes first, not "run again with --yes"
+    assert proc.returncode == 1 and "read-only" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "run again with --yes" not in proc.stdout
+
+
+def test_ctrl_c_after_writes_says_what_was_written(tmp_path: pathlib.Path) -> None:
+    from diskplan.backend.iotime import Interrupted
+    from diskplan.backend.iotime import measure as timed
+    from diskplan.model.measure import READ_TESTS, WRITE_TESTS, offsets
+
+    scratch = tmp_path / "s.bin"
+    scratch.write_bytes(bytes(span(512, 2)))
+
+    def stop(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    for tests, written in (((*WRITE_TESTS, *READ_TESTS), True), (READ_TESTS, False)):
+        try:
+            timed(str(scratch), 0, tests, offsets(512), 3, 2, stop)
+        except DirectIOUnsupported:
+            pytest.skip("no direct I/O here")
+        except Interrupted as exc:
+            assert exc.written is written and exc.rounds_done == 0
+        else:
+            raise AssertionError("the interrupt was swallowed")
+    # the command: SIGINT once a round has ended
+    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "measure", "--scratch", str(tmp_path / "n.bin"),
+                             "--yes", "--rounds", "100", "--count", "64"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    if "round 1/" not in line:
+        proc.kill()
+        pytest.skip(line.strip())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "test data was written to bytes 0-" in err and "nothing was written" not in err, err
+    assert not (tmp_path / "n.bin").exists()  # the scratch it made is removed all the same

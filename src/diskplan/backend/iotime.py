@@ -8,14 +8,16 @@ so a disk that warms up, a cache that fills or a neighbour's burst of I/O weighs
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
+import stat
 import time
 from collections.abc import Callable, Sequence
 
 from diskplan.backend.lock import whole_disk
-from diskplan.backend.write import ConfirmedByName
+from diskplan.backend.write import ConfirmedByName, half_moved, identity, read_only_reason
 from diskplan.model.disk import Disk
 from diskplan.model.measure import Offset, Result, Test
 from diskplan.model.units import MiB
@@ -23,6 +25,8 @@ from diskplan.model.value import value
 
 # What the write tests write: recognisable in a hex dump of the disk afterwards.
 PATTERN = b"diskplan measure test data. "
+# A scratch file is filled in pieces of this size (never all at once: a large --count asked 16 GB of memory).
+FILL_CHUNK = MiB
 
 
 @value
@@ -41,8 +45,15 @@ class Ask(ConfirmedByName):
 
 
 def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, need: int) -> list[str]:
-    """Why test data may not be written to ``target`` (its free space, ``placed``), before asking who uses it."""
+    """Why test data may not be written to ``target`` (its free space, ``placed``), before asking who uses it:
+    also a device the kernel keeps read-only (said before the confirmation, not as a failed write after it)
+    and an unfinished data move, whose partition's entry is hidden so its bytes look free."""
     out = []
+    ro = read_only_reason(target)
+    if ro:
+        out.append(ro)
+    with contextlib.suppress(OSError):  # an unreadable target is refused by what reads it
+        out += half_moved(target, identity(target).size)
     if whole_disk(target) != target:
         out.append(f"{target} is a partition: measure writes only into a disk's free space (give "
                    f"{whole_disk(target)}), or use --scratch FILE or --read-only")
@@ -55,6 +66,54 @@ def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, ne
         out.append(f"{target} has no free space of {need // MiB} MiB from a 1 MiB boundary outside its "
                    "partitions and the table's metadata (use --scratch FILE or --read-only)")
     return out
+
+
+class Scratch:
+    """The scratch file, made ready for a measurement: created (``O_EXCL``: a file that appears meanwhile is
+    not overwritten) or an empty one opened without following links, filled with ``need`` bytes in 1 MiB
+    pieces and synced, so the timed writes allocate nothing. ``close`` removes a file it created and empties
+    one it found empty, as it was."""
+
+    def __init__(self, path: str, need: int) -> None:
+        self.path, self.created = path, False
+        flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            self.created = True
+        except FileExistsError:
+            fd = os.open(path, flags)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size:
+                os.close(fd)
+                raise FileExistsError(errno.EEXIST, f"{path} changed: it is no longer a new or empty file") from None
+        try:
+            zeros = bytes(min(FILL_CHUNK, need))
+            done = 0
+            while done < need:
+                done += os.write(fd, zeros[: need - done])
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            self.close()
+            raise
+        os.close(fd)
+
+    def close(self) -> None:
+        try:
+            if self.created:
+                os.unlink(self.path)
+            else:
+                os.truncate(self.path, 0)
+        except OSError:
+            pass
+
+
+class Interrupted(Exception):
+    """Ctrl+C during a measurement: ``written`` says whether any test data had been written by then."""
+
+    def __init__(self, written: bool, rounds_done: int) -> None:
+        super().__init__("interrupted")
+        self.written, self.rounds_done = written, rounds_done
 
 
 class DirectIOUnsupported(OSError):
@@ -111,17 +170,22 @@ def measure(
     fd = open_direct(path, write)
     buf = _buffer(max(t.block for t in tests))
     samples: dict[tuple[int, int], list[float]] = {}
+    r = 0
+    written = False
     try:
         for r in range(rounds):
             for ti, test in enumerate(tests):
                 order = [*range(len(offsets))][r % len(offsets):] + [*range(len(offsets))][: r % len(offsets)]
                 for oi in order:
+                    written = written or test.write  # from the first pwrite on, something may be on the disk
                     iops = _time_one(fd, test, base + offsets[oi].delta, count, buf)
                     samples.setdefault((ti, oi), []).append(iops)
             if progress:
                 progress(r + 1, rounds)
         if write:
             os.fsync(fd)
+    except KeyboardInterrupt:
+        raise Interrupted(written, r) from None
     finally:
         os.close(fd)
         buf.close()

@@ -6,8 +6,11 @@ file (``--scratch FILE``); shows the exact byte range; writes nothing without ``
 a block device's name typed); holds the disk's write lock and refuses a disk in use. ``--read-only`` times
 reads only, anywhere.
 
+A scratch file must be new or empty (a file with data is refused, never overwritten) and no loop device may
+read it. Ctrl+C says whether test data had been written by then, and where.
+
 Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed (the target could not be
-read, or the I/O failed).
+read, or the I/O failed) or interrupted.
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ import argparse
 import os
 import stat
 
-from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
+from diskplan.backend.iotime import Ask, DirectIOUnsupported, Interrupted, Scratch, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import device_kind
-from diskplan.discovery.inuse import culprits
+from diskplan.discovery.inuse import culprits, loops_backed_by
 from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
@@ -34,7 +37,11 @@ from diskplan.model.measure import (
     report,
     span,
 )
-from diskplan.model.units import MiB
+from diskplan.model.units import MiB, plural
+
+# Bounds: --count 4096 is 64 MiB per offset of 16 KiB operations (a 65 MiB range); --rounds 100 is a long run.
+MAX_COUNT = 4096
+MAX_ROUNDS = 100
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,12 +52,13 @@ def parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed.",
     )
     p.add_argument("target", nargs="?", help="block device or image file (its free space is written)")
-    p.add_argument("--scratch", metavar="FILE", help="write into this file instead (created if missing, "
-                   "removed afterwards if it was)")
+    p.add_argument("--scratch", metavar="FILE", help="write into this file instead: a new file (created, "
+                   "removed afterwards) or an empty one (emptied again afterwards); a file with data is refused")
     p.add_argument("--read-only", action="store_true", help="time reads only, anywhere; nothing is written")
     p.add_argument("--yes", action="store_true", help="write (without it, only show where it would write)")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    p.add_argument("--count", type=int, default=64, help="operations per offset and round (default 64)")
+    p.add_argument("--rounds", type=int, default=5, help=f"interleaved rounds (default 5, at most {MAX_ROUNDS})")
+    p.add_argument("--count", type=int, default=64,
+                   help=f"operations per offset and round (default 64, at most {MAX_COUNT})")
     return p
 
 
@@ -65,20 +73,20 @@ def main(argv: list[str]) -> int:
     if bool(args.target) == bool(args.scratch):
         err.print("diskplan measure: give a TARGET or --scratch FILE (one of them)")
         return 2
-    if args.rounds < 1 or args.count < 1:
-        err.print("diskplan measure: --rounds and --count must be at least 1")
+    if not (1 <= args.rounds <= MAX_ROUNDS and 1 <= args.count <= MAX_COUNT):
+        err.print(f"diskplan measure: --rounds must be 1..{MAX_ROUNDS} and --count 1..{MAX_COUNT}")
         return 2
     path = args.scratch or args.target
-    created = False
     if args.scratch:
         logical = 512
         need = span(logical, args.count)
         placed: tuple[int, int] | None = (0, need)
         kind = "file"
-        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-            err.print(f"diskplan measure: refused: {path} is not a regular file")
+        refusals = scratch_refusals(path)
+        if refusals:
+            for r in refusals:
+                err.print(f"diskplan measure: refused: {r}. Nothing was written.", style="yellow")
             return 1
-        refusals: list[str] = []
     else:
         try:
             disk = open_target(path)
@@ -120,12 +128,18 @@ def main(argv: list[str]) -> int:
     if not ask.accepts(confirm(ask, args.yes)):
         err.print("refused: not confirmed. Nothing was written.", style="yellow")
         return 1
-    if args.scratch and not os.path.exists(path):
-        with open(path, "wb") as f:  # real blocks, so the timed writes allocate nothing
-            f.write(bytes(need))
-            f.flush()
-            os.fsync(f.fileno())
-        created = True
+    scratch: Scratch | None = None
+    if args.scratch:
+        again = scratch_refusals(path)  # asked again: the confirmation may have waited a long time
+        if again:
+            for r in again:
+                err.print(f"diskplan measure: refused: {r}. Nothing was written.", style="yellow")
+            return 1
+        try:
+            scratch = Scratch(path, need)
+        except OSError as exc:
+            err.print(f"diskplan measure: refused: {exc.strerror or exc}. Nothing was written.", style="yellow")
+            return 1
     try:
         with take(path):
             again = culprits(path)
@@ -139,8 +153,31 @@ def main(argv: list[str]) -> int:
         err.print(f"refused: {exc}. Nothing was written.", style="yellow")
         return 1
     finally:
-        if created:
-            os.unlink(path)
+        if scratch is not None:
+            scratch.close()
+
+
+def scratch_refusals(path: str) -> list[str]:
+    """Why ``path`` cannot be a scratch file: it must be new, or an empty regular file, and no loop device may
+    read it (a disk image attached to a loop device had its GPT overwritten, issue 25)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        return [] if os.path.isdir(parent) else [f"{parent} is not a directory: the scratch file cannot be made"]
+    except OSError as exc:
+        return [f"{path}: {exc.strerror}"]
+    if stat.S_ISLNK(st.st_mode):
+        return [f"{path} is a symbolic link: name a new file (measure never writes through a link)"]
+    if not stat.S_ISREG(st.st_mode):
+        return [f"{path} is not a regular file: --scratch takes a new (or empty) file"]
+    out = []
+    if st.st_size:
+        out.append(f"{path} already holds {st.st_size:,} B: a scratch file must be new or empty "
+                   "(measure overwrites what it writes into)")
+    out += [f"{path} is the backing file of {n.path}: writing it would write that device's disk"
+            for n in loops_backed_by(path)]
+    return out
 
 
 def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace, tests: tuple[Test, ...],
@@ -150,13 +187,21 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
 
     try:
         results = measure(path, base, tests, offsets(logical), args.rounds, args.count, progress)
+    except Interrupted as exc:
+        if exc.written:
+            err.print(f"diskplan: interrupted in round {exc.rounds_done + 1} of {args.rounds}: test data was written "
+                      f"to bytes {base:,}-{base + span(logical, args.count) - 1:,} of {path} (the range shown above, "
+                      "nothing outside it).", style="yellow")
+        else:
+            err.print("diskplan: interrupted before the first write; nothing was written.", style="yellow")
+        return 2
     except DirectIOUnsupported as exc:
         err.print(f"diskplan measure: {exc.strerror}: a measurement through the page cache would time memory")
         return 2
     except OSError as exc:
         err.print(f"diskplan measure: I/O failed on {path}: {exc.strerror or exc}")
         return 2
-    console.print(f"{args.rounds} rounds x {args.count} operations per offset, interleaved; O_DIRECT, one at a time",
-                  style="dim")
+    console.print(f"{plural(args.rounds, 'round')} x {plural(args.count, 'operation')} per offset, interleaved; "
+                  "O_DIRECT, one at a time", style="dim")
     _report(console, results, path, base, args.count)
     return 0

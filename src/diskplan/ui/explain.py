@@ -18,7 +18,7 @@ from diskplan.model.stack import Layer
 from diskplan.model.stackfindings import NAMES, DataStart, judged, offset_mod, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.toolsay import tool_say
-from diskplan.model.units import MiB, human_bytes, human_si
+from diskplan.model.units import MiB, human_bytes, human_si, plural
 from diskplan.model.value import value
 from diskplan.ui.cells import Item, Kind
 
@@ -139,7 +139,7 @@ def zoom_text(geom: Geometry, spc: int, short: bool = False) -> str:
         return f"1 cell = 1 sector ({geom.logical} B)" if not short else f"1 cell = {geom.logical} B"
     if short:
         return f"1 cell = {human_bytes(spc * geom.logical)}"
-    return f"1 cell = {num(spc)} sector{'s' if spc != 1 else ''} ({human_bytes(spc * geom.logical)})"
+    return f"1 cell = {plural(spc, 'sector')} ({human_bytes(spc * geom.logical)})"
 
 
 def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
@@ -231,7 +231,7 @@ def _where(geom: Geometry, ext: Extent) -> str:
         size += f" ({human_si(nbytes)})"
     if ext.size == 1:
         return f"LBA {num(ext.start)}: 1 sector = {size}"
-    return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sector{'s' if ext.size != 1 else ''} = {size}"
+    return f"LBA {num(ext.start)}-{num(ext.end)}: {plural(ext.size, 'sector')} = {size}"
 
 
 def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None,

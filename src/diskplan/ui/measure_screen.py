@@ -41,7 +41,7 @@ from diskplan.model.measure import (
     span,
 )
 from diskplan.model.safetext import safe
-from diskplan.model.units import MiB
+from diskplan.model.units import MiB, plural
 from diskplan.model.value import value
 from diskplan.ui.commit_screen import progress_bar
 from diskplan.ui.dialogs import FORM_CSS
@@ -172,9 +172,9 @@ class MeasureScreen(ModalScreen[None]):
             rows.append(row("range:", f"{verb} {safe(byte_range(self.path, w.base, w.end, ss))}"
                                       f"{'' if self.read_only else ': free space, no partition, no table metadata'}"))
         tests = READ_TESTS if self.read_only else (*WRITE_TESTS, *READ_TESTS)
+        shape = f"; {plural(self.rounds, 'round')} x {plural(self.count, 'operation')}, interleaved"
         rows.append(row("tests:", Content.styled(", ".join(t.name for t in tests) + " at " + ", ".join(
-            o.label for o in offsets(ss)) + f"; {self.rounds} rounds x {self.count} operations, interleaved",
-            "$text-muted")))
+            o.label for o in offsets(ss)) + shape, "$text-muted")))
         rows += [row("refused:", safe(refusal), "-refused") for refusal in refusals]
         about = self.query_one("#measure-about", Vertical)
         about.remove_children()  # "Looking at the device...", pruned while the rows are mounted
