@@ -116,6 +116,31 @@ class Interrupted(Exception):
         self.written, self.rounds_done = written, rounds_done
 
 
+def hole_bytes(path: str, lo: int, hi: int) -> int:
+    """How many bytes of ``path``'s [lo, hi) are holes (never written: a read returns zeros without touching any
+    disk), by SEEK_DATA/SEEK_HOLE; 0 when the file cannot say (or is not a regular file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        holes, at = 0, lo
+        while at < hi:
+            try:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after ``at``
+                return holes + hi - at
+            holes += max(0, min(data, hi) - at)
+            if data >= hi:
+                break
+            at = os.lseek(fd, data, os.SEEK_HOLE)
+        return holes
+    finally:
+        os.close(fd)
+
+
 class DirectIOUnsupported(OSError):
     """The file's filesystem refuses O_DIRECT (tmpfs): a measurement through the page cache would time memory."""
 

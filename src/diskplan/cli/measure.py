@@ -19,13 +19,22 @@ import argparse
 import os
 import stat
 
-from diskplan.backend.iotime import Ask, DirectIOUnsupported, Interrupted, Scratch, measure, measure_refusals
+from diskplan.backend.iotime import (
+    Ask,
+    DirectIOUnsupported,
+    Interrupted,
+    Scratch,
+    hole_bytes,
+    measure,
+    measure_refusals,
+)
 from diskplan.backend.lock import LockBusy, take
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
-from diskplan.discovery.devicekind import device_kind
+from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.discovery.inuse import culprits, loops_backed_by
+from diskplan.model.disk import Disk
 from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
@@ -97,9 +106,8 @@ def main(argv: list[str]) -> int:
         need = span(logical, args.count)
         kind = "block" if disk.kind == "block" else "file"
         if args.read_only:
-            placed = free_range(disk, need) or (MiB, MiB + need)
-            if placed[1] > disk.geometry.size_bytes:
-                err.print(f"diskplan measure: {path} is smaller than the {need // MiB} MiB a measurement reads")
+            placed = _read_place(path, disk, need, err)
+            if placed is None:
                 return 2
             refusals = []
         else:
@@ -107,6 +115,10 @@ def main(argv: list[str]) -> int:
             refusals = measure_refusals(path, disk, placed, need)
     dev = device_kind(path)
     console.print(f"{path}: {dev.what}")
+    if dev.partition_start is not None and placed:
+        console.print(f"{path} is a partition: its byte 0 is byte {dev.partition_start:,} of the disk; offsets are "
+                      f"judged on the disk, so the aligned one is partition byte {placed[0]:,} = disk byte "
+                      f"{dev.partition_start + placed[0]:,} (a multiple of 1 MiB)")
     console.print(f"device: {dev.facts()}")
     if not dev.hardware:
         console.print("These numbers say nothing about a disk's hardware: measure the disk itself for that.",
@@ -118,7 +130,7 @@ def main(argv: list[str]) -> int:
         console.print(f"range: {verb} {byte_range(path, base, end, logical)}"
                       + ("" if args.read_only or args.scratch else ": free space, no partition, no table metadata"))
     if args.read_only:
-        return _run(console, err, path, base, args, READ_TESTS, logical)
+        return _run(console, err, path, base, args, READ_TESTS, logical, dev)
     if os.path.exists(path):
         refusals += culprits(path)
     code = before_writing(refusals, "", args.yes, "write test data into that range and measure", console, err)
@@ -148,7 +160,7 @@ def main(argv: list[str]) -> int:
                     err.print(f"refused: {r}", style="yellow")
                 err.print("Nothing was written.")
                 return 1
-            return _run(console, err, path, base, args, (*WRITE_TESTS, *READ_TESTS), logical)
+            return _run(console, err, path, base, args, (*WRITE_TESTS, *READ_TESTS), logical, dev)
     except LockBusy as exc:
         err.print(f"refused: {exc}. Nothing was written.", style="yellow")
         return 1
@@ -180,8 +192,38 @@ def scratch_refusals(path: str) -> list[str]:
     return out
 
 
+def _read_place(path: str, disk: Disk, need: int, err: Out) -> tuple[int, int] | None:
+    """Where a read-only measurement reads: the first free 1 MiB boundary, else 1 MiB in. A partition node's
+    byte 0 is not a boundary of the disk (a partition at 63s begins at disk byte 32,256): its reads start at
+    the first byte that is one on the disk, or the node is refused when the kernel does not say where it lies."""
+    size = disk.geometry.size_bytes
+    start = device_kind(path).partition_start
+    if start is not None:
+        base = -start % MiB
+        placed = (base, base + need)
+    else:
+        placed = free_range(disk, need) or (MiB, MiB + need)
+    if placed[1] > size:
+        err.print(f"diskplan measure: {path} is smaller than the {need // MiB} MiB a measurement reads"
+                  + (" from a 1 MiB boundary of the disk" if start is not None else ""))
+        return None
+    return placed
+
+
+def _holes(console: Out, dev: DeviceKind, base: int, end: int) -> None:
+    """An honest line when the bytes read were holes of a sparse file (zeros from memory, no disk read)."""
+    if not dev.backing:
+        return
+    lo = dev.backing_offset + (dev.partition_start or 0) + base
+    holes = hole_bytes(dev.backing, lo, lo + end - base)
+    if holes:
+        console.print(f"{holes:,} of the {end - base:,} B read are holes of {dev.backing} (never written): the kernel "
+                      "returns zeros for them without reading any disk, so the read numbers there measure memory, "
+                      "not a device.", style="yellow")
+
+
 def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace, tests: tuple[Test, ...],
-         logical: int) -> int:
+         logical: int, dev: DeviceKind) -> int:
     def progress(done: int, total: int) -> None:
         err.print(f"[round {done}/{total}]", style="dim")
 
@@ -204,4 +246,5 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
     console.print(f"{plural(args.rounds, 'round')} x {plural(args.count, 'operation')} per offset, interleaved; "
                   "O_DIRECT, one at a time", style="dim")
     _report(console, results, path, base, args.count)
+    _holes(console, dev, base, base + span(logical, args.count))
     return 0
