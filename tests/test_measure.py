@@ -278,3 +278,59 @@ def test_a_direct_io_loop_is_not_called_page_cache_and_written_bytes_are_no_hole
     assert got.returncode == 0, got.stderr
     assert "(loop/dio 1)" in got.stdout and "no page cache" in got.stdout and "page cache of" not in got.stdout
     assert "are holes of" not in got.stdout
+
+
+# --- issue 26 item 10: each experiment a lab ----------------------------------------------------------------
+
+
+def test_the_striped_lv_arithmetic() -> None:
+    from diskplan.model.lab import stripe_arithmetic, stripe_chunks
+
+    assert stripe_chunks(0) == 128 and stripe_chunks(17408) == 129 and stripe_chunks(8192) == 128
+    said = " ".join(stripe_arithmetic(17408))
+    assert "128 chunks, 64 per device" in said and "1,024 B off a boundary it touches 129 chunks" in said
+
+
+@pytest.mark.parametrize("lab", ["ssd", "fsync", "metadata", "stripe"])
+def test_each_lab_runs_on_a_new_scratch_file_with_the_experiment_beside(tmp_path: pathlib.Path, lab: str) -> None:
+    scratch = tmp_path / "lab.bin"
+    job = tmp_path / "job.fio"
+    extra = ("--fio-job", str(job)) if lab == "ssd" else ()
+    proc = measure("--scratch", str(scratch), "--yes", "--lab", lab, "--seconds", "0.02", *extra)
+    if proc.returncode == 2 and "direct I/O" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert not scratch.exists()
+    out = proc.stdout
+    assert f"lab {lab}:" in out and "the experiment:" in out and "what it cannot show:" in out
+    assert re.search(r"aligned +byte 0: [\d,.]+", out) and "yours: " in out
+    assert "cannot show a disk's alignment effect" in out  # a file on a filesystem: said so
+    seed = {"ssd": "19x (~28,000 vs ~1,500 IOPS)", "fsync": "+25% (3,991 -> 4,989 ops/s)",
+            "metadata": "file creation up to 2.6x slower", "stripe": "2.9 GB/s with PVs on whole disks"}[lab]
+    assert seed in out
+    if lab == "ssd":  # the job file fio reads, with the experiment's shape and these bytes
+        text = job.read_text()
+        assert "numjobs=8" in text and "iodepth=4" in text and "offset=17408" in text and f"filename={scratch}" in text
+        fio = subprocess.run([need_tool("fio"), "--parse-only", str(job)], capture_output=True, text=True)
+        assert fio.returncode == 0, fio.stderr
+
+
+def test_the_scheduler_lab_compares_each_scheduler_and_puts_the_first_back(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    img.write_bytes(img.read_bytes() + bytes(16 * MiB))  # room for the lab's 9 MiB after partition 1
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img)
+    sched = pathlib.Path(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
+    before = sched.read_text()
+    offered = before.replace("[", "").replace("]", "").split()
+    if os.geteuid() != 0 or len(offered) < 2:
+        pytest.skip("needs root and a device with two schedulers")
+    proc = measure(dev, "--yes", "--lab", "scheduler", "--seconds", "0.02")
+    assert proc.returncode == 0, proc.stderr
+    assert f"schedulers offered (queue/scheduler): {' '.join(offered)}" in proc.stdout
+    for name in offered:
+        assert re.search(rf"^  {re.escape(name)} +reads [\d,]+ IOPS, writes [\d,]+ IOPS$", proc.stdout, re.M), name
+    assert sched.read_text() == before and "scheduler put back" in proc.stdout
+    assert "cfq reads 62,815" in proc.stdout

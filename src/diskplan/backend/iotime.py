@@ -155,7 +155,7 @@ def open_direct(path: str, write: bool) -> int:
         raise
 
 
-def _buffer(size: int) -> mmap.mmap:
+def pattern_buffer(size: int) -> mmap.mmap:
     """Page-aligned memory, as O_DIRECT needs, filled with the pattern."""
     buf = mmap.mmap(-1, size)
     buf.write((PATTERN * (size // len(PATTERN) + 1))[:size])
@@ -193,7 +193,7 @@ def measure(
     """Time every test at every offset from ``base``, ``rounds`` times, interleaved."""
     write = any(t.write for t in tests)
     fd = open_direct(path, write)
-    buf = _buffer(max(t.block for t in tests))
+    buf = pattern_buffer(max(t.block for t in tests))
     samples: dict[tuple[int, int], list[float]] = {}
     r = 0
     written = False

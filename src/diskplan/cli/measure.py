@@ -35,6 +35,8 @@ from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.discovery.inuse import culprits, loops_backed_by
 from diskplan.model.disk import Disk
+from diskplan.model.lab import LABS
+from diskplan.model.lab import find as find_lab
 from diskplan.model.measure import (
     READ_TESTS,
     WRITE_TESTS,
@@ -51,6 +53,7 @@ from diskplan.model.units import MiB, plural
 # Bounds: --count 4096 is 64 MiB per offset of 16 KiB operations (a 65 MiB range); --rounds 100 is a long run.
 MAX_COUNT = 4096
 MAX_ROUNDS = 100
+MAX_SECONDS = 60.0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -68,6 +71,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=5, help=f"interleaved rounds (default 5, at most {MAX_ROUNDS})")
     p.add_argument("--count", type=int, default=64,
                    help=f"operations per offset and round (default 64, at most {MAX_COUNT})")
+    p.add_argument("--lab", choices=[lab.name for lab in LABS],
+                   help="run one experiment's own pattern instead, its number printed beside yours: ssd (fio 8 "
+                   "jobs x iodepth 4), fsync (pg_test_fsync), metadata (bonnie++ creates), scheduler (each I/O "
+                   "scheduler; switching needs root), stripe (six parallel 1 MiB direct writes)")
+    p.add_argument("--seconds", type=float, default=2.0,
+                   help=f"how long each timed part of a lab runs (default 2, at most {MAX_SECONDS:g})")
+    p.add_argument("--fio-job", metavar="FILE", help="--lab ssd: also write the experiment's fio job file for "
+                   "these bytes to FILE (a new file), to verify the numbers with fio")
     return p
 
 
@@ -85,10 +96,17 @@ def main(argv: list[str]) -> int:
     if not (1 <= args.rounds <= MAX_ROUNDS and 1 <= args.count <= MAX_COUNT):
         err.print(f"diskplan measure: --rounds must be 1..{MAX_ROUNDS} and --count 1..{MAX_COUNT}")
         return 2
+    if args.lab and (args.read_only or not 0 < args.seconds <= MAX_SECONDS):
+        err.print("diskplan measure: a --lab writes (no --read-only), for --seconds above 0 and at most "
+                  f"{MAX_SECONDS:g}")
+        return 2
+    if args.fio_job and (args.lab != "ssd" or os.path.lexists(args.fio_job)):
+        err.print("diskplan measure: --fio-job FILE goes with --lab ssd and names a new file")
+        return 2
     path = args.scratch or args.target
     if args.scratch:
         logical = 512
-        need = span(logical, args.count)
+        need = find_lab(args.lab).span if args.lab else span(logical, args.count)
         placed: tuple[int, int] | None = (0, need)
         kind = "file"
         refusals = scratch_refusals(path)
@@ -103,7 +121,7 @@ def main(argv: list[str]) -> int:
             err.print(f"diskplan measure: {exc}")
             return 2
         logical = disk.geometry.logical
-        need = span(logical, args.count)
+        need = find_lab(args.lab).span if args.lab else span(logical, args.count)
         kind = "block" if disk.kind == "block" else "file"
         if args.read_only:
             placed = _read_place(path, disk, need, err)
@@ -160,6 +178,8 @@ def main(argv: list[str]) -> int:
                     err.print(f"refused: {r}", style="yellow")
                 err.print("Nothing was written.")
                 return 1
+            if args.lab:
+                return _run_lab(console, err, path, (base, end), args, dev)
             return _run(console, err, path, base, args, (*WRITE_TESTS, *READ_TESTS), logical, dev)
     except LockBusy as exc:
         err.print(f"refused: {exc}. Nothing was written.", style="yellow")
@@ -248,3 +268,18 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
     _report(console, results, path, base, args.count)
     _holes(console, dev, base, base + span(logical, args.count))
     return 0
+
+
+def _run_lab(console: Out, err: Out, path: str, placed: tuple[int, int], args: argparse.Namespace,
+             dev: DeviceKind) -> int:
+    """One experiment's pattern at the aligned offset and the misaligned one, the experiment's numbers beside."""
+    from diskplan.cli.lab import run_lab  # the labs' code is loaded only when one runs
+
+    try:
+        return run_lab(console, err, path, placed, find_lab(args.lab), args.seconds, dev, args.fio_job)
+    except DirectIOUnsupported as exc:
+        err.print(f"diskplan measure: {exc.strerror}: a measurement through the page cache would time memory")
+        return 2
+    except OSError as exc:
+        err.print(f"diskplan measure: I/O failed on {path}: {exc.strerror or exc}")
+        return 2
