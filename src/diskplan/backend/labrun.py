@@ -12,6 +12,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 
 from diskplan.backend.iotime import open_direct, pattern_buffer
 from diskplan.model.lab import DD_BLOCK, DD_EACH, DD_WRITERS, SSD_DEPTH, SSD_JOBS, SSD_SLICE
@@ -60,52 +61,53 @@ def parallel_sequential(path: str, start: int, write: bool, seconds: float,
     return sum(counts) / (time.perf_counter() - t0)
 
 
-def synced(path: str, at: int, kind: str, seconds: float) -> float:
-    """pg_test_fsync's lines, in operations per second: ``"4x4k"`` four 4 KiB writes opened O_DIRECT|O_SYNC,
-    ``"16k+fdatasync"`` one 16 KiB O_DIRECT write then fdatasync; both rewrite the same bytes each time."""
-    sync = os.O_SYNC if kind == "4x4k" else 0
-    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_DIRECT", 0) | sync)
-    buf = pattern_buffer(16 * KiB)
+def _rate(fd: int, block: int, one: Callable[[int, memoryview], None], seconds: float) -> float:
+    """Calls per second of ``one(fd, view)`` (``view``: ``block`` bytes of the pattern, page-aligned) for
+    ``seconds``, one at a time; ``fd`` is closed afterwards."""
+    buf = pattern_buffer(block)
     view = memoryview(buf)
-    ops = 0
-    t0 = time.perf_counter()
-    try:
-        while time.perf_counter() - t0 < seconds:
-            if kind == "4x4k":
-                for k in range(4):
-                    os.pwrite(fd, view[4 * KiB * k:4 * KiB * (k + 1)], at + 4 * KiB * k)
-            else:
-                os.pwrite(fd, view, at)
-                os.fdatasync(fd)
-            ops += 1
-    finally:
-        view.release()
-        buf.close()
-        os.close(fd)
-    return ops / (time.perf_counter() - t0)
-
-
-def creates(path: str, start: int, size: int, seconds: float, seed: int = 26) -> float:
-    """bonnie++-like creates per second: a 4 KiB inode-table write and a 4 KiB directory write at random 4 KiB
-    slots of [start, start + size), then fdatasync (the journal commit), one create at a time."""
-    fd = open_direct(path, True)
-    buf = pattern_buffer(4 * KiB)
-    view = memoryview(buf)
-    rng = random.Random(seed)
-    slots = size // (4 * KiB)
     done = 0
     t0 = time.perf_counter()
     try:
         while time.perf_counter() - t0 < seconds:
-            for _ in range(2):
-                os.pwrite(fd, view, start + rng.randrange(slots) * 4 * KiB)
-            os.fdatasync(fd)
+            one(fd, view)
             done += 1
     finally:
         view.release()
         buf.close()
         os.close(fd)
     return done / (time.perf_counter() - t0)
+
+
+def synced(path: str, at: int, kind: str, seconds: float) -> float:
+    """pg_test_fsync's lines, in operations per second: ``"4x4k"`` four 4 KiB writes opened O_DIRECT|O_SYNC,
+    ``"16k+fdatasync"`` one 16 KiB O_DIRECT write then fdatasync; both rewrite the same bytes each time."""
+    sync = os.O_SYNC if kind == "4x4k" else 0
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_DIRECT", 0) | sync)
+
+    def group(fd: int, view: memoryview) -> None:
+        for k in range(4):
+            os.pwrite(fd, view[4 * KiB * k:4 * KiB * (k + 1)], at + 4 * KiB * k)
+
+    def flushed(fd: int, view: memoryview) -> None:
+        os.pwrite(fd, view, at)
+        os.fdatasync(fd)
+
+    return _rate(fd, 16 * KiB, group if kind == "4x4k" else flushed, seconds)
+
+
+def creates(path: str, start: int, size: int, seconds: float, seed: int = 26) -> float:
+    """bonnie++-like creates per second: a 4 KiB inode-table write and a 4 KiB directory write at random 4 KiB
+    slots of [start, start + size), then fdatasync (the journal commit), one create at a time."""
+    rng = random.Random(seed)
+    slots = size // (4 * KiB)
+
+    def create(fd: int, view: memoryview) -> None:
+        for _ in range(2):
+            os.pwrite(fd, view, start + rng.randrange(slots) * 4 * KiB)
+        os.fdatasync(fd)
+
+    return _rate(open_direct(path, True), 4 * KiB, create, seconds)
 
 
 def parallel_dd(path: str, start: int) -> float:

@@ -257,12 +257,8 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
         else:
             err.print("diskplan: interrupted before the first write; nothing was written.", style="yellow")
         return 2
-    except DirectIOUnsupported as exc:
-        err.print(f"diskplan measure: {exc.strerror}: a measurement through the page cache would time memory")
-        return 2
     except OSError as exc:
-        err.print(f"diskplan measure: I/O failed on {path}: {exc.strerror or exc}")
-        return 2
+        return _failed(err, path, exc)
     console.print(f"{plural(args.rounds, 'round')} x {plural(args.count, 'operation')} per offset, interleaved; "
                   "O_DIRECT, one at a time", style="dim")
     _report(console, results, path, base, args.count)
@@ -277,9 +273,14 @@ def _run_lab(console: Out, err: Out, path: str, placed: tuple[int, int], args: a
 
     try:
         return run_lab(console, err, path, placed, find_lab(args.lab), args.seconds, dev, args.fio_job)
-    except DirectIOUnsupported as exc:
-        err.print(f"diskplan measure: {exc.strerror}: a measurement through the page cache would time memory")
-        return 2
     except OSError as exc:
+        return _failed(err, path, exc)
+
+
+def _failed(err: Out, path: str, exc: OSError) -> int:
+    """The one line a failed measurement ends with (exit 2)."""
+    if isinstance(exc, DirectIOUnsupported):
+        err.print(f"diskplan measure: {exc.strerror}: a measurement through the page cache would time memory")
+    else:
         err.print(f"diskplan measure: I/O failed on {path}: {exc.strerror or exc}")
-        return 2
+    return 2
