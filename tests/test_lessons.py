@@ -195,7 +195,7 @@ def test_8_the_af_lesson_quotes_parted_s_1049kb_and_its_1mb_window() -> None:
     assert "half a unit" in lesson and "-a optimal" in lesson and "1953.125s" in lesson
     assert 1_000_000 / 512 == 1953.125
     # 0% is 2048s only through parted's default -a optimal; say what -a none does (issue 26 item 5)
-    assert "default alignment is `-a optimal`" in lesson and "`-a none` at 34s" in lesson
+    assert "default alignment is `-a optimal`" in lesson and "`-a none` the same command starts at 34s" in lesson
 
 
 def test_no_internal_jargon_in_findings() -> None:
@@ -384,3 +384,41 @@ def test_issue26_6_the_smaller_ones() -> None:
     assert "LBA 1-33" not in Path(exercise.__file__).read_text()
     readme = (_P(__file__).resolve().parents[1] / "README.md").read_text()
     assert "3-disk RAID member" not in readme
+
+
+def test_issue26_the_af_lesson_s_parted_commands_do_what_real_parted_does(tmp_path: Path) -> None:
+    """Each parted command the advanced-format lesson quotes, run by parted on an image: the sectors it says."""
+    import shutil
+    import subprocess
+
+    parted = shutil.which("parted") or shutil.which("parted", path="/usr/sbin:/sbin")
+    if parted is None:
+        pytest.skip("parted is not installed")
+    lesson = " ".join(demos.find("advanced-format").lesson)
+
+    def fresh(*align: str) -> str:
+        img = tmp_path / "af.img"
+        img.unlink(missing_ok=True)
+        with open(img, "wb") as f:
+            f.truncate(2 * 1024**3)
+        subprocess.run([parted, "-s", *align, str(img), "mklabel", "gpt"], check=True, capture_output=True)
+        return str(img)
+
+    def mkpart(img: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([parted, "-s", *args[:-4], img, *args[-4:]], capture_output=True, text=True)
+
+    def starts(img: str) -> list[str]:
+        out = subprocess.run([parted, "-s", img, "unit", "s", "print"], capture_output=True, text=True).stdout
+        return [line.split()[1] for line in out.splitlines() if line.strip()[:1].isdigit()]
+
+    img = fresh()
+    assert mkpart(img, "mkpart", "b", "0%", "100%").returncode == 0 and starts(img) == ["2048s"]
+    img = fresh()
+    assert mkpart(img, "-a", "none", "mkpart", "b", "0%", "100%").returncode == 0 and starts(img) == ["34s"]
+    img = fresh()
+    got = mkpart(img, "mkpart", "a", "0", "1MiB")
+    assert starts(img) == ["34s"] and "34s % 2048s != 0s" in got.stderr + got.stdout
+    refused = mkpart(img, "mkpart", "b", "0%", "100%")
+    assert refused.returncode != 0 and "Unable to satisfy all constraints on the partition" in refused.stderr
+    assert "Unable to satisfy all constraints on the partition" in lesson
+    assert mkpart(img, "mkpart", "b", "1MB", "100%").returncode == 0 and starts(img) == ["34s", "2048s"]

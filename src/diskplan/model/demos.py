@@ -195,11 +195,12 @@ SCENARIOS: tuple[Scenario, ...] = (
             "and parted warns. Partition 2 starts at 2048s, which `parted print` shows as 1049kB "
             "(2048 x 512 B = 1,048,576 B); `align-check opt 2` says aligned. A 512e disk reports a minimum I/O "
             "of 4096 B, so even `align-check min 1` says `1 not aligned: 34s % 8s != 0s`.",
-            "`mkpart b 0% 100%` lands on 2048s only because parted's default alignment is `-a optimal`: 0% "
-            "accepts any start within half a percent of the disk and optimal alignment picks the 1 MiB boundary "
-            "in it; with `-a minimal` the same command starts on the first 4 KiB physical block after the GPT "
-            "(40s here, 34s on a 512/512 disk) and with `-a none` at 34s. `1MiB` is 2048s exactly; `1MB` "
-            "(1,000,000 B = 1953.125s) becomes 2048s through the same window (half a unit, 500 kB) and -a optimal.",
+            "On an empty disk `mkpart b 0% 100%` lands on 2048s only because parted's default alignment is "
+            "`-a optimal`: 0% accepts any start within half a percent of the disk and optimal alignment picks the "
+            "1 MiB boundary in it; with `-a none` the same command starts at 34s. With partition 1 already at "
+            "34s, parted refuses 0% (\"Unable to satisfy all constraints on the partition\"). `1MiB` is 2048s "
+            "exactly; `1MB` (1,000,000 B = 1953.125s) becomes 2048s through the same window (half a unit, "
+            "500 kB) and -a optimal.",
             "Measured with bonnie++ on 2 TB AF drives: misaligned file creation up to 2.6x slower, random "
             "deletes 1.6x, while sequential throughput barely changed: what pays is the size of each I/O, not "
             "whether it is sequential. Metadata work is many small writes that each pay a read-modify-write; "
@@ -258,9 +259,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             "must read old data and parity to recompute parity: a read-modify-write (util-linux #688).",
             "parted -a optimal uses the 192 KiB optimal I/O size itself (384s), since 1 MiB is not a multiple "
             "of it; diskplan's grain is lcm(1 MiB, 192 KiB) = 3 MiB = 6144s, on both. Partition 2 starts on it.",
-            "An LVM stripe over two PCIe SSDs (8 KiB stripes, six parallel dd direct writes) wrote 2.9 GB/s "
-            "with its PVs on whole disks and 5.9 GB/s on partitions from `parted -a optimal ... 1MB`; "
-            "a 1 MiB start suits an 8 KiB stripe because 8 KiB divides 1 MiB; 192 KiB does not.",
+            "A 1 MiB start suits an 8 KiB stripe (an LVM stripe, no parity) because 8 KiB divides 1 MiB; "
+            "192 KiB does not. The LVM experiment (two PCIe SSDs, 8 KiB stripes, six parallel dd direct writes: "
+            "2.9 GB/s with PVs on whole disks, 5.9 GB/s on partitions) is not explained by that arithmetic: both "
+            "layouts put extent 0 on 8 KiB boundaries (demos lvm-whole-disk and lvm-partition).",
         ),
         sectors=_STRIPE_SECTORS,
         label="gpt",
