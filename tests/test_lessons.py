@@ -416,6 +416,9 @@ def test_issue26_the_af_lesson_s_parted_commands_do_what_real_parted_does(tmp_pa
     img = fresh()
     assert mkpart(img, "-a", "none", "mkpart", "b", "0%", "100%").returncode == 0 and starts(img) == ["34s"]
     img = fresh()
+    assert mkpart(img, "-a", "minimal", "mkpart", "b", "0%", "100%").returncode == 0 and starts(img) == ["34s"]
+    assert "34s on a 512/512 disk" in lesson  # this image is one (a 512e disk: tests/test_guest_lessons.py)
+    img = fresh()
     got = mkpart(img, "mkpart", "a", "0", "1MiB")
     assert starts(img) == ["34s"] and "34s % 2048s != 0s" in got.stderr + got.stdout
     refused = mkpart(img, "mkpart", "b", "0%", "100%")

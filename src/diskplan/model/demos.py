@@ -197,7 +197,8 @@ SCENARIOS: tuple[Scenario, ...] = (
             "of 4096 B, so even `align-check min 1` says `1 not aligned: 34s % 8s != 0s`.",
             "On an empty disk `mkpart b 0% 100%` lands on 2048s only because parted's default alignment is "
             "`-a optimal`: 0% accepts any start within half a percent of the disk and optimal alignment picks the "
-            "1 MiB boundary in it; with `-a none` the same command starts at 34s. With partition 1 already at "
+            "1 MiB boundary in it; with `-a none` the same command starts at 34s, with `-a minimal` at 40s (the "
+            "first 4 KiB physical block after the GPT; 34s on a 512/512 disk). With partition 1 already at "
             "34s, parted refuses 0% (\"Unable to satisfy all constraints on the partition\"). `1MiB` is 2048s "
             "exactly; `1MB` (1,000,000 B = 1953.125s) becomes 2048s through the same window (half a unit, "
             "500 kB) and -a optimal.",
