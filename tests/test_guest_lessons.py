@@ -73,12 +73,11 @@ def test_the_af_lesson_on_a_real_512e_disk(run: Run) -> None:
     assert "Unable to satisfy all constraints on the partition" in out[5]
     assert "Unable to satisfy all constraints on the partition" in lesson
     parts = [line.split(":") for line in out if line[:2] in ("1:", "2:")]
-    assert [(p[1], p[2]) for p in parts][0] == ("34s", "2047s") and parts[1][1] == "2048s"
+    assert (parts[0][1], parts[0][2], parts[1][1]) == ("34s", "2047s", "2048s")
     said = {line for line in out if "aligned" in line}
     # what real parted says, what the demo's tool_say says, and what the lesson quotes
     geom = Geometry(sectors=131072, physical=physical, min_io=min_io, rotational=True)
-    p1, p2 = scenario.partitions
-    assert tool_say(geom, scenario.planned_table(), p1).minimum.text == "1 not aligned: 34s % 8s != 0s"
+    assert tool_say(geom, scenario.planned_table(), scenario.partitions[0]).minimum.text == "1 not aligned: 34s % 8s != 0s"
     assert {"1 not aligned: 34s % 8s != 0s", "1 not aligned: 34s % 2048s != 0s", "2 aligned"} <= said, said
     assert "`1 not aligned: 34s % 8s != 0s`" in lesson and "`align-check opt 2` says aligned" in lesson
     d = _disk(run, 0)
