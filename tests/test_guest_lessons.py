@@ -77,7 +77,8 @@ def test_the_af_lesson_on_a_real_512e_disk(run: Run) -> None:
     said = {line for line in out if "aligned" in line}
     # what real parted says, what the demo's tool_say says, and what the lesson quotes
     geom = Geometry(sectors=131072, physical=physical, min_io=min_io, rotational=True)
-    assert tool_say(geom, scenario.planned_table(), scenario.partitions[0]).minimum.text == "1 not aligned: 34s % 8s != 0s"
+    predicted = tool_say(geom, scenario.planned_table(), scenario.partitions[0]).minimum.text
+    assert predicted == "1 not aligned: 34s % 8s != 0s"
     assert {"1 not aligned: 34s % 8s != 0s", "1 not aligned: 34s % 2048s != 0s", "2 aligned"} <= said, said
     assert "`1 not aligned: 34s % 8s != 0s`" in lesson and "`align-check opt 2` says aligned" in lesson
     d = _disk(run, 0)
