@@ -141,6 +141,19 @@ def hole_bytes(path: str, lo: int, hi: int) -> int:
         os.close(fd)
 
 
+def holes_note(backing: str, shift: int, ranges: Sequence[tuple[int, int]]) -> str:
+    """The honest line when the bytes read (``ranges``, each [start, end), ``shift`` bytes on in ``backing``:
+    an image, or the file a loop device reads) are holes; "" when none (or no file to ask)."""
+    if not backing:
+        return ""
+    holes = sum(hole_bytes(backing, shift + lo, shift + hi) for lo, hi in ranges)
+    if not holes:
+        return ""
+    read = sum(hi - lo for lo, hi in ranges)
+    return (f"{holes:,} of the {read:,} B read are holes of {backing} (never written): the kernel returns zeros "
+            "for them without reading any disk, so the read numbers there measure memory, not a device.")
+
+
 class DirectIOUnsupported(OSError):
     """The file's filesystem refuses O_DIRECT (tmpfs): a measurement through the page cache would time memory."""
 

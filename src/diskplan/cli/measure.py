@@ -24,7 +24,7 @@ from diskplan.backend.iotime import (
     DirectIOUnsupported,
     Interrupted,
     Scratch,
-    hole_bytes,
+    holes_note,
     measure,
     measure_refusals,
 )
@@ -45,6 +45,7 @@ from diskplan.model.measure import (
     byte_range,
     free_range,
     offsets,
+    ranges_read,
     report,
     span,
 )
@@ -230,16 +231,11 @@ def _read_place(path: str, disk: Disk, need: int, err: Out) -> tuple[int, int] |
     return placed
 
 
-def _holes(console: Out, dev: DeviceKind, base: int, end: int) -> None:
+def _holes(console: Out, dev: DeviceKind, base: int, logical: int, count: int) -> None:
     """An honest line when the bytes read were holes of a sparse file (zeros from memory, no disk read)."""
-    if not dev.backing:
-        return
-    lo = dev.backing_offset + (dev.partition_start or 0) + base
-    holes = hole_bytes(dev.backing, lo, lo + end - base)
-    if holes:
-        console.print(f"{holes:,} of the {end - base:,} B read are holes of {dev.backing} (never written): the kernel "
-                      "returns zeros for them without reading any disk, so the read numbers there measure memory, "
-                      "not a device.", style="yellow")
+    note = holes_note(dev.backing, dev.backing_offset + (dev.partition_start or 0), ranges_read(base, logical, count))
+    if note:
+        console.print(note, style="yellow")
 
 
 def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace, tests: tuple[Test, ...],
@@ -262,7 +258,7 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
     console.print(f"{plural(args.rounds, 'round')} x {plural(args.count, 'operation')} per offset, interleaved; "
                   "O_DIRECT, one at a time", style="dim")
     _report(console, results, path, base, args.count)
-    _holes(console, dev, base, base + span(logical, args.count))
+    _holes(console, dev, base, logical, args.count)
     return 0
 
 

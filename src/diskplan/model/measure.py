@@ -74,6 +74,18 @@ def ranges_written(base: int, logical: int, count: int) -> list[tuple[int, int]]
     return [(base + o.delta, base + o.delta + count * t.block) for t in WRITE_TESTS for o in offsets(logical)]
 
 
+def ranges_read(base: int, logical: int, count: int) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) the read tests read, merged where they overlap, in order."""
+    spans = sorted((base + o.delta, base + o.delta + count * t.block) for t in READ_TESTS for o in offsets(logical))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
 def place_in(free: list[Extent], logical: int, need: int) -> tuple[int, int] | None:
     """The byte range [start, start + need) in the first free extent (in sectors) that holds it from a
     1 MiB boundary, or None."""
