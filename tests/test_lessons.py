@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -425,3 +426,22 @@ def test_issue26_the_af_lesson_s_parted_commands_do_what_real_parted_does(tmp_pa
     assert refused.returncode != 0 and "Unable to satisfy all constraints on the partition" in refused.stderr
     assert "Unable to satisfy all constraints on the partition" in lesson
     assert mkpart(img, "mkpart", "b", "1MB", "100%").returncode == 0 and starts(img) == ["34s", "2048s"]
+
+
+def test_issue26_2_today_s_fdisk_starts_a_4kn_disk_at_256s(loop_device: Callable[..., str]) -> None:
+    """The DOS-era finding names the start today's fdisk picks: sfdisk on a 4096-byte-sector loop device says 256s."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        img = Path(d) / "kn.img"
+        with open(img, "wb") as f:
+            f.truncate(64 * 1024**2)
+        dev = loop_device(img, sector_size=4096)
+        subprocess.run(["sfdisk", "-q", dev], input="label: dos\nsize=1MiB\n", text=True, capture_output=True)
+        dump = subprocess.run(["sfdisk", "-d", dev], capture_output=True, text=True).stdout
+        assert re.search(r"start=\s+256,", dump), dump
+        kn = Geometry(sectors=16384, logical=4096, physical=4096)
+        t = new_table("msdos", kn).with_partitions((Partition(1, 63, 1000, type="0x83"),))
+        said = " ".join(next(f for f in F.analyze(kn, t) if f.code == C.DOS_ERA).explanation)
+        assert "Today's fdisk starts the first partition at 256s" in said
