@@ -62,7 +62,8 @@ def parser() -> argparse.ArgumentParser:
         prog="diskplan measure",
         description="Time 4 KiB direct writes (like fio) and 16 KiB writes with a flush (like pg_test_fsync) "
         "at an aligned offset and at misaligned ones, and the same reads.",
-        epilog="Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed.",
+        epilog="Exit status: 0 measured, 1 refused or not confirmed (nothing written), 2 failed, interrupted or "
+        "bad options.",
     )
     p.add_argument("target", nargs="?", help="block device or image file (its free space is written)")
     p.add_argument("--scratch", metavar="FILE", help="write into this file instead: a new file (created, "
