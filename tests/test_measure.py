@@ -334,3 +334,24 @@ def test_the_scheduler_lab_compares_each_scheduler_and_puts_the_first_back(
         assert re.search(rf"^  {re.escape(name)} +reads [\d,]+ IOPS, writes [\d,]+ IOPS$", proc.stdout, re.M), name
     assert sched.read_text() == before and "scheduler put back" in proc.stdout
     assert "cfq reads 62,815" in proc.stdout
+
+
+@pytest.mark.parametrize("lab", ["stripe", "metadata"])
+def test_a_lab_writes_only_inside_the_range_it_shows(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], lab: str
+) -> None:
+    img = sparse_image(64 * MiB)
+    with open(img, "r+b") as f:  # random bytes everywhere, so "unchanged" means something
+        f.write(os.urandom(64 * MiB))
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img)
+    before = img.read_bytes()
+    proc = measure(dev, "--yes", "--lab", lab, "--seconds", "0.02")
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r"bytes ([\d,]+)-([\d,]+) of", proc.stdout)
+    assert m, proc.stdout
+    lo, hi = int(m[1].replace(",", "")), int(m[2].replace(",", "")) + 1
+    subprocess.run(["losetup", "--detach", dev], capture_output=True)
+    after = img.read_bytes()
+    assert lo == 2 * MiB and after[:lo] == before[:lo] and after[hi:] == before[hi:]
+    assert after[lo:hi] != before[lo:hi]
