@@ -41,6 +41,8 @@ if [ "$want_test" = 1 ]; then
   need+=([libfuse2]=/usr/share/doc/libfuse2/copyright)
   # the Ignition export has no tool here: its JSON is checked against the spec's schema with python-jsonschema
   need+=([python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py)
+  # the referee of `diskplan measure --lab ssd`'s job file: fio parses it (tests/test_measure.py)
+  need+=([fio]=/usr/bin/fio)
 fi
 
 PY=${PYTHON:-python3}

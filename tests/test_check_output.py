@@ -61,3 +61,17 @@ def test_a_gpt_partition_without_a_name_is_not_named_primary(sparse_image: Calla
     dos = sparse_image(64 * MiB, "dos.img")
     run(need_tool("sfdisk"), "-q", str(dos), input="label: dos\nstart=2048,size=8192\n")
     assert [line.split()[5] for line in check_text(str(dos)) if line.split()[:1] == ["1"]] == ["primary"]
+
+
+def test_check_ssd_says_the_page_column_beside_a_page_warning(sparse_image: Callable[..., pathlib.Path]) -> None:
+    """Issue 26 item 7: with --ssd a start is judged against a 4 KiB page; "physical yes" beside the page
+    warning contradicted it."""
+    img = sparse_image(64 * MiB)
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nfirst-lba: 34\nstart=34,size=20480\n")
+    lines = check_text(str(img), "--ssd")
+    head = next(line.split() for line in lines if line.split()[:2] == ["#", "start"])
+    row = next(line.split() for line in lines if line.split()[:2] == ["1", "34s"])
+    assert head[head.index("grain") - 1] == "page" and "physical" not in head
+    assert row[-3:] == ["NO", "NO", "start-not-flash-page"], row  # page, grain, findings
+    plain = check_text(str(img))
+    assert next(line.split() for line in plain if line.split()[:2] == ["#", "start"])[5] == "physical"

@@ -9,13 +9,14 @@ import hashlib
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend.iotime import PATTERN
+from diskplan.backend.iotime import PATTERN, DirectIOUnsupported
 from diskplan.model.measure import ranges_written, span
 from helpers.images import mounted, partx_update
 from helpers.lockholders import holding
@@ -141,3 +142,216 @@ def test_a_4kn_disk_has_no_512_byte_offset(sparse_image: Callable[..., pathlib.P
     assert proc.returncode == 0, proc.stderr
     assert "+512 B" not in proc.stdout and "as LBA 34" in proc.stdout
     assert f"byte {2 * MiB + 34 * 4096 % MiB:,}:" in proc.stdout  # from the first free 1 MiB boundary
+
+
+# --- issue 25 items 3-4: measure never writes a byte that holds data --------------------------------------
+
+
+def test_a_scratch_file_with_data_a_link_or_a_loop_s_backing_file_is_refused(
+    tmp_path: pathlib.Path, loop_device: Callable[..., str]
+) -> None:
+    data = tmp_path / "disk.img"
+    data.write_bytes(os.urandom(2 * MiB))
+    before = data.read_bytes()
+    proc = measure("--scratch", str(data), "--yes", *FAST)
+    assert proc.returncode == 1 and "already holds 2,097,152 B" in proc.stderr and "Nothing was written" in proc.stderr
+    link = tmp_path / "link.bin"
+    link.symlink_to(tmp_path / "nowhere.bin")
+    proc = measure("--scratch", str(link), "--yes", *FAST)
+    assert proc.returncode == 1 and "symbolic link" in proc.stderr and not (tmp_path / "nowhere.bin").exists()
+    dev = loop_device(data)
+    proc = measure("--scratch", str(data), "--yes", *FAST)
+    assert proc.returncode == 1 and f"is the backing file of {dev}" in proc.stderr, proc.stderr
+    assert data.read_bytes() == before
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_empty_scratch_file_is_measured_and_left_empty(tmp_path: pathlib.Path) -> None:
+    scratch = tmp_path / "empty.bin"
+    scratch.touch()
+    proc = measure("--scratch", str(scratch), "--yes", "--rounds", "1", "--count", "1")
+    if proc.returncode == 2 and "direct I/O" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert scratch.exists() and scratch.stat().st_size == 0
+    assert "1 round x 1 operation per offset" in proc.stdout  # not "1 rounds x 1 operations"
+
+
+def test_count_and_rounds_are_bounded_and_the_scratch_is_streamed(tmp_path: pathlib.Path) -> None:
+    import tracemalloc
+
+    from diskplan.backend.iotime import Scratch
+
+    for bad in (("--count", "4097"), ("--rounds", "101"), ("--count", "0")):
+        proc = measure("--scratch", str(tmp_path / "s.bin"), "--yes", *bad)
+        assert proc.returncode == 2 and "--count 1..4096" in proc.stderr and not (tmp_path / "s.bin").exists()
+    tracemalloc.start()
+    made = Scratch(str(tmp_path / "big.bin"), 32 * MiB)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (tmp_path / "big.bin").stat().st_size == 32 * MiB and peak < 2 * MiB, peak  # 1 MiB pieces
+    made.close()
+    assert not (tmp_path / "big.bin").exists()
+
+
+def test_a_read_only_device_is_refused_before_the_confirmation(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img, read_only=True)
+    proc = measure(dev, *FAST)  # no --yes: the refusal comes first, not "run again with --yes"
+    assert proc.returncode == 1 and "read-only" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "run again with --yes" not in proc.stdout
+
+
+def test_ctrl_c_after_writes_says_what_was_written(tmp_path: pathlib.Path) -> None:
+    from diskplan.backend.iotime import Interrupted
+    from diskplan.backend.iotime import measure as timed
+    from diskplan.model.measure import READ_TESTS, WRITE_TESTS, offsets
+
+    scratch = tmp_path / "s.bin"
+    scratch.write_bytes(bytes(span(512, 2)))
+
+    def stop(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    for tests, written in (((*WRITE_TESTS, *READ_TESTS), True), (READ_TESTS, False)):
+        try:
+            timed(str(scratch), 0, tests, offsets(512), 3, 2, stop)
+        except DirectIOUnsupported:
+            pytest.skip("no direct I/O here")
+        except Interrupted as exc:
+            assert exc.written is written and exc.rounds_done == 0
+        else:
+            raise AssertionError("the interrupt was swallowed")
+    # the command: SIGINT once a round has ended
+    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "measure", "--scratch", str(tmp_path / "n.bin"),
+                             "--yes", "--rounds", "100", "--count", "64"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    if "round 1/" not in line:
+        proc.kill()
+        pytest.skip(line.strip())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "test data was written to bytes 0-" in err and "nothing was written" not in err, err
+    assert not (tmp_path / "n.bin").exists()  # the scratch it made is removed all the same
+
+
+# --- issue 26 items 8-9: offsets on the disk, holes, page cache, fio lines that can verify --------------------
+
+
+def test_a_partition_node_is_judged_on_the_disk_and_holes_are_said(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = sparse_image(16 * MiB)  # sparse: every byte past the table is a hole
+    run(need_tool("sfdisk"), "-q", str(img), input="label: dos\nstart=63,size=20000,type=83\n")
+    dev = loop_device(img)
+    partx_update(dev)
+    if not os.path.exists(f"{dev}p1"):
+        pytest.skip("the kernel did not list the loop device's partitions")
+    proc = measure(f"{dev}p1", "--read-only", *FAST)
+    assert proc.returncode == 0, proc.stderr
+    # the partition's byte 0 is disk byte 32,256: "aligned" is the first 1 MiB boundary of the disk inside it
+    assert "its byte 0 is byte 32,256 of the disk" in proc.stdout
+    assert "aligned    byte 1,016,320:" in proc.stdout and "= disk byte 1,048,576" in proc.stdout
+    assert "are holes of" in proc.stdout and "measure memory" in proc.stdout
+    assert "(loop/dio 0)" in proc.stdout and "page cache" in proc.stdout
+    assert "--time_based --runtime=5" in proc.stdout  # a fio line long enough to be timed
+
+
+def test_a_direct_io_loop_is_not_called_page_cache_and_written_bytes_are_no_holes(
+    sparse_image: Callable[..., pathlib.Path]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")  # random bytes: no holes
+    proc = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(img)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(proc.stderr.strip())
+    dev = proc.stdout.strip()
+    try:
+        if pathlib.Path(f"/sys/block/{os.path.basename(dev)}/loop/dio").read_text().strip() != "1":
+            pytest.skip("the loop device did not take direct I/O here")
+        got = measure(dev, "--read-only", *FAST)
+    finally:
+        subprocess.run(["losetup", "--detach", dev], capture_output=True)
+    assert got.returncode == 0, got.stderr
+    assert "(loop/dio 1)" in got.stdout and "no page cache" in got.stdout and "page cache of" not in got.stdout
+    assert "are holes of" not in got.stdout
+
+
+# --- issue 26 item 10: each experiment a lab ----------------------------------------------------------------
+
+
+def test_the_striped_lv_arithmetic() -> None:
+    from diskplan.model.lab import stripe_arithmetic, stripe_chunks
+
+    assert stripe_chunks(0) == 128 and stripe_chunks(17408) == 129 and stripe_chunks(8192) == 128
+    said = " ".join(stripe_arithmetic(17408))
+    assert "128 chunks, 64 per device" in said and "1,024 B off a boundary it touches 129 chunks" in said
+
+
+@pytest.mark.parametrize("lab", ["ssd", "fsync", "metadata", "stripe"])
+def test_each_lab_runs_on_a_new_scratch_file_with_the_experiment_beside(tmp_path: pathlib.Path, lab: str) -> None:
+    scratch = tmp_path / "lab.bin"
+    job = tmp_path / "job.fio"
+    extra = ("--fio-job", str(job)) if lab == "ssd" else ()
+    proc = measure("--scratch", str(scratch), "--yes", "--lab", lab, "--seconds", "0.02", *extra)
+    if proc.returncode == 2 and "direct I/O" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert not scratch.exists()
+    out = proc.stdout
+    assert f"lab {lab}:" in out and "the experiment:" in out and "what it cannot show:" in out
+    assert re.search(r"aligned +byte 0: [\d,.]+", out) and "yours: " in out
+    assert "cannot show a disk's alignment effect" in out  # a file on a filesystem: said so
+    seed = {"ssd": "19x (~28,000 vs ~1,500 IOPS)", "fsync": "+25% (3,991 -> 4,989 ops/s)",
+            "metadata": "file creation up to 2.6x slower", "stripe": "2.9 GB/s with PVs on whole disks"}[lab]
+    assert seed in out
+    if lab == "ssd":  # the job file fio reads, with the experiment's shape and these bytes
+        text = job.read_text()
+        assert "numjobs=8" in text and "iodepth=4" in text and "offset=17408" in text and f"filename={scratch}" in text
+        fio = subprocess.run([need_tool("fio"), "--parse-only", str(job)], capture_output=True, text=True)
+        assert fio.returncode == 0, fio.stderr
+
+
+def test_the_scheduler_lab_compares_each_scheduler_and_puts_the_first_back(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    img.write_bytes(img.read_bytes() + bytes(16 * MiB))  # room for the lab's 9 MiB after partition 1
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img)
+    sched = pathlib.Path(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
+    before = sched.read_text()
+    offered = before.replace("[", "").replace("]", "").split()
+    if os.geteuid() != 0 or len(offered) < 2:
+        pytest.skip("needs root and a device with two schedulers")
+    proc = measure(dev, "--yes", "--lab", "scheduler", "--seconds", "0.02")
+    assert proc.returncode == 0, proc.stderr
+    assert f"schedulers offered (queue/scheduler): {' '.join(offered)}" in proc.stdout
+    for name in offered:
+        assert re.search(rf"^  {re.escape(name)} +reads [\d,]+ IOPS, writes [\d,]+ IOPS$", proc.stdout, re.M), name
+    assert sched.read_text() == before and "scheduler put back" in proc.stdout
+    assert "cfq reads 62,815" in proc.stdout
+
+
+@pytest.mark.parametrize("lab", ["stripe", "metadata"])
+def test_a_lab_writes_only_inside_the_range_it_shows(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str], lab: str
+) -> None:
+    img = sparse_image(64 * MiB)
+    with open(img, "r+b") as f:  # random bytes everywhere, so "unchanged" means something
+        f.write(os.urandom(64 * MiB))
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img)
+    before = img.read_bytes()
+    proc = measure(dev, "--yes", "--lab", lab, "--seconds", "0.02")
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r"bytes ([\d,]+)-([\d,]+) of", proc.stdout)
+    assert m, proc.stdout
+    lo, hi = int(m[1].replace(",", "")), int(m[2].replace(",", "")) + 1
+    subprocess.run(["losetup", "--detach", dev], capture_output=True)
+    after = img.read_bytes()
+    assert lo == 2 * MiB and after[:lo] == before[:lo] and after[hi:] == before[hi:]
+    assert after[lo:hi] != before[lo:hi]

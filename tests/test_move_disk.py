@@ -292,6 +292,10 @@ def test_no_other_write_while_a_move_is_unfinished(loop_device, tmp_path) -> Non
     assert refused.returncode == 1 and "a data move on" in refused.stderr and "diskplan resume" in refused.stderr, (
         refused.stdout + refused.stderr)
     assert not backup.exists()  # refused before anything, the backup included
+    # measure too, before its confirmation: the hidden entry's bytes look like free space (issue 25 item 3)
+    measured = diskplan(d, "measure", d.dev, "--rounds", "1", "--count", "2")
+    said = measured.stdout + measured.stderr
+    assert measured.returncode == 1 and "a data move on" in said and "run again with --yes" not in said, said
     assert diskplan(d, "resume", d.dev, "--yes").returncode == 0
     assert diskplan(d, "apply", str(plan), d.dev, "--yes", "--backup", str(backup)).returncode == 0
 

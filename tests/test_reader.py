@@ -138,3 +138,18 @@ def test_the_real_reader_on_a_clean_gpt_finds_nothing_wrong(gpt_image: pathlib.P
     assert disk.table.label == "gpt" and not disk.table.read_only
     assert {p.number: (p.start, p.end) for p in disk.table.partitions} == sfdisk_parts(gpt_image)
     assert disk.findings == () and disk.repair is None and disk.views == ()
+
+
+def test_an_msdos_disk_s_last_partial_track_is_free_as_parted_says(tmp_path: pathlib.Path) -> None:
+    """Issue 26 item 7: libparted keeps the last partial track of an msdos disk as metadata; parted prints it
+    as free space, and the planner proposes partitions there: the map must not draw it as the table's."""
+    need_tool("parted")
+    img = tmp_path / "odd.img"
+    with open(img, "wb") as f:
+        f.truncate(204863 * 512)  # not a whole number of tracks: 204,800 + 63
+    run("parted", "-s", str(img), "mklabel", "msdos", "mkpart", "primary", "1MiB", "50MiB")
+    said = run("parted", "-s", str(img), "unit", "s", "print", "free")
+    assert re.search(r"102400s\s+204862s\s+102463s\s+Free Space", said)
+    disk = reader.read(str(img))
+    assert not any(r.extent.end >= 204800 for r in disk.table.metadata)
+    assert disk.table.free_regions()[-1].end == 204862

@@ -473,3 +473,20 @@ async def test_a_resized_terminal_refits_the_whole_disk() -> None:
         await pilot.pause()
         assert smap.cols > before[0] and smap.spc < before[1] and smap.spc == smap.fit_spc
         assert smap.virtual_size.height == smap.rows and 0 <= screen_row(smap) < smap.scrollable_content_region.height
+
+
+@run
+async def test_the_ssd_demo_s_legend_names_its_page_gridline() -> None:
+    """Issue 26 item 7: the ssd-gpt-34 demo reports 512/512 but the map draws 4 KiB page lines (it is flash):
+    the legend must say what they are."""
+    from helpers.pilot import demo, screen_text
+
+    app = PlannerApp(start=demo("ssd-gpt-34"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await started(app, pilot)
+        assert "4 KiB page" in screen_text(app)
+    app = PlannerApp(start=demo("advanced-format"))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await started(app, pilot)
+        said = screen_text(app)
+        assert "4 KiB block" in said and "4 KiB page" not in said

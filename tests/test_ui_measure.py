@@ -183,3 +183,19 @@ async def test_at_80_columns_each_line_wraps_beside_its_label(image: pathlib.Pat
         headings = ("read 4 KiB:", "read 16 KiB:", "the same with fio", "2 rounds x 2", "Esc or Enter")
         assert all(line.startswith(("  ", *headings)) or not line.strip() for line in results), results
         assert f"fio\n--name=at{reads + 512} " in shown and f"--offset={reads + 512} " in shown
+
+
+@run
+async def test_B_on_a_sparse_image_says_its_reads_were_holes(sparse_image: Callable[..., pathlib.Path]) -> None:
+    """Issue 26 item 9: reads from a sparse image's hole come from no disk (1.7 million "IOPS"): said so."""
+    img = sparse_image(16 * MiB)  # never written past the table: holes
+    run_tool(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    app = PlannerApp(start=image_target(img), host=NOBODY)
+    async with app.run_test(size=(120, 40)) as pilot:
+        reads = await measuring(app, pilot, FREE_LBA, "B")
+        await wait_for(pilot, lambda: "Enter: measure (reads only)" in text(reads))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: reads.results is not None, what="the reads")
+        shown = " ".join(text(reads).split())
+        assert f"are holes of {img} (never written)" in shown and "measure memory, not a device" in shown
+        assert "2 rounds x 2 operations" in shown

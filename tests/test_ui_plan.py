@@ -373,3 +373,18 @@ async def test_the_type_picker_offers_every_gpt_type_libfdisk_names() -> None:
         assert field.value == "Linux root (Alpha)"  # the next one in libfdisk's order
         await pilot.press("up", "enter")
         assert part(app, n).type == "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709"
+
+
+@run
+async def test_the_status_line_on_a_4kn_disk_counts_4096_byte_sectors_right_after_m_and_r() -> None:
+    """Issue 26 item 7: before the first arrow key there is no snap yet; the sizes are still the disk's."""
+    app = PlannerApp(start=blank_gpt(sectors=2 * 1024**3 // 4096, logical=4096))
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        n = propose(app, 256, 16 * 256)  # 16 MiB at 1 MiB
+        smap.move_to(part(app, n).start)
+        for key, where in (("m", "start 256s (1,048,576 B"), ("r", "end 4,351s (17,821,696 B")):
+            await pilot.press(key)
+            said = status_text(app)
+            assert "size 4,096s = 16 MiB" in said and where in said, said  # not 2 MiB and 131,072 B
+            await pilot.press("escape")

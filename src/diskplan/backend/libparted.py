@@ -190,6 +190,10 @@ def _regions(pdisk: _ped.Disk, label: str, geom: Geometry, first: int, last: int
                 regions.append(Region("mbr", Extent(0, 0), "MBR"))
                 if g.end > 0:
                     regions.append(Region("metadata", Extent(1, g.end), "gap before the first partition"))
+            elif label == "msdos" and not inside_ext and g.end == n - 1:
+                # libparted keeps the disk's last partial track as metadata, but parted prints it as free
+                # space and a partition may use it (issue 26): it is not the table's.
+                continue
             else:
                 kind = "ebr" if inside_ext else "metadata"
                 regions.append(Region(kind, Extent(g.start, g.end), "EBR" if inside_ext else "metadata"))

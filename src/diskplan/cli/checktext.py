@@ -59,7 +59,10 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
         for col in ("#", "start", "end", "size"):
             t.add_column(col, justify="right")
         t.add_column("name")
-        t.add_column("physical")
+        # On flash a start is judged against the page (at least 4 KiB), not the block the device reports:
+        # a column saying "physical yes" beside a page warning would contradict it.
+        by_page = geom.page > geom.physical
+        t.add_column("page" if by_page else "physical")
         t.add_column("grain")
         t.add_column("findings")
         for r in report.partitions:
@@ -72,7 +75,7 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
                 # msdos has no names: its role goes there; a GPT partition without one is not "primary"
                 Text(safe(p.name) or ("-" if disk.table.label == "gpt" else p.role.value)),
                 *((NOT_JUDGED, NOT_JUDGED) if p.role is Role.EXTENDED
-                  else (_yes(r.aligned_physical), _yes(r.aligned_grain))),
+                  else (_yes(r.aligned_page if by_page else r.aligned_physical), _yes(r.aligned_grain))),
                 ", ".join(f.code for f in r.findings) or "-",
             )
         console.print(t)

@@ -79,3 +79,19 @@ def topology(path: str, sys_root: str = "/sys") -> Topology | None:
         serial=_serial(d if os.path.isdir(os.path.join(d, "queue")) else os.path.dirname(d)),
         read_only=read(os.path.join(d, "ro")) == "1",
     )
+
+
+def set_scheduler(path: str, name: str, sys_root: str = "/sys") -> str:
+    """Switch the I/O scheduler of ``path``'s queue to ``name`` (root only); "" done, else why not."""
+    d = sysfs_dir(path, sys_root)
+    if d is None:
+        return f"{path} is not a block device: it has no I/O scheduler"
+    q = os.path.join(d, "queue")
+    if not os.path.isdir(q):
+        q = os.path.join(os.path.dirname(d), "queue")
+    try:
+        with open(os.path.join(q, "scheduler"), "w", encoding="ascii") as f:
+            f.write(name)
+    except OSError as exc:
+        return f"the scheduler of {path} cannot be switched to {name}: {exc.strerror} (switching needs root)"
+    return ""

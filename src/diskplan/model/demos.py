@@ -135,12 +135,14 @@ SCENARIOS: tuple[Scenario, ...] = (
             "flash pages of 4 KiB or more: it is not rotational, so diskplan judges it against a 4 KiB page.",
             "34 x 512 B = 17,408 B = 4 KiB x 4 + 1,024 B: every 4 KiB filesystem block straddles two pages.",
             "Measured with fio, sequential 4 KiB direct I/O (-rw read / -rw write, 8 jobs, iodepth 4): reads "
-            "~21,400 IOPS at 34s vs ~24,700-30,000 at 2048s (about 1.3-1.4x); writes ~1,500 IOPS vs ~28,000 (19x).",
+            "~21,400 IOPS at 34s vs 24,700-30,500 at 2048s (mean ~28,700: 1.3x); writes ~1,500 IOPS vs ~28,000 "
+            "(19x).",
             "Each 4 KiB direct write is one isolated write that straddles two pages, so each pays a "
             "read-modify-write: that is why the ratio is so large here.",
             "The same SSD model under fio 4 KiB buffered I/O (CentOS 7, ext4) showed no scheduler winning "
-            "everywhere: cfq best for reads (62,815 vs 57,809 IOPS with noop), writes within 0.2% of each "
-            "other; few, short, buffered runs, so indicative only. The facts panel shows this disk's schedulers.",
+            "everywhere: cfq best for sequential reads (62,815 vs 57,809 IOPS with noop), sequential writes within "
+            "0.2% of each other, random writes within 3.6%; few, short, buffered runs, so indicative only. "
+            "The facts panel shows this disk's schedulers.",
             "Press 1 (one sector per cell) to see the partition begin between two 4 KiB page lines; "
             "0 shows the whole disk again.",
         ),
@@ -191,13 +193,20 @@ SCENARIOS: tuple[Scenario, ...] = (
             "(512e), so a start at 34s is legal and still misaligned.",
             "Partition 1 is what `parted mkpart a 0 1MiB` gives: 34s, which `parted print` shows as 17.4kB, "
             "and parted warns. Partition 2 starts at 2048s, which `parted print` shows as 1049kB "
-            "(2048 x 512 B = 1,048,576 B); `align-check opt 2` says aligned.",
-            "`mkpart b 0% 100%` or `1MiB` land on 2048s exactly. `1MB` (1,000,000 B = 1953.125s) becomes 2048s "
-            "only because parted accepts any start within half a unit (500 kB) of it and `-a optimal` picks "
-            "the 1 MiB boundary inside that window.",
+            "(2048 x 512 B = 1,048,576 B); `align-check opt 2` says aligned. A 512e disk reports a minimum I/O "
+            "of 4096 B, so even `align-check min 1` says `1 not aligned: 34s % 8s != 0s`.",
+            "On an empty disk `mkpart b 0% 100%` lands on 2048s only because parted's default alignment is "
+            "`-a optimal`: 0% accepts any start within half a percent of the disk and optimal alignment picks the "
+            "1 MiB boundary in it; with `-a none` the same command starts at 34s, with `-a minimal` at 40s (the "
+            "first 4 KiB physical block after the GPT; 34s on a 512/512 disk). With partition 1 already at "
+            "34s, parted refuses 0% (\"Unable to satisfy all constraints on the partition\"). `1MiB` is 2048s "
+            "exactly; `1MB` (1,000,000 B = 1953.125s) becomes 2048s through the same window (half a unit, "
+            "500 kB) and -a optimal.",
             "Measured with bonnie++ on 2 TB AF drives: misaligned file creation up to 2.6x slower, random "
-            "deletes 1.6x, while sequential throughput barely changed: read-modify-write costs isolated small "
-            "writes (metadata), and a long sequential stream pays it only at its edges.",
+            "deletes 1.6x, while sequential throughput barely changed: what pays is the size of each I/O, not "
+            "whether it is sequential. Metadata work is many small writes that each pay a read-modify-write; "
+            "bonnie++'s sequential phase writes large I/Os that pay it only at their edges (the SSD's sequential "
+            "4 KiB direct writes, each small, paid 19x).",
             "On a hard disk with true 512-byte sectors the same 17.4 kB start costs nothing; an SSD that "
             "reports 512/512 still pays (see the ssd-gpt-34 demo): flash pages are 4 KiB or more.",
         ),
@@ -208,6 +217,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             _p(2, 2048, _mib_floor(_AF_SECTORS - 34), "at-1MiB"),
         ),
         physical=4096,
+        min_io=4096,  # what a 512e drive reports in queue/minimum_io_size: its physical block
         rotational=True,
         model="2 TB Advanced Format HDD (demo)",
         scheduler="mq-deadline",
@@ -250,9 +260,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             "must read old data and parity to recompute parity: a read-modify-write (util-linux #688).",
             "parted -a optimal uses the 192 KiB optimal I/O size itself (384s), since 1 MiB is not a multiple "
             "of it; diskplan's grain is lcm(1 MiB, 192 KiB) = 3 MiB = 6144s, on both. Partition 2 starts on it.",
-            "An LVM stripe over two PCIe SSDs (8 KiB stripes, six parallel dd direct writes) wrote 2.9 GB/s "
-            "with its PVs on whole disks and 5.9 GB/s on partitions from `parted -a optimal ... 1MB`; "
-            "a 1 MiB start suits an 8 KiB stripe because 8 KiB divides 1 MiB; 192 KiB does not.",
+            "A 1 MiB start suits an 8 KiB stripe (an LVM stripe, no parity) because 8 KiB divides 1 MiB; "
+            "192 KiB does not. The LVM experiment (two PCIe SSDs, 8 KiB stripes, six parallel dd direct writes: "
+            "2.9 GB/s with PVs on whole disks, 5.9 GB/s on partitions) is not explained by that arithmetic: both "
+            "layouts put extent 0 on 8 KiB boundaries (demos lvm-whole-disk and lvm-partition).",
         ),
         sectors=_STRIPE_SECTORS,
         label="gpt",
@@ -302,7 +313,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         lesson=(
             "The experiment's fix: `parted -a optimal -s /dev/xxa mklabel gpt mkpart primary 1MB 6390GB`, "
             "then `pvcreate /dev/xxa1` (and xxb1), `vgcreate -s 128M`, `lvcreate -i 2 -I 8`: 5.9 GB/s, "
-            "6.4 GB/s with three filesystems, 6.5 GB/s on the raw partitions (the sum of the two disks).",
+            "6.4 GB/s with three filesystems, 6.5 GB/s without LVM (an ext4 on each partition: the sum of the two "
+            "disks).",
             "parted's `1MB` (1,000,000 B) became 2048s only through its half-unit window and -a optimal; "
             "the partition starts at byte 1,048,576.",
             "The PV header in this image: pe_start 1 MiB, so extent 0 lands at 1 MiB + 1 MiB = byte 2,097,152, "

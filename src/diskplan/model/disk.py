@@ -13,6 +13,19 @@ if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk w
     from diskplan.model.stack import Layer
 
 
+# Whole-disk contents that are not filesystems (blkid's names): said as what they are.
+_NOT_FILESYSTEMS = {"LVM2_member": "an LVM2 physical volume", "lvm2 pv": "an LVM2 physical volume",
+                    "linux_raid_member": "an md RAID member", "crypto_LUKS": "a LUKS container",
+                    "swap": "swap space", "linux-swap(v1)": "swap space", "linux-swap(v0)": "swap space"}
+
+
+def content_phrase(name: str) -> str:
+    """What a whole-disk content is, with its article: "an ext4 filesystem", "an LVM2 physical volume"."""
+    if name in _NOT_FILESYSTEMS:
+        return _NOT_FILESYSTEMS[name]
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} filesystem"
+
+
 @value
 class Disk:
     """A disk as read: its geometry, its table, and what the reader had to say about it."""

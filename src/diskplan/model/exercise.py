@@ -294,7 +294,7 @@ GOALS: dict[str, Goal] = {g.demo: g for g in (
         label="gpt",
         needs=((512 << 20, "the EFI system partition"), (60 << 30, "root")),
         steps=(
-            Step(0, "fit", "No table yet: L makes a GPT label (the entries take LBA 1-33)."),
+            Step(0, "fit", "No table yet: L makes a GPT label (its header takes LBA 1, its entries LBA 2-33)."),
             Step(2048, "sector", "n at 2048s proposes the EFI partition on the first 1 MiB boundary after the "
                  "table; n again after it for root. Then k checks the exercise."),
         ),

@@ -24,7 +24,7 @@ from diskplan.model.codes import (
 )
 from diskplan.model.extent import Partition, Role
 from diskplan.model.geometry import Geometry
-from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, optimal_grain
+from diskplan.model.grain import Grain, device_io_hint, libfdisk_grain, libparted_optimum, optimal_grain
 from diskplan.model.table import MBR_LIMIT_SECTORS, Table
 from diskplan.model.units import human_bytes, human_si
 from diskplan.model.value import value
@@ -33,7 +33,8 @@ from diskplan.model.value import value
 # finding applies: each says what the device, the tool and the workload were.
 MEASURED_SSD = (
     "Measured: a Crucial M4 256 GB SSD that reports 512/512 B sectors, fio sequential 4 KiB direct writes "
-    "(8 jobs, iodepth 4): ~1,500 IOPS from 34s, ~28,000 from 2048s (19x); reads ~21,400 vs ~24,700-30,000."
+    "(8 jobs, iodepth 4): ~1,500 IOPS from 34s, ~28,000 from 2048s (19x); reads ~21,400 vs 24,700-30,500 "
+    "(mean ~28,700: 1.3x)."
 )
 MEASURED_AF = (
     "Measured: 2 TB Advanced Format hard disks (512 B logical / 4096 B physical), bonnie++: misaligned file "
@@ -44,13 +45,28 @@ MEASURED_DOS = (
     "3,991 -> 4,989 ops/s (+25%); one 16 kB write + fdatasync 9,700 -> 10,500 ops/s (+8%, the flush dominates)."
 )
 MEASURED_STRIPE = (
-    "Measured: an LVM stripe over two PCIe SSDs (lvcreate -i 2 -I 8, six parallel dd direct writes): 2.9 GB/s "
-    "with the PVs on whole disks, 5.9 GB/s with them on partitions from parted -a optimal ... 1MB."
+    "Measured: an LVM stripe (no parity) over two PCIe SSDs (lvcreate -i 2 -I 8, six parallel dd direct "
+    "writes): 2.9 GB/s with the PVs on whole disks, 5.9 GB/s with them on partitions from parted -a optimal "
+    "... 1MB; the experiment does not print pe_start, so which boundaries moved is not shown (demo lvm-partition)."
 )
 RMW_EDGES = (
-    "Read-modify-write costs each isolated small write; a long sequential stream pays it only at its two "
-    "edges, which is why misaligned hard disks kept their sequential throughput while metadata work slowed."
+    "What pays is the size of each I/O, not whether the stream is sequential: every small write that "
+    "straddles a block pays its own read-modify-write (the SSD's sequential 4 KiB direct writes were 19x "
+    "slower), while large I/Os pay only at their two edges, which is why misaligned hard disks kept their "
+    "sequential throughput (written in large pieces) while metadata work (many small writes) slowed."
 )
+FS_BLOCK = 4096  # the filesystem block Linux filesystems use (it cannot exceed the 4 KiB memory page on x86)
+
+
+def straddles(unit: int, what: str) -> str:
+    """What a start ``unit`` B into ... means for writes, in one sentence: a 4 KiB filesystem block for
+    units of 4 KiB or less, a write of the unit's own size for larger ones (a 4 KiB block is then smaller
+    than the unit and costs a read-modify-write wherever it lies)."""
+    if unit <= FS_BLOCK:
+        return f"every {unit} B filesystem block inside it straddles two {what}s"
+    return (f"every {unit} B write the partition sends on its own {unit} B boundaries straddles two {what}s "
+            f"(a {FS_BLOCK} B filesystem block is smaller than one {what} and costs a read-modify-write wherever "
+            "it lies; the misalignment adds a second one to every larger write)")
 
 
 @value
@@ -92,9 +108,8 @@ def start_not_physical(geom: Geometry, p: Partition) -> Finding:
         f"starts {rem} B into physical block {block} ({pb} B blocks)",
         (
             f"Start: {_start_line(geom, p.start)}; {arith}.",
-            f"The partition begins {rem} B into a {pb} B physical block, so every {pb} B filesystem block "
-            f"inside it straddles two physical blocks.",
-            "Writing one such block alone makes the drive read both physical blocks, merge, and write both "
+            f"The partition begins {rem} B into a {pb} B physical block, so {straddles(pb, 'physical block')}.",
+            "Writing one of them alone makes the drive read both physical blocks, merge, and write both "
             "back (read-modify-write): two media writes and a read for that write.",
             RMW_EDGES,
             MEASURED_SSD if geom.flash else MEASURED_AF,
@@ -117,8 +132,8 @@ def start_not_page(geom: Geometry, p: Partition) -> Finding:
             f"{pg} B is an assumption about flash, not a number the device gives: SSDs that report "
             f"{geom.physical} B sectors write pages of 4 KiB or more. If its page is larger, say "
             "--physical-block 16384 (or its size); if it is not flash at all (a virtual disk), say --no-ssd.",
-            f"Every {pg} B filesystem block inside the partition straddles two pages: writing one alone makes "
-            "the drive read both pages, merge, and write both back (read-modify-write).",
+            f"So {straddles(pg, 'page')}: writing one alone makes the drive read both pages, merge, and write "
+            "both back (read-modify-write).",
             RMW_EDGES,
             MEASURED_SSD,
         ),
@@ -136,11 +151,14 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | N
         f"fdisk and sfdisk start on {human_bytes(fdisk.sectors * geom.logical)} ({fdisk.sectors}s); "
         f"parted -a optimal on {human_bytes(parted.sectors * geom.logical)} ({parted.sectors}s)."
     )
-    if geom.optimal_io or geom.min_io:
+    striped = striped_hint(geom)
+    if striped:
         cost = (
-            "The start is on a physical block, but the device asks for I/O in larger pieces: on a parity RAID "
-            "a write that misses the stripe costs the array a read-modify-write of parity (read old data and "
-            "parity, write both), so it is not free."
+            f"The start is on a physical block, but the device asks for I/O in larger pieces ({striped}). "
+            "The device does not say which kind of volume it is: on a striped volume without parity (md RAID 0, "
+            "an LVM stripe) an I/O that crosses a chunk boundary is split between two devices; on a parity RAID "
+            "(md RAID 5/6, most hardware RAID) a write that misses a full stripe also costs a read-modify-write "
+            "of parity (read old data and parity, write both)."
         )
     elif geom.user_grains:
         cost = (
@@ -155,8 +173,9 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | N
     else:
         cost = (
             f"This disk reports {geom.logical}/{geom.physical} B sectors and is not known to be flash: on a hard "
-            "disk with true 512 B sectors nothing is measurably slower. An SSD that reports 512/512 still has "
-            "4 KiB pages or larger: say --ssd (or --physical-block 4096)."
+            f"disk whose physical sectors really are {geom.physical} B nothing is measurably slower. An SSD "
+            f"that reports {geom.logical}/{geom.physical} still has 4 KiB pages or larger: say --ssd (or "
+            "--physical-block 4096)."
         )
     return Finding(
         START_NOT_GRAIN,
@@ -168,10 +187,19 @@ def start_not_grain(geom: Geometry, p: Partition, grain: Grain, table: Table | N
             (f"Aligned starts nearby: {near}. " if near else "No aligned start lies in the usable area nearby. ")
             + tools,
             cost,
-            *((MEASURED_STRIPE,) if geom.optimal_io or geom.user_grains else ()),
+            *((MEASURED_STRIPE,) if striped or geom.user_grains else ()),
         ),
         p.number,
     )
+
+
+def striped_hint(geom: Geometry) -> str:
+    """The device's I/O hints that describe a stripe, in words ("minimum I/O 65536 B, optimal I/O 196608 B"),
+    or "" when there are none: a minimum I/O of one physical block (every plain disk reports one, a loop
+    device 512 B) says nothing about a stripe."""
+    hints = [f"{name} {size} B" for name, size in (("minimum I/O", geom.min_io), ("optimal I/O", geom.optimal_io))
+             if size > geom.page and device_io_hint(geom)]
+    return ", ".join(hints)
 
 
 def nearby_starts(grain: Grain, lba: int, table: Table | None) -> str:
@@ -265,15 +293,28 @@ def mbr_limit(geom: Geometry, p: Partition) -> Finding:
     )
 
 
+CYLINDER = 255 * 63  # sectors in one cylinder of the DOS geometry old fdisk used (255 heads, 63 sectors)
+
+
 def dos_era(geom: Geometry, p: Partition) -> Finding:
     nbytes = p.start * geom.logical
+    if p.start == 63:
+        how = "Old fdisk (DOS compatibility, CentOS 5's default) started the first partition one track in"
+    else:
+        how = (f"Old fdisk started partitions on cylinder boundaries (cylinder {p.start // CYLINDER:,} × "
+               f"{CYLINDER:,} sectors)")
+    arith, rem = _offset_arith(geom, nbytes, FS_BLOCK)
+    page = (f"{arith}: no 4 KiB block of the partition lines up with a 4 KiB page." if rem else
+            f"{arith}: this start happens to lie on a 4 KiB boundary, but not on the 1 MiB grain today's tools use.")
+    first = libfdisk_grain(geom).sectors + geom.offset_sectors
     return Finding(
         DOS_ERA,
-        f"DOS-era start at sector {p.start} (a track of 63 sectors)",
+        f"DOS-era start at sector {p.start} ({'a track of 63 sectors' if p.start == 63 else 'a cylinder boundary'})",
         (
-            f"Old fdisk started the first partition one track in: {p.start} × {geom.logical} B = {nbytes} B "
-            f"({human_bytes(nbytes)}), and ended partitions on cylinders of 255 × 63 = 16,065 sectors.",
-            f"{nbytes} mod 4096 = {nbytes % 4096}: no 4 KiB page lines up. Today's fdisk starts at 2048s (1 MiB).",
+            f"{how}: {p.start} × {geom.logical} B = {nbytes} B ({human_bytes(nbytes)}), and ended partitions on "
+            f"cylinders of 255 × 63 = {CYLINDER:,} sectors.",
+            f"{page} Today's fdisk starts the first partition at {first}s "
+            f"({human_bytes(libfdisk_grain(geom).sectors * geom.logical)}).",
             MEASURED_DOS,
         ),
         p.number,
@@ -281,7 +322,7 @@ def dos_era(geom: Geometry, p: Partition) -> Finding:
 
 
 def _is_dos_era(p: Partition) -> bool:
-    return p.start == 63 or (p.start % 16065 == 0 and p.start % 2048 != 0)
+    return p.start == 63 or (p.start % CYLINDER == 0 and p.start % 2048 != 0)
 
 
 def analyze(geom: Geometry, table: Table, grain: Grain | None = None) -> list[Finding]:

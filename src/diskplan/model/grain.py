@@ -108,8 +108,9 @@ def libparted_optimum(geom: Geometry) -> Grain:
 
 
 def libparted_minimum(geom: Geometry) -> Grain:
-    """libparted's minimum alignment: the minimum I/O size (or one sector)."""
-    mn = geom.min_io if geom.min_io and geom.min_io % geom.logical == 0 else geom.logical
+    """libparted's minimum alignment (``linux_get_minimum_alignment``, ``ped_device_get_minimum_alignment``):
+    the minimum I/O size, or the physical sector when the device reports none."""
+    mn = geom.min_io if geom.min_io and geom.min_io % geom.logical == 0 else geom.physical
     return bytes_grain(geom, mn)
 
 

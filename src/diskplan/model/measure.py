@@ -16,6 +16,8 @@ from diskplan.model.extent import Extent
 from diskplan.model.units import KiB, MiB
 from diskplan.model.value import value
 
+FIO_SECONDS = 5  # how long each printed fio line runs
+
 
 @value
 class Test:
@@ -25,10 +27,14 @@ class Test:
     flush: bool  # fdatasync after each operation (pg_test_fsync), else direct I/O alone (fio)
 
     def fio(self, filename: str, offset: int, count: int) -> str:
+        """The same operations with fio, run for 5 seconds over the same bytes (time_based: fio goes round
+        them again), long enough to be timed: ``--size`` alone made a couple of operations, under fio's 1 ms
+        resolution."""
         rw = "write" if self.write else "read"
         sync = " --fdatasync=1" if self.flush else ""
         return (f"fio --name=at{offset} --filename={filename} --direct=1 --ioengine=psync --rw={rw} "
-                f"--bs={self.block // KiB}k --offset={offset} --size={self.block * count}{sync}")
+                f"--bs={self.block // KiB}k --offset={offset} --size={self.block * count} --time_based "
+                f"--runtime={FIO_SECONDS}{sync}")
 
 
 WRITE_4K = Test("write 4 KiB", True, 4 * KiB, False)
@@ -66,6 +72,18 @@ def span(logical: int, count: int) -> int:
 def ranges_written(base: int, logical: int, count: int) -> list[tuple[int, int]]:
     """Every byte range [start, end) the write tests touch: what a test of this command checks."""
     return [(base + o.delta, base + o.delta + count * t.block) for t in WRITE_TESTS for o in offsets(logical)]
+
+
+def ranges_read(base: int, logical: int, count: int) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) the read tests read, merged where they overlap, in order."""
+    spans = sorted((base + o.delta, base + o.delta + count * t.block) for t in READ_TESTS for o in offsets(logical))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def place_in(free: list[Extent], logical: int, need: int) -> tuple[int, int] | None:

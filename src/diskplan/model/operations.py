@@ -23,6 +23,7 @@ from functools import cached_property
 from operator import attrgetter
 
 from diskplan.model import labels, ptypes
+from diskplan.model.disk import content_phrase
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.fsresize import doing
 from diskplan.model.geometry import Geometry
@@ -495,7 +496,7 @@ def plan_writes(current: Table, desired: Table, geom: Geometry, *, fresh: bool =
     if current.read_only and not fresh:
         refusals.append(f"the table on the disk cannot be changed in place: {current.read_only}")
     if filesystem and cur_label is None:
-        notes.append(f"the disk holds a {filesystem} filesystem on the whole disk: the new label replaces it")
+        notes.append(f"the disk holds {content_phrase(filesystem)} on the whole disk: the new label replaces it")
     if fresh and cur_label not in (None, label) and current.partitions:
         notes.append(f"the {cur_label} table and all its partitions are replaced by a new {label} label")
     base = new_table(label, geom) if fresh else current

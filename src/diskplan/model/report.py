@@ -11,7 +11,7 @@ from diskplan.model.codes import (
     UNREADABLE,
     WHOLE_DISK_FS,
 )
-from diskplan.model.disk import Disk
+from diskplan.model.disk import Disk, content_phrase
 from diskplan.model.extent import Partition
 from diskplan.model.findings import Finding, analyze
 from diskplan.model.grain import Grain, optimal_grain
@@ -27,6 +27,7 @@ class PartitionReport:
     aligned_physical: bool
     aligned_grain: bool
     findings: tuple[Finding, ...]
+    aligned_page: bool = True  # on the flash page a start is judged against (the physical block when not flash)
 
 
 @value
@@ -50,8 +51,8 @@ def _table_findings(disk: Disk) -> list[Finding]:
             out.append(
                 Finding(
                     WHOLE_DISK_FS,
-                    f"a {disk.filesystem} filesystem fills the whole disk: there is no partition table",
-                    ("Creating a partition table here would destroy that filesystem.",),
+                    f"{content_phrase(disk.filesystem)} fills the whole disk: there is no partition table",
+                    (f"Creating a partition table here would destroy {content_phrase(disk.filesystem)}.",),
                 )
             )
         elif not any(f.code in (UNREADABLE, SECTOR_SIZE_MISMATCH) for f in disk.findings):
@@ -85,6 +86,7 @@ def build_report(disk: Disk, grain: Grain | None = None) -> Report:
                 aligned_physical=(p.start - grain.offset) % geom.sectors_per_physical == 0,
                 aligned_grain=grain.is_aligned(p.start),
                 findings=mine,
+                aligned_page=(p.start - grain.offset) % geom.sectors_per_page == 0,
             )
         )
     table_level = _table_findings(disk) + [f for f in findings if f.partition is None]
@@ -129,6 +131,7 @@ def report_json(report: Report) -> dict[str, object]:
                 "role": r.partition.role.value,
                 "flags": list(r.partition.flags),
                 "aligned_physical": r.aligned_physical,
+                "aligned_page": r.aligned_page,
                 "aligned_grain": r.aligned_grain,
                 "findings": [f.as_json() for f in r.findings],
                 "layers": layers_json(geom, r.partition.start, disk.stack(r.partition.number)),

@@ -152,9 +152,21 @@ def _stripe_finding(walk: list[str], name: str, arith: str, stripe: int, whose: 
     return Finding(
         LAYER_NOT_STRIPE,
         f"the {name}'s data is not on the {human_bytes(stripe)} stripe of {whose}",
-        (*walk, f"{arith}: every stripe chunk spans two of the device's, so each write touches both.",
-         f"Fix: {layer.fix}."),
+        (*walk, f"{arith}: {_stripe_cost(whose, stripe)}", f"Fix: {layer.fix}."),
         number)
+
+
+def _stripe_cost(whose: str, stripe: int) -> str:
+    """What a data start off a stripe costs, said for the volume that has the stripe: an md array below
+    (which may or may not keep parity) or the PV's own striped LV (LVM stripes keep no parity)."""
+    if whose == "the md array below":
+        return (f"a {stripe:,} B write from this layer covers parts of two of the array's stripes: on RAID 0 it "
+                "is split into more, smaller I/Os; on RAID 5/6 each partial stripe costs a read-modify-write "
+                "of parity.")
+    return (f"the LV's {stripe:,} B stripe chunks begin off {stripe:,} B boundaries of this PV's device, so a "
+            "chunk-sized write that LVM sends here crosses one of them (a page group, a stripe of an array "
+            "below) and reaches the device as two partial pieces; an LVM stripe keeps no parity, so nothing "
+            "is read back for it.")
 
 
 STACK_CODES = frozenset({LAYER_NOT_PAGE, LAYER_NOT_GRAIN, LAYER_NOT_STRIPE, FS_HINT_MISMATCH})

@@ -31,3 +31,8 @@ def human_duration(seconds: float) -> str:
     Any time above nothing is at least '1 s': '0 s' would read as done."""
     s = max(1, round(seconds)) if seconds > 0 else 0
     return f"{s // 3600} h {s // 60 % 60} min" if s >= 3600 else f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless one: "1 sector", "2,048 sectors"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

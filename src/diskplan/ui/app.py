@@ -664,7 +664,8 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
                 said = d.snap.notes[-1]
             note = f"{note} | {said}" if note and said not in note else note or said
         width = self.query_one(StatusLine).size.width or self.size.width
-        self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note))
+        self.query_one(StatusLine).update(drag_text(d.kind, d.number, d.snap, shown, width, note,
+                                                    sector_size=d.base.geometry.logical))
 
     def drag_ended(self, outcome: Outcome | None) -> None:
         """The drag is recorded (or came to nothing): the list, the explanation and the panels follow."""

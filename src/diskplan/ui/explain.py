@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from diskplan.model.codes import NOTICE
-from diskplan.model.disk import Disk
+from diskplan.model.disk import Disk, content_phrase
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.findings import nearby_starts
 from diskplan.model.geometry import Geometry
@@ -18,7 +18,7 @@ from diskplan.model.stack import Layer
 from diskplan.model.stackfindings import NAMES, DataStart, judged, offset_mod, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
 from diskplan.model.toolsay import tool_say
-from diskplan.model.units import MiB, human_bytes, human_si
+from diskplan.model.units import MiB, human_bytes, human_si, plural
 from diskplan.model.value import value
 from diskplan.ui.cells import Item, Kind
 
@@ -139,7 +139,7 @@ def zoom_text(geom: Geometry, spc: int, short: bool = False) -> str:
         return f"1 cell = 1 sector ({geom.logical} B)" if not short else f"1 cell = {geom.logical} B"
     if short:
         return f"1 cell = {human_bytes(spc * geom.logical)}"
-    return f"1 cell = {num(spc)} sectors ({human_bytes(spc * geom.logical)})"
+    return f"1 cell = {plural(spc, 'sector')} ({human_bytes(spc * geom.logical)})"
 
 
 def plan_hints(item: Item | None, blocked: str = "") -> list[Line]:
@@ -180,8 +180,8 @@ def explain(
         if table is not None and table.label is None:
             if filesystem:
                 return [
-                    Line("heading", f"Whole-disk {filesystem} filesystem"),
-                    Line("text", f"There is no partition table: the {filesystem} filesystem starts at LBA 0 and "
+                    Line("heading", f"Whole disk: {content_phrase(filesystem)}"),
+                    Line("text", f"There is no partition table: {content_phrase(filesystem)} starts at LBA 0 and "
                          "fills the disk. Creating a table here would destroy it."),
                     *(stack_walk(geom, 0, stack, grain) if stack else ()),
                 ]
@@ -231,7 +231,7 @@ def _where(geom: Geometry, ext: Extent) -> str:
         size += f" ({human_si(nbytes)})"
     if ext.size == 1:
         return f"LBA {num(ext.start)}: 1 sector = {size}"
-    return f"LBA {num(ext.start)}-{num(ext.end)}: {num(ext.size)} sectors = {size}"
+    return f"LBA {num(ext.start)}-{num(ext.end)}: {plural(ext.size, 'sector')} = {size}"
 
 
 def _explain_partition(item: Item, p: Partition, geom: Geometry, grain: Grain, table: Table | None,
@@ -332,8 +332,8 @@ METADATA_TEXT = {
     "ebr": "An extended boot record: one sector that links one logical partition to the next.",
     "ebr-gap": "Unused sectors after an EBR: libparted reserves them with the EBR (old tables kept a whole "
     "track of 63 sectors), but the EBR itself is its first sector only. Nothing is stored here.",
-    "metadata": "Sectors the table reserves: old fdisk left the first track (63 sectors) before the first "
-    "partition, and bootloaders hid there.",
+    "metadata": "Sectors libparted keeps for the table: after an MBR, the rest of the first track (old fdisk "
+    "left 63 sectors before the first partition, and bootloaders hid there).",
 }
 
 

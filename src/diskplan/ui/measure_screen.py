@@ -24,7 +24,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.iotime import Ask, DirectIOUnsupported, measure, measure_refusals
+from diskplan.backend.iotime import Ask, DirectIOUnsupported, holes_note, measure, measure_refusals
 from diskplan.backend.lock import LockBusy, take
 from diskplan.backend.write import Host
 from diskplan.discovery.devicekind import DeviceKind, device_kind
@@ -36,12 +36,13 @@ from diskplan.model.measure import (
     byte_range,
     free_range,
     offsets,
+    ranges_read,
     read_range,
     report,
     span,
 )
 from diskplan.model.safetext import safe
-from diskplan.model.units import MiB
+from diskplan.model.units import MiB, plural
 from diskplan.model.value import value
 from diskplan.ui.commit_screen import progress_bar
 from diskplan.ui.dialogs import FORM_CSS
@@ -125,6 +126,7 @@ class MeasureScreen(ModalScreen[None]):
         self.host = host
         self.read_only = read_only
         self.rounds, self.count = ROUNDS, COUNT
+        self.dev: DeviceKind | None = None
         self.where = where(path, disk, lba, read_only, self.count)
         self.ask: Ask | None = None  # the question, once nothing refuses the write
         self.running = False
@@ -153,6 +155,7 @@ class MeasureScreen(ModalScreen[None]):
     def _look(self) -> None:
         """What the device is and who uses it: sysfs and /proc, in a worker."""
         dev = device_kind(self.path)
+        self.dev = dev  # where its holes are looked for, after the reads
         users = [] if self.read_only or self.where.refusals else self._users()
         self.app.call_from_thread(self._show_plan, dev, users)
 
@@ -172,9 +175,9 @@ class MeasureScreen(ModalScreen[None]):
             rows.append(row("range:", f"{verb} {safe(byte_range(self.path, w.base, w.end, ss))}"
                                       f"{'' if self.read_only else ': free space, no partition, no table metadata'}"))
         tests = READ_TESTS if self.read_only else (*WRITE_TESTS, *READ_TESTS)
+        shape = f"; {plural(self.rounds, 'round')} x {plural(self.count, 'operation')}, interleaved"
         rows.append(row("tests:", Content.styled(", ".join(t.name for t in tests) + " at " + ", ".join(
-            o.label for o in offsets(ss)) + f"; {self.rounds} rounds x {self.count} operations, interleaved",
-            "$text-muted")))
+            o.label for o in offsets(ss)) + shape, "$text-muted")))
         rows += [row("refused:", safe(refusal), "-refused") for refusal in refusals]
         about = self.query_one("#measure-about", Vertical)
         about.remove_children()  # "Looking at the device...", pruned while the rows are mounted
@@ -266,8 +269,9 @@ class MeasureScreen(ModalScreen[None]):
     def _show_results(self, results: list[Result]) -> None:
         self.running = False
         self.results = results
-        rows: list[Static | Horizontal] = [Static(f"{self.rounds} rounds x {self.count} operations per offset, "
-                                                  "interleaved; O_DIRECT, one at a time", classes="measure-note")]
+        rows: list[Static | Horizontal] = [Static(f"{plural(self.rounds, 'round')} x {plural(self.count, 'operation')} "
+                                                  "per offset, interleaved; O_DIRECT, one at a time",
+                                                  classes="measure-note")]
         for r in report(results, self.path, self.where.base, self.count):
             if r.heading:
                 rows.append(Static(safe(r.text), classes="measure-heading", markup=False))
@@ -276,6 +280,12 @@ class MeasureScreen(ModalScreen[None]):
             else:  # a fio command: its options wrap under the first, clear of "fio"
                 command, _, options = r.text.partition(" ")
                 rows.append(row(command, safe(options), "-fio"))
+        dev = self.dev
+        if dev is not None:
+            note = holes_note(dev.backing, dev.backing_offset + (dev.partition_start or 0),
+                              ranges_read(self.where.base, self.disk.geometry.logical, self.count))
+            if note:
+                rows.append(Static(Content.styled(safe(note), "$warning"), classes="measure-note"))
         self.query_one("#measure-results", Vertical).mount_all(rows)
         self._done()
 

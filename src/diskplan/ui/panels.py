@@ -238,8 +238,11 @@ class StatusLine(Widget):
             (g.metadata, style("sectormap--metadata"), "table", 6),
             (g.free, style("sectormap--free"), "free", 6),
         ]
-        if geometry is not None and geometry.physical > geometry.logical:
-            keys.append((g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.physical)} block",
+        if geometry is not None and geometry.page > geometry.logical:
+            # the map draws the page a start is judged against: on flash an assumed 4 KiB page even when the
+            # device reports 512 B blocks (the ssd-gpt-34 demo), else the physical block
+            unit = "page" if geometry.page > geometry.physical else "block"
+            keys.append((g.grid_physical, style("sectormap--grid-physical"), f"{human_bytes(geometry.page)} {unit}",
                          4))
         keys.append((g.grid_mib, style("sectormap--grid-mib"), "1 MiB", 3))
         if geometry is not None and grain is not None:

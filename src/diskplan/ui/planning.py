@@ -290,14 +290,15 @@ def _at(lba: int, ss: int, short: bool) -> str:
 
 
 def drag_text(kind: DragKind, number: int, snap: Snap | None, shown: Partition | None, width: int,
-              note: str = "") -> str:
+              note: str = "", *, sector_size: int) -> str:
     """"#3 start 2,050s (1,049,600 B) -> 2,048s (1,048,576 B = 1 MiB) | size 100 MiB" made to fit ``width``:
-    the requested position, where snapping put it, in sectors and bytes."""
+    the requested position, where snapping put it, in sectors and bytes. ``sector_size``: the disk's (there
+    is no snap yet right after m or r, and a 4Kn disk's sectors are 8x a 512 B one's)."""
     verb = {DragKind.MOVE: "move", DragKind.START: "resize", DragKind.END: "resize"}[kind]
     edge = Edge.END if kind is DragKind.END else Edge.START
     if shown is None:
         return f" {verb} #{number}"
-    ss = snap.sector_size if snap else 512
+    ss = sector_size
     got = shown.end if edge is Edge.END else shown.start
     size = f"size {shown.size:,}s = {human_bytes(shown.size * ss)}"
     wheres = []

@@ -112,7 +112,8 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
         (f"'{g.sel_start}' '{g.sel_end}'", "the first and last cell of the selected partition"),
         (f"'{g.layer}'", "data of a layer inside (LVM, LUKS, md) begins here (red or bold: off the page or the "
                          "stripe, yellow: off the grain)"),
-        (f"'{g.grid_physical}'", "a physical-block boundary lies in this cell"),
+        (f"'{g.grid_physical}'", "a physical-block boundary lies in this cell (on flash: a boundary of the "
+                                 "assumed 4 KiB page, when the device reports smaller blocks)"),
         (f"'{g.grid_mib}'", "a 1 MiB boundary"),
         (f"'{g.grid_grain}'", "a boundary of the alignment grain (when it is not 1 MiB)"),
         ("marked cells", "the first 4 KiB filesystem block of the partition under the cursor"),
