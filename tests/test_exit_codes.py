@@ -95,7 +95,7 @@ def test_a_refusal_is_1_and_unreadable_input_is_2(tmp_path: pathlib.Path) -> Non
                   str(img), "--yes"),
         "move": ("move", str(img), "--partition", "1", "--to", "10s", "--yes"),
         "resize": ("resize", str(img), "--partition", "1", "--size", "1TiB", "--yes"),
-        "measure": ("measure", f"{img}", "--yes", "--count", "100000"),  # more than the free space holds
+        "measure": ("measure", f"{img}", "--yes", "--count", "4096"),  # more than the free space holds
         "restore": ("restore", _backup(_img(tmp_path, "other.img"), tmp_path), str(img), "--yes"),  # another disk
     }
     for name, args in refusals.items():
