@@ -242,9 +242,11 @@ def _write_recorded(
     if pending is not None and pending.saved and saved is not None:
         lo = (saved.start - step.src) * sector_size
         old = log.saved(k, saved.size * sector_size)
-        if digest(old) != pending.saved:
-            raise SourceChanged(f"the journal's saved bytes of chunk {k} fail their checksum")
-        data[lo : lo + len(old)] = old
+        if digest(old) == pending.saved:
+            data[lo : lo + len(old)] = old
+        elif digest(data) != pending.digest:  # a damaged slot is no loss while the source is still whole
+            raise SourceChanged(f"the journal's saved bytes of chunk {k} fail their checksum, and its source "
+                                f"sectors {step.src}..{step.src + step.count - 1} were already partly overwritten")
     now = digest(data)
     if pending is not None:
         if now != pending.digest:

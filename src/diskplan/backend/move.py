@@ -51,8 +51,9 @@ from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
 from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
+from diskplan.backend.moveentry import Entry, EntryError, hide, mend_torn, read_entry, reveal, rewrite_entry, torn_copy
 from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
+from diskplan.backend.moverecheck import disk_identity, old_place_holds, places_free, same_data, same_disk
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
     CommitError,
@@ -427,9 +428,11 @@ def execute_move(
                 return got
             path = got[1].backup_path
             created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            tid, serial = disk_identity(p.target, ss, p.sectors)
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
-                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest)
+                            fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest,
+                            table_id=tid, serial=serial)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -595,36 +598,60 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         h = j.header
         done = resume_point(j.records).next
         marks = list(j.marks)
+        refusals, entry, notes = journal_checks(target, j, rollback)
     except JournalError as exc:
         raise CommitError(f"the move journal {paths[0]} is inconsistent: {exc}") from exc
     finally:
         j.close()
-    refusals: list[str] = []
     if set(ENDED) & set(marks):
-        refusals.append(f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
+        refusals.insert(0, f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
     plan = Schedule(h.start, h.to, h.length, h.chunk)
     if rollback:
         refusals += _rollback_refusals(target, h, plan, done, marks)
     elif "rollback" in marks:
         refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
-    if ident.size != h.size:
-        refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
-    entry = None
-    try:
-        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
-        new = at_new_place(entry, h)
-        if entry.guid != h.guid or not (at_old_place(entry, h) or new):
-            refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
-    except (EntryError, OSError, bk.BackupError) as exc:
-        refusals.append(str(exc))
     blocking, idle = unwritable(target, host, h.sector_size)
     refusals += blocking
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
              + (", table entry rewritten" if "table" in marks else ""))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", "", h.size // h.sector_size,
-                        h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *idle), ident,
+                        h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *notes, *idle), ident,
                         fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]),
                         rollback=rollback)
+
+
+def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], Entry | None, list[str]]:
+    """Is ``target`` now the disk, the partition and the data of the journal's move (backend.moverecheck)?
+    The refusals, the partition's entry as the table holds it, and notes (a GPT copy a crash tore, which
+    ``resume`` rebuilds first). Run by prepare and again under the lock, right before anything is written."""
+    h = replace(j.header, target=target)
+    ss = h.sector_size
+    try:
+        ident, disk = read_target(target, None)
+    except CommitError as exc:
+        return [str(exc)], None, []
+    refusals = same_disk(target, h, ident.size, disk.geometry.logical)
+    if refusals:
+        return refusals, None, []
+    notes = []
+    entry = None
+    try:
+        entry = read_entry(target, h.label, h.number, ss, h.size // ss, hidden=True, torn=True)
+        if entry.guid != h.guid or not (at_old_place(entry, h) or at_new_place(entry, h)):
+            refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
+        torn = torn_copy(target, ss, h.size // ss) if h.label == "gpt" else None
+        if torn is not None and torn.good is not None:
+            bad = torn.backup if torn.good is torn.primary else torn.primary
+            notes.append(f"the {bad.which} GPT copy was cut short by the crash ({bad.problem}): it is rebuilt from the "
+                         f"{torn.good.which} copy first, which holds partition {h.number} where the journal expects it")
+    except (EntryError, OSError, bk.BackupError) as exc:
+        refusals.append(str(exc))
+    refusals += places_free(target, h, disk)
+    if not refusals:
+        refusals += same_data(target, h, j.records, j.saved)
+    if not refusals and rollback and j.records:
+        refusals += old_place_holds(target, h)
+    return refusals, entry, notes
 
 
 def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks: list[str]) -> list[str]:
@@ -666,8 +693,23 @@ def with_journal(
                 return refused(base, now)
             journal = Journal.open(p.journal)
             try:
-                return body(journal, replace(base, backup_path=journal.header.backup))
+                # Only the disk checked and locked is written, whatever path the journal recorded.
+                journal.header = replace(journal.header, target=p.target)
+                now, _, _ = journal_checks(p.target, journal, p.rollback)
+                if now:
+                    return refused(base, now)
+                mended = _mend(journal.header)
+                out = body(journal, replace(base, backup_path=journal.header.backup))
+                return replace(out, details=(mended, *out.details)) if mended else out
             finally:
                 journal.close()
-    except (CommitError, JournalDamaged) as exc:
+    except (CommitError, JournalDamaged, JournalError) as exc:
         return replace(base, message=f"refused: {exc}")
+    except (EntryError, OSError, bk.BackupError) as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"the torn GPT copy could not be rebuilt: {exc}")
+
+
+def _mend(h: Header) -> str:
+    """A GPT copy torn by a crash inside an entry rewrite, rebuilt from the whole one (journal_checks found
+    the entry there where the journal expects it): what was done, "" when nothing was torn."""
+    return mend_torn(h.target, h.sector_size, h.size // h.sector_size) if h.label == "gpt" else ""

@@ -70,6 +70,10 @@ class Header:
     # the rest plan (backend.planrest) the apply running this move as one of its steps saved: a rollback
     # makes it start from the table it leaves ("": a move of its own)
     rest: str = ""
+    # who the disk is (backend.moverecheck.disk_identity): its table id and serial when the move began ("":
+    # a journal of an older diskplan); resume refuses another disk
+    table_id: str = ""
+    serial: str = ""
 
     @property
     def end(self) -> int:
