@@ -49,7 +49,7 @@ from collections.abc import Callable
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
-from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, mismatched, recopy
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.moveentry import Entry, EntryError, hide, mend_torn, read_entry, reveal, rewrite_entry, torn_copy
 from diskplan.backend.movejournal import ENDED, Header, Journal, JournalDamaged, fault, journal_path, unfinished
@@ -432,7 +432,7 @@ def execute_move(
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
                             fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest,
-                            table_id=tid, serial=serial)
+                            table_id=tid, serial=serial, copy_mark=True)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -515,14 +515,19 @@ def _finish(
         fault("hidden")
         kernel_now = tell_kernel(h.target, kind) if h.ptype else ""
         if kernel_now:
-            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}")
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}; or put the "
+                           f"partition back as it was: `diskplan resume {h.target} --rollback --yes`")
+        if h.copy_mark and "copy" not in journal.marks:
+            journal.append("copy")
         try:
             dev = Device(h.target, ss, plan.chunk * ss)
         except OSError as exc:
             return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
         try:
             copy(plan, dev, journal, at, ss, stop=stop, progress=progress)
-            bad = verify(plan, dev, resume_point(journal.records).digests, ss, progress)
+            digests = resume_point(journal.records).digests
+            bad = mismatched(plan, dev, digests, ss, progress)
+            lost = recopy(plan, dev, digests, bad, ss) if bad else []
         except Stopped as s:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
@@ -535,10 +540,12 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
         finally:
             dev.close()
-        if bad:
-            return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(bad[:10]),
-                           message=f"the data read back at the new place differs from the source: {where} is not "
-                           f"moved; its entry stays hidden (`diskplan restore {h.backup}` gives the old table back)")
+        if lost:
+            return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(lost[:10]),
+                           message=f"{len(lost)} chunk(s) of {where} read back wrong at the new place and could not be "
+                           "copied again (listed below): those sectors' data is lost, every other chunk is verified at "
+                           "its new place; the entry stays hidden, so nothing mounts the damaged filesystem (its "
+                           "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
     if "table" not in journal.marks:
@@ -660,6 +667,8 @@ def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks:
     if "verified" in marks:
         return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
                 f"{target} --yes`) only rewrites the table entry"]
+    if h.copy_mark and "copy" not in marks:
+        return []  # the copy never began: no byte of either place was written
     hit = old_place_touched(plan, done, BATCH_BYTES // (plan.chunk * h.sector_size))
     if hit is not None:
         return [f"chunk {hit.index} ({hit.dst}..{hit.dest.end}) may already be written over the partition's old "

@@ -4,6 +4,7 @@ One text file beside the table backup (``<backup>.dpmove``), append-only, fsynce
 
     # diskplan move journal, format 1 ...
     header {"target": ..., "start": S, "to": T, "length": L, "chunk": C, ...}  *crc
+    copy                                                                      *crc
     R 0 <CRC-32 of chunk 0's source> [<CRC-32 of the old bytes saved>]       *crc
     W 0                                                                       *crc
     R 1 ...
@@ -33,7 +34,9 @@ from diskplan.model.move import Read, Written
 from diskplan.model.value import asdict, value
 
 FORMAT = 1
-MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended
+# "copy": the first chunk may be written from now on (journals whose header says ``copy_mark``); then, after the
+# copy, in order; or a rollback begun, ended
+MARKS = ("copy", "verified", "table", "done", "rollback", "undone")
 ENDED = ("done", "undone")
 
 
@@ -74,6 +77,9 @@ class Header:
     # a journal of an older diskplan); resume refuses another disk
     table_id: str = ""
     serial: str = ""
+    # the journal is marked "copy" before the first chunk is written: without that mark no byte of the
+    # partition moved (False: an older journal, where only the records tell)
+    copy_mark: bool = False
 
     @property
     def end(self) -> int:

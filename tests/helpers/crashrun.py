@@ -1,0 +1,99 @@
+"""Run the diskplan CLI with every write and flush of the files it changes recorded (tests/helpers/crashrec.py
+replays the states a power cut can leave from the record).
+
+    python tests/helpers/crashrun.py LOG WATCH... -- diskplan-arguments
+
+LOG: a directory that gets ``events.jsonl`` (one event per line: ``["w", path, offset, at, length]`` for a
+write whose bytes are at ``at`` in ``blob``, ``["f", path]`` for a flush of that file) and ``blob``. WATCH:
+files or directories whose writes are recorded (the image, the state directory). No LD_PRELOAD: the
+process's own ``os`` functions are wrapped, which is every path diskplan writes an image file and its state
+through (an image file is never written by libparted or by the kernel during a move, a resume or a rollback:
+only the read-only checks run in other processes). The writes still happen: the run is real."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> None:
+    sep = sys.argv.index("--")
+    log, watch = sys.argv[1], [os.path.realpath(w) for w in sys.argv[2:sep]]
+    sys.argv = ["diskplan", *sys.argv[sep + 1 :]]
+    os.makedirs(log, exist_ok=True)
+    events = open(os.path.join(log, "events.jsonl"), "a", buffering=1)  # noqa: SIM115 - lives as long as the run
+    blob = open(os.path.join(log, "blob"), "ab")  # noqa: SIM115
+    paths: dict[int, str] = {}
+    real = {name: getattr(os, name) for name in ("open", "close", "write", "pwrite", "pwritev", "fsync", "fdatasync")}
+
+    def watched(path: str) -> bool:
+        return any(path == w or path.startswith(w + os.sep) for w in watch)
+
+    def record(fd: int, offset: int, data: bytes) -> None:
+        path = paths.get(fd)
+        if path is None or not data:
+            return
+        blob.flush()
+        at = blob.tell()
+        blob.write(data)
+        blob.flush()
+        events.write(json.dumps(["w", path, offset, at, len(data)]) + "\n")
+
+    def flushed(fd: int) -> None:
+        if fd in paths:
+            events.write(json.dumps(["f", paths[fd]]) + "\n")
+
+    def _open(path, flags, mode=0o777, *, dir_fd=None):  # type: ignore[no-untyped-def]
+        fd = real["open"](path, flags, mode, dir_fd=dir_fd)
+        full = os.path.realpath(path)
+        if dir_fd is None and (flags & (os.O_WRONLY | os.O_RDWR)) and watched(full):
+            paths[fd] = full
+        else:
+            paths.pop(fd, None)
+        return fd
+
+    def _close(fd):  # type: ignore[no-untyped-def]
+        paths.pop(fd, None)
+        return real["close"](fd)
+
+    def _write(fd, data):  # type: ignore[no-untyped-def]
+        offset = 0
+        if fd in paths:
+            offset = os.lseek(fd, 0, os.SEEK_END if _appending(fd) else os.SEEK_CUR)
+        n = real["write"](fd, data)
+        record(fd, offset, bytes(memoryview(data)[:n]))
+        return n
+
+    def _pwrite(fd, data, offset):  # type: ignore[no-untyped-def]
+        n = real["pwrite"](fd, data, offset)
+        record(fd, offset, bytes(memoryview(data)[:n]))
+        return n
+
+    def _pwritev(fd, buffers, offset, *flags):  # type: ignore[no-untyped-def]
+        n = real["pwritev"](fd, buffers, offset, *flags)
+        record(fd, offset, b"".join(bytes(b) for b in buffers)[:n])
+        return n
+
+    def _fsync(fd):  # type: ignore[no-untyped-def]
+        real["fsync"](fd)
+        flushed(fd)
+
+    def _fdatasync(fd):  # type: ignore[no-untyped-def]
+        real["fdatasync"](fd)
+        flushed(fd)
+
+    import fcntl
+
+    def _appending(fd: int) -> bool:
+        return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+
+    os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite  # type: ignore[assignment]
+    os.pwritev, os.fsync, os.fdatasync = _pwritev, _fsync, _fdatasync  # type: ignore[assignment]
+    from diskplan.cli.main import program
+
+    program()
+
+
+if __name__ == "__main__":
+    main()
