@@ -1,5 +1,6 @@
-"""The crash-state suite: every state a power cut can leave during a move, a realign, a resume and a rollback, recovered the way the README says, ends finished or rolled back with the partition's bytes as they
-were (0 dead ends, 0 losses).
+"""The crash-state suite: every state a power cut can leave during a move, a realign, a resume and a
+rollback, recovered the way the README says, ends finished or rolled back with the partition's bytes as
+they were (0 dead ends, 0 losses).
 
 Each command runs once on an image file with its writes and flushes recorded (helpers/crashrun.py: the real
 command, its ``os`` writes logged); helpers/crashrec.py then builds the states a power cut leaves at every
@@ -21,9 +22,8 @@ from dataclasses import dataclass
 import pytest
 
 from helpers.crashrec import crash_states, diskplan, entry_of, materialize, outcome, record, sample, sha256_at
-from helpers.movedisk import MKFS, View, populate
-from helpers.tools import need_tool, run
-from helpers.units import MiB
+from helpers.movedisk import make_image
+from helpers.tools import need_tool
 
 
 @dataclass(frozen=True)
@@ -61,23 +61,11 @@ def _how_many() -> int:
     return 0 if os.environ.get("DISKPLAN_FAULT_RUNS") else DEFAULT_SAMPLE
 
 
-def _disk(tmp: pathlib.Path, case: Case) -> tuple[str, pathlib.Path]:
-    need_tool("mkfs.ext4")
-    image = str(tmp / "disk.img")
-    with open(image, "wb") as f:
-        f.truncate(48 * MiB)
-    head = "label: gpt\nfirst-lba: 34\n" if case.label == "gpt" else "label: dos\n"
-    run("sfdisk", "-q", image, input=f"{head}start={case.start}, size={case.size}, type=L\n")
-    with View(image, case.start, case.size, read_only=False) as v:
-        run(*MKFS["ext4"], v)
-        populate(v, "ext4", tmp, 1)
-    return image, tmp / "state"
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     need_tool("losetup")
-    image, state = _disk(tmp_path, case)
+    image, _ = make_image(tmp_path, label=case.label, start=case.start, size=case.size, disk_mib=48, seed=1)
+    state = tmp_path / "state"
     old_sha = sha256_at(image, case.start, case.size)
     if case.before:  # the recorded command starts from a move killed there
         got = diskplan(state, "move", image, "--partition", "1", "--to", str(case.to), "--yes", kill=case.before)

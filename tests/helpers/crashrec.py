@@ -162,12 +162,13 @@ def sha256_at(image: str, start: int, size: int) -> str:
 
 
 def entry_of(image: str, number: int = 1) -> tuple[int, int, str]:
-    """(start, size, type) of the partition as sfdisk reads it; (0, 0, "") when it has none."""
+    """(start, size, type) of the partition as sfdisk reads it; (0, 0, "") when it has none, or its entry is
+    hidden (a move's: the type all zeros)."""
     got = subprocess.run(["sfdisk", "--json", image], capture_output=True, text=True)
     if got.returncode != 0:
         return 0, 0, ""
     for p in json.loads(got.stdout)["partitiontable"].get("partitions", []):
-        if p["node"].endswith(str(number)):
+        if p["node"].endswith(str(number)) and str(p["type"]).strip("0-") and int(p["size"]):
             return int(p["start"]), int(p["size"]), str(p["type"])
     return 0, 0, ""
 

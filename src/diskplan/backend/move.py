@@ -631,13 +631,13 @@ def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], 
     """Is ``target`` now the disk, the partition and the data of the journal's move (backend.moverecheck)?
     The refusals, the partition's entry as the table holds it, and notes (a GPT copy a crash tore, which
     ``resume`` rebuilds first). Run by prepare and again under the lock, right before anything is written."""
-    h = replace(j.header, target=target)
-    ss = h.sector_size
+    ss = j.header.sector_size
     try:
         ident, disk = read_target(target, None)
     except CommitError as exc:
         return [str(exc)], None, []
-    refusals = same_disk(target, h, ident.size, disk.geometry.logical)
+    refusals = same_disk(target, j.header, ident.size, disk.geometry.logical)
+    h = replace(j.header, target=target)
     if refusals:
         return refusals, None, []
     notes = []
@@ -702,11 +702,11 @@ def with_journal(
                 return refused(base, now)
             journal = Journal.open(p.journal)
             try:
-                # Only the disk checked and locked is written, whatever path the journal recorded.
-                journal.header = replace(journal.header, target=p.target)
                 now, _, _ = journal_checks(p.target, journal, p.rollback)
                 if now:
                     return refused(base, now)
+                # Only the disk checked and locked is written, whatever path the journal recorded.
+                journal.header = replace(journal.header, target=p.target)
                 mended = _mend(journal.header)
                 out = body(journal, replace(base, backup_path=journal.header.backup))
                 return replace(out, details=(mended, *out.details)) if mended else out

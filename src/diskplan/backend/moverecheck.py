@@ -84,8 +84,8 @@ def same_disk(target: str, h: Header, size: int, sector_size: int) -> list[str]:
         why.append("serial number")
     if not why:
         return []
-    return [f"{now} is not the disk the journal was made for, {was}: its {' and '.join(why)} differ; nothing "
-            "was written (name the disk the move was running on)"]
+    return [f"{now} is not the disk the journal was made for, {was} (another {' and '.join(why)}); nothing was "
+            "written (name the disk the move was running on)"]
 
 
 def places_free(target: str, h: Header, disk: Disk) -> list[str]:
