@@ -31,9 +31,9 @@ SECTOR = 512
 class Write:
     index: int
     path: str
-    offset: int
+    offset: int  # a truncation: the file's new length
     at: int
-    length: int
+    length: int  # -1: a truncation
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,13 @@ class Record:
     result: subprocess.CompletedProcess[str]
 
     def writes(self) -> dict[int, Write]:
-        return {i: Write(i, str(e[1]), int(e[2]), int(e[3]), int(e[4]))  # type: ignore[call-overload]
-                for i, e in enumerate(self.events) if e[0] == "w"}
+        out = {}
+        for i, e in enumerate(self.events):
+            if e[0] == "w":
+                out[i] = Write(i, str(e[1]), int(e[2]), int(e[3]), int(e[4]))  # type: ignore[call-overload]
+            elif e[0] == "t":
+                out[i] = Write(i, str(e[1]), int(e[2]), 0, -1)  # type: ignore[call-overload]
+        return out
 
     def data(self, w: Write) -> bytes:
         with open(self.log / "blob", "rb") as f:
@@ -98,8 +103,9 @@ def crash_states(rec: Record, image: str, rng: random.Random, subsets: int = 2) 
         add(point, durable | set(loose))
         for _ in range(subsets if len(loose) > 1 else 0):
             add(point, durable | {i for i in loose if rng.random() < 0.5})
-        if loose:
-            w = writes[rng.choice(loose)]
+        torn = [i for i in loose if writes[i].length > 0]
+        if torn:
+            w = writes[rng.choice(torn)]
             n = -(-w.length // SECTOR)
             if w.path == image:
                 part = tuple(sorted(rng.sample(range(n), rng.randint(0, max(0, n - 1))))) if n > 1 else ()
@@ -109,7 +115,7 @@ def crash_states(rec: Record, image: str, rng: random.Random, subsets: int = 2) 
         if point == len(rec.events):
             break
         e = rec.events[point]
-        if e[0] == "w":
+        if e[0] in ("w", "t"):
             pending.setdefault(str(e[1]), []).append(point)
         else:
             durable |= set(pending.pop(str(e[1]), []))
@@ -129,6 +135,10 @@ def materialize(rec: Record, s: CrashState, image: str, base_image: str, state: 
         os.makedirs(os.path.dirname(w.path), exist_ok=True)
         with open(w.path, "ab"):
             pass  # created (its name is durable: diskplan syncs the directory after creating it)
+        if w.length < 0:
+            if w.index in s.kept:
+                os.truncate(w.path, w.offset)
+            continue
         data = rec.data(w)
         if w.index in s.kept:
             parts = [(0, data)]

@@ -4,7 +4,8 @@ replays the states a power cut can leave from the record).
     python tests/helpers/crashrun.py LOG WATCH... -- diskplan-arguments
 
 LOG: a directory that gets ``events.jsonl`` (one event per line: ``["w", path, offset, at, length]`` for a
-write whose bytes are at ``at`` in ``blob``, ``["f", path]`` for a flush of that file) and ``blob``. WATCH:
+write whose bytes are at ``at`` in ``blob``, ``["t", path, length]`` for a truncation, ``["f", path]`` for a
+flush of that file) and ``blob``. WATCH:
 files or directories whose writes are recorded (the image, the state directory). No LD_PRELOAD: the
 process's own ``os`` functions are wrapped, which is every path diskplan writes an image file and its state
 through (an image file is never written by libparted or by the kernel during a move, a resume or a rollback:
@@ -25,7 +26,8 @@ def main() -> None:
     events = open(os.path.join(log, "events.jsonl"), "a", buffering=1)  # noqa: SIM115 - lives as long as the run
     blob = open(os.path.join(log, "blob"), "ab")  # noqa: SIM115
     paths: dict[int, str] = {}
-    real = {name: getattr(os, name) for name in ("open", "close", "write", "pwrite", "pwritev", "fsync", "fdatasync")}
+    real = {name: getattr(os, name) for name in ("open", "close", "write", "pwrite", "pwritev", "truncate", "fsync",
+                                                "fdatasync")}
 
     def watched(path: str) -> bool:
         return any(path == w or path.startswith(w + os.sep) for w in watch)
@@ -75,6 +77,12 @@ def main() -> None:
         record(fd, offset, b"".join(bytes(b) for b in buffers)[:n])
         return n
 
+    def _truncate(path, length):  # type: ignore[no-untyped-def]
+        real["truncate"](path, length)
+        full = os.path.realpath(path)
+        if watched(full):
+            events.write(json.dumps(["t", full, length]) + "\n")
+
     def _fsync(fd):  # type: ignore[no-untyped-def]
         real["fsync"](fd)
         flushed(fd)
@@ -89,7 +97,7 @@ def main() -> None:
         return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
 
     os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite  # type: ignore[assignment]
-    os.pwritev, os.fsync, os.fdatasync = _pwritev, _fsync, _fdatasync  # type: ignore[assignment]
+    os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate  # type: ignore[assignment]
     from diskplan.cli.main import program
 
     program()

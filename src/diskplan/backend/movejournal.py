@@ -120,6 +120,7 @@ class Journal:
         self.marks = marks
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         self._slot = -1
+        self._trimmed = False
 
     @classmethod
     def create(cls, path: str, header: Header) -> Journal:
@@ -148,6 +149,9 @@ class Journal:
 
     def append(self, *items: Read | Written | str) -> None:
         """Write the records as one append and fsync: durable before the caller writes any data."""
+        if not self._trimmed:
+            _drop_torn_tail(self.path)
+            self._trimmed = True
         data = b"".join(_line(_render(i)) for i in items)
         view = memoryview(data)
         while view:
@@ -231,6 +235,20 @@ def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
     records = [i for i in items if not isinstance(i, str)]
     marks = [i for i in items if isinstance(i, str)]
     return header, records, marks
+
+
+def _drop_torn_tail(path: str) -> None:
+    """Before the first append of a resume: cut a last line a crash tore (``read`` ignores it), synced, so
+    the next record starts on a line of its own instead of being glued to the torn one and ignored with it."""
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    if len(lines) > 1 and _unline(lines[-1]) is None:
+        os.truncate(path, sum(len(line) for line in lines[:-1]))
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def journal_path(backup: str) -> str:
