@@ -21,7 +21,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from helpers.crashrec import crash_states, diskplan, entry_of, materialize, outcome, record, sample, sha256_at
+from helpers.crashrec import (
+    crash_states,
+    diskplan,
+    entry_of,
+    materialize,
+    outcome,
+    record,
+    resize_outcome,
+    sample,
+    sha256_at,
+)
 from helpers.movedisk import make_image
 from helpers.tools import need_tool
 
@@ -35,11 +45,12 @@ class Case:
     to: int  # where the move puts the partition
     args: tuple[str, ...]  # the recorded command, IMAGE for the image
     before: str = ""  # a kill (DISKPLAN_MOVE_KILL) of the move run first: the command recorded resumes it
+    new_size: int = 0  # a resize to this many sectors (its start stays)
 
     @property
-    def ends(self) -> int:
-        """Where the recorded command leaves the partition (a rollback: its old place)."""
-        return self.start if "--rollback" in self.args else self.to
+    def ends(self) -> tuple[int, int]:
+        """Where the recorded command leaves the partition (a rollback: its old place), and its size."""
+        return (self.start if "--rollback" in self.args else self.to), self.new_size or self.size
 
 
 CASES = [
@@ -50,6 +61,10 @@ CASES = [
     Case("resume a killed move", "gpt", 34, 40_960, 2048, ("resume", "IMAGE"), before="synced:1"),
     Case("rollback a killed move", "gpt", 60_000, 20_480, 2048, ("resume", "IMAGE", "--rollback"),
          before="write:2"),
+    Case("grow", "gpt", 2048, 20_480, 2048, ("resize", "IMAGE", "--partition", "1", "--size", "30000s"),
+         new_size=30_000),
+    Case("shrink msdos", "dos", 2048, 40_960, 2048, ("resize", "IMAGE", "--partition", "1", "--size", "30000s"),
+         new_size=30_000),
 ]
 
 DEFAULT_SAMPLE = 2  # states per record in the default run (a few seconds each)
@@ -64,7 +79,7 @@ def _how_many() -> int:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     need_tool("losetup")
-    image, _ = make_image(tmp_path, label=case.label, start=case.start, size=case.size, disk_mib=48, seed=1)
+    image, sums = make_image(tmp_path, label=case.label, start=case.start, size=case.size, disk_mib=48, seed=1)
     state = tmp_path / "state"
     old_sha = sha256_at(image, case.start, case.size)
     if case.before:  # the recorded command starts from a move killed there
@@ -80,14 +95,17 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     args = [image if a == "IMAGE" else a for a in case.args]
     rec = record(tmp_path / "log", state, [image, str(state)], *args, "--yes")
     assert rec.result.returncode == 0, rec.result.stdout + rec.result.stderr
-    assert entry_of(image)[:2] == (case.ends, case.size), rec.result.stdout
+    assert entry_of(image)[:2] == case.ends, rec.result.stdout
     rng = random.Random(23)
     states = crash_states(rec, image, rng)
     dead, lost = [], []
     tried = 0
     for s in sample(states, _how_many(), rng):
         materialize(rec, s, image, base_image, state, base_state)
-        got = outcome(image, state, case.start, case.to, case.size, old_sha)
+        if case.new_size:
+            got = resize_outcome(image, state, case.start, (case.size, case.new_size), f"{case.new_size}s", sums)
+        else:
+            got = outcome(image, state, case.start, case.to, case.size, old_sha)
         tried += 1
         if not got.ended:
             dead.append(f"point {s.point} kept {sorted(s.kept)[-3:]} torn {s.torn and s.torn[0]}: {got.said}")

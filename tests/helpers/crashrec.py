@@ -33,7 +33,8 @@ class Write:
     path: str
     offset: int  # a truncation: the file's new length
     at: int
-    length: int  # -1: a truncation
+    length: int  # -1: a truncation, -2: a resize tool's changes (``runs``: never torn, all or nothing)
+    runs: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Record:
                 out[i] = Write(i, str(e[1]), int(e[2]), int(e[3]), int(e[4]))  # type: ignore[call-overload]
             elif e[0] == "t":
                 out[i] = Write(i, str(e[1]), int(e[2]), 0, -1)  # type: ignore[call-overload]
+            elif e[0] == "x":
+                runs = tuple((int(o), int(a), int(n)) for o, a, n in e[2])  # type: ignore[union-attr]
+                out[i] = Write(i, str(e[1]), 0, 0, -2, runs)
         return out
 
     def data(self, w: Write) -> bytes:
@@ -115,7 +119,7 @@ def crash_states(rec: Record, image: str, rng: random.Random, subsets: int = 2) 
         if point == len(rec.events):
             break
         e = rec.events[point]
-        if e[0] in ("w", "t"):
+        if e[0] in ("w", "t", "x"):
             pending.setdefault(str(e[1]), []).append(point)
         else:
             durable |= set(pending.pop(str(e[1]), []))
@@ -135,9 +139,17 @@ def materialize(rec: Record, s: CrashState, image: str, base_image: str, state: 
         os.makedirs(os.path.dirname(w.path), exist_ok=True)
         with open(w.path, "ab"):
             pass  # created (its name is durable: diskplan syncs the directory after creating it)
-        if w.length < 0:
+        if w.length == -1:
             if w.index in s.kept:
                 os.truncate(w.path, w.offset)
+            continue
+        if w.length == -2:
+            if w.index in s.kept:
+                with open(rec.log / "blob", "rb") as b, open(w.path, "r+b") as f:
+                    for off, at, n in w.runs:
+                        b.seek(at)
+                        f.seek(off)
+                        f.write(b.read(n))
             continue
         data = rec.data(w)
         if w.index in s.kept:
@@ -213,6 +225,28 @@ def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha:
         ended = {old: "rolled back", new: "finished"}.get(start, "")
     lost = bool(ended) and sha256_at(image, start, size) != sha
     return Outcome(ended, lost, "\n".join(said).strip())
+
+
+def resize_outcome(image: str, state: pathlib.Path, start: int, sizes: tuple[int, int], new: str,
+                   sums: dict[str, str]) -> Outcome:
+    """A resize has no journal; its documented recovery: ``diskplan repair`` when a table copy is torn, then
+    the same resize again. Judged by the filesystem (a resize rewrites its metadata): the entry at ``start``
+    with either size, the filesystem clean, every file with its checksum."""
+    from helpers.movedisk import CHECK, View, file_sums
+
+    said = []
+    for args in (("repair", image, "--yes"), ("resize", image, "--partition", "1", "--size", new, "--yes")):
+        got = diskplan(state, *args)
+        said.append(f"{' '.join(args[:1])}: {got.returncode}: {got.stdout}{got.stderr}")
+    got_start, size, _ = entry_of(image)
+    if got_start != start or size not in sizes:
+        return Outcome("", False, "\n".join(said))
+    with View(image, start, size) as v:
+        clean = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+        if clean.returncode != 0:
+            return Outcome("", False, "\n".join([*said, clean.stdout]))
+        lost = file_sums(v, "ext4", list(sums)) != sums
+    return Outcome("resized" if size == sizes[1] else "as before", lost, "\n".join(said))
 
 
 def sample(states: list[CrashState], n: int, rng: random.Random) -> Iterator[CrashState]:

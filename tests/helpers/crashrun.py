@@ -4,8 +4,9 @@ replays the states a power cut can leave from the record).
     python tests/helpers/crashrun.py LOG WATCH... -- diskplan-arguments
 
 LOG: a directory that gets ``events.jsonl`` (one event per line: ``["w", path, offset, at, length]`` for a
-write whose bytes are at ``at`` in ``blob``, ``["t", path, length]`` for a truncation, ``["f", path]`` for a
-flush of that file) and ``blob``. WATCH:
+write whose bytes are at ``at`` in ``blob``, ``["t", path, length]`` for a truncation, ``["x", path, [[offset, at,
+length], ...]]`` for what a filesystem's resize tool changed in the image, ``["f", path]`` for a flush of that
+file) and ``blob``. WATCH:
 files or directories whose writes are recorded (the image, the state directory). No LD_PRELOAD: the
 process's own ``os`` functions are wrapped, which is every path diskplan writes an image file and its state
 through (an image file is never written by libparted or by the kernel during a move, a resume or a rollback:
@@ -13,9 +14,20 @@ only the read-only checks run in other processes). The writes still happen: the 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import subprocess
 import sys
+
+RESIZERS = {"resize2fs", "xfs_growfs", "ntfsresize", "btrfs", "fatresize"}
+BLOCK = 4096
+
+
+def _blocks(path: str) -> list[bytes]:
+    with open(path, "rb") as f:
+        data = f.read()
+    return [data[i : i + BLOCK] for i in range(0, len(data), BLOCK)]
 
 
 def main() -> None:
@@ -91,11 +103,35 @@ def main() -> None:
         real["fdatasync"](fd)
         flushed(fd)
 
-    import fcntl
-
     def _appending(fd: int) -> bool:
         return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
 
+    real_run = subprocess.run
+    images = [w for w in watch if os.path.isfile(w)]
+
+    def _run(cmd, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """A filesystem's resize tool writes the image through a loop device, out of this process's sight:
+        its changes are recorded as one external event, flushed (a crash inside the tool is the tool's to
+        survive, see backend.resize)."""
+        if not (isinstance(cmd, list | tuple) and cmd and os.path.basename(str(cmd[0])) in RESIZERS):
+            return real_run(cmd, *args, **kwargs)
+        before = {w: _blocks(w) for w in images}
+        got = real_run(cmd, *args, **kwargs)
+        for w in images:
+            runs = []
+            for i, (old, new) in enumerate(zip(before[w], _blocks(w), strict=False)):
+                if old != new:
+                    blob.flush()
+                    at = blob.tell()
+                    blob.write(new)
+                    runs.append([i * BLOCK, at, len(new)])
+            blob.flush()
+            if runs:
+                events.write(json.dumps(["x", w, runs]) + "\n")
+                events.write(json.dumps(["f", w]) + "\n")
+        return got
+
+    subprocess.run = _run  # type: ignore[assignment]
     os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite  # type: ignore[assignment]
     os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate  # type: ignore[assignment]
     from diskplan.cli.main import program
