@@ -1,0 +1,105 @@
+"""md RAID1 and RAID5 arrays and an LVM physical volume in a guest with udevd (issue 24): their members are
+refused as held, `check` of an array gives its I/O hints (defect 5: the chunk and the full stripe, in the
+JSON and the text) and a virtio disk its serial, and a dry run makes udevd probe nothing (defect 2: no
+"change" event, which is what re-activated a deactivated logical volume)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from helpers.guest import Case, Disk, Run, boot_guest, full_only
+
+pytestmark = pytest.mark.guest
+
+MiB = 1 << 20
+
+BUILD = r"""
+modprobe -a raid1 raid456 dm-mod
+for d in $DISK_r1a $DISK_r1b $DISK_pv; do printf 'label: gpt\nstart=2048, size=40960\n' | sfdisk -q $d; done
+udevadm settle -t 30
+mdadm --create /dev/md1 --run --quiet --metadata=1.2 --level=1 --raid-devices=2 ${DISK_r1a}1 ${DISK_r1b}1
+mdadm --create /dev/md5 --run --quiet --metadata=1.2 --level=5 --chunk=64 --raid-devices=3 \
+  $DISK_r5a $DISK_r5b $DISK_r5c
+pvcreate -q ${DISK_pv}1
+vgcreate -q vg0 ${DISK_pv}1
+lvcreate -q -y -L 8M -n lv0 vg0
+udevadm settle -t 60
+printf 'label: gpt\nstart=4096, size=8192\n' > /tmp/plan.sfdisk
+"""
+
+REFUSED = r"""
+for d in $DISK_r1a $DISK_r5a $DISK_pv; do
+  echo "== $d"; diskplan apply /tmp/plan.sfdisk $d --yes 2>&1 || echo "rc=$?"
+done
+"""
+
+# a dry run with udevd watching: udevd turns a close after writing into a "change" event and probes again
+DRY_RUN = r"""
+vgchange -q -an vg0
+udevadm settle -t 30
+udevadm monitor --udev --subsystem-match=block > /tmp/events 2>&1 &
+mon=$!
+sleep 1
+diskplan resize $DISK_pv --partition 1 --size 30MiB >/dev/null 2>&1 || true
+diskplan check $DISK_pv >/dev/null 2>&1 || true
+udevadm settle -t 30
+sleep 1
+kill $mon
+echo "changes=$(grep -c ' change ' /tmp/events || true)"
+echo "active=$(lvs --noheadings -o lv_active vg0/lv0 | tr -d ' ')"
+"""
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    full_only()  # ~4.5 minutes under TCG (an md RAID5 resync, LVM): the default run has the host's inotify test
+    disks = [Disk(n, 32 * MiB) for n in ("r1a", "r1b", "r5a", "r5b", "r5c")] + [Disk("pv", 32 * MiB)]
+    return boot_guest(disks, [
+        Case("build", BUILD),
+        Case("check", "diskplan check --json /dev/md1 /dev/md5 $DISK_r1a || true"),
+        Case("text", "diskplan check /dev/md5 || true"),
+        Case("refused", REFUSED),
+        Case("dry", DRY_RUN),
+    ], udevd=True)
+
+
+def checked(run: Run) -> list[dict[str, Any]]:
+    run["build"].check()
+    doc = json.loads(run["check"].check().out)
+    assert not doc["errors"], doc["errors"]
+    disks: list[dict[str, Any]] = doc["disks"]
+    return disks
+
+
+def test_an_arrays_io_hints_are_in_the_json(run):
+    raid1, raid5, _member = checked(run)
+    assert (raid5["minimum_io_size"], raid5["optimal_io_size"]) == (64 << 10, 128 << 10)  # chunk, 2 data disks
+    assert raid1["optimal_io_size"] == 0  # a mirror has no stripe
+
+
+def test_a_virtio_disk_shows_its_serial(run):
+    member = checked(run)[2]
+    assert member["serial"] == "r1a"
+
+
+def test_the_text_mentions_the_io_hints(run):
+    out = run["text"].check().out
+    assert "I/O hints: minimum 65536 B, optimal 131072 B" in out, out
+
+
+def test_members_of_md_and_lvm_are_refused_as_held(run):
+    out = run["refused"].check().out
+    parts = dict(chunk.split("\n", 1) for chunk in out.split("== ")[1:])
+    devices = run.devices
+    for serial, holder in (("r1a", "md1"), ("r5a", "md5"), ("pv", "dm-0")):
+        said = parts[devices[serial]]
+        assert "rc=1" in said and "refused" in said and holder in said, said
+
+
+def test_a_dry_run_makes_udevd_probe_nothing(run):
+    got = dict(line.split("=", 1) for line in run["dry"].check().out.splitlines() if "=" in line)
+    assert got["changes"] == "0", run["dry"].out
+    assert got["active"] == "-"  # the deactivated volume stays so
