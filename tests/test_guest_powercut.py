@@ -7,7 +7,7 @@ filesystem clean with every file's SHA-256 (a resize).
 
 The journal lives where it would on a real system: on another disk of the guest (``/state``, an ext4
 filesystem), not in memory. The default run cuts a move twice; DISKPLAN_GUEST=all cuts 30 moves and 10
-resizes at random moments (DISKPLAN_GUEST_CUTS=N: N of each)."""
+resizes at random moments (DISKPLAN_GUEST_CUTS=N, DISKPLAN_GUEST_RESIZE_CUTS=N: N of each)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.guest
 
 START, SIZE, TO = 90_000, 40_960, 2048  # 20 MiB of ext4, moved left into free space (3 chunks)
 GROWN = 60_000
+DISK_MIB = 96
 
 MOUNT_STATE = "mkdir -p /state && mount $DISK_s /state && export XDG_STATE_HOME=/state\n"
 MOVE = MOUNT_STATE + f"guest-mark go\ndiskplan move $DISK_a --partition 1 --to {TO} --yes\n"
@@ -45,17 +46,21 @@ sync; umount /state
 """
 
 
-def _cuts() -> int:
-    if os.environ.get("DISKPLAN_GUEST_CUTS"):
-        return int(os.environ["DISKPLAN_GUEST_CUTS"])
-    return 30 if os.environ.get("DISKPLAN_GUEST") == "all" else 2
+def _cuts(kind: str) -> int:
+    """How many power cuts of ``kind``: DISKPLAN_GUEST_CUTS (moves) / DISKPLAN_GUEST_RESIZE_CUTS, else 30
+    moves and 10 resizes with DISKPLAN_GUEST=all, else two moves."""
+    name = "DISKPLAN_GUEST_CUTS" if kind == "move" else "DISKPLAN_GUEST_RESIZE_CUTS"
+    if os.environ.get(name):
+        return int(os.environ[name])
+    full = os.environ.get("DISKPLAN_GUEST") == "all"
+    return (30 if full else 2) if kind == "move" else (10 if full else 0)
 
 
 def _disks(work: pathlib.Path) -> tuple[dict[str, str], str]:
     """The data disk (a.img: GPT, ext4 at START with files) and the state disk (s.img: ext4), as the guest
     finds them in ``work``."""
     work.mkdir(parents=True, exist_ok=True)
-    image, sums = make_image(work, start=START, size=SIZE, disk_mib=64, name="a.img")
+    image, sums = make_image(work, start=START, size=SIZE, disk_mib=DISK_MIB, name="a.img")
     state = work / "s.img"
     with open(state, "wb") as f:
         f.truncate(32 << 20)
@@ -73,7 +78,7 @@ def _cut(work: pathlib.Path, script: str, delay: float) -> bool:
         timers[0].start()
 
     try:
-        got = boot_guest([e512("a"), e512("s", 32 << 20)], [Case("cut", script)], workdir=work,
+        got = boot_guest([e512("a", DISK_MIB << 20), e512("s", 32 << 20)], [Case("cut", script)], workdir=work,
                          handlers={"go": go})
     finally:
         for t in timers:
@@ -84,24 +89,26 @@ def _cut(work: pathlib.Path, script: str, delay: float) -> bool:
 
 
 def _recover(work: pathlib.Path, script: str) -> str:
-    got = boot_guest([e512("a"), e512("s", 32 << 20)], [Case("recover", script)], workdir=work)
+    got = boot_guest([e512("a", DISK_MIB << 20), e512("s", 32 << 20)], [Case("recover", script)], workdir=work)
     return got["recover"].out + got["recover"].err
 
 
 @pytest.mark.parametrize("kind", ["move", "resize"])
 def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> None:
-    cuts = _cuts() if kind == "move" else (_cuts() // 3 if os.environ.get("DISKPLAN_GUEST") == "all" else 0)
+    cuts = _cuts(kind)
     if not cuts:
         pytest.skip("resizes are cut in the full run (DISKPLAN_GUEST=all)")
     rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "23")))
-    # the move's length in the guest (Python runs ~15x slower there): cuts fall anywhere inside it
-    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "40"))
+    # the command's length in the guest (a move of 20 MiB took 23.6-31.5 s there, Python runs ~15x slower; a
+    # grow 12.5 s): its first half only checks (cuts at 15 and 18 s fell before the entry was hidden), so the
+    # cuts fall in its second half and a little after
+    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "26" if kind == "move" else "13"))
     report = []
     for i in range(cuts):
         work = tmp_path / f"cut{i}"
         sums, image = _disks(work)
         sha = sha256_at(image, START, SIZE)
-        delay = rng.uniform(0.2, span)
+        delay = rng.uniform(0.45 * span, 1.1 * span)
         cut = _cut(work, MOVE if kind == "move" else RESIZE, delay)
         said = _recover(work, RECOVER_MOVE if kind == "move" else RECOVER_RESIZE)
         start, size, _ = entry_of(image)
@@ -113,5 +120,5 @@ def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> Non
             with View(image, start, size) as v:
                 clean = run(*CHECK["ext4"], v)
                 assert file_sums(v, "ext4", list(sums)) == sums, clean
-        report.append(f"{delay:.1f}s {'cut' if cut else 'ended first'} -> {start}")
+        report.append(f"{delay:.1f}s {'cut' if cut else 'ended first'} -> {start}+{size}")
     print(f"{kind}: {cuts} power cuts: " + ", ".join(report))
