@@ -86,8 +86,8 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     state = tmp_path / "state"
     old_sha = sha256_at(image, case.start, case.size)
     if case.before:  # the recorded command starts from a move killed there
-        got = diskplan(state, "move", image, "--partition", "1", "--to", str(case.to), "--yes", kill=case.before)
-        assert got.returncode < 0, got.stdout + got.stderr
+        killed = diskplan(state, "move", image, "--partition", "1", "--to", str(case.to), "--yes", kill=case.before)
+        assert killed.returncode < 0, killed.stdout + killed.stderr
     base_image, base_state = str(tmp_path / "base.img"), tmp_path / "base-state"
     shutil.copyfile(image, base_image)
     shutil.rmtree(base_state, ignore_errors=True)

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from helpers.movedisk import PY, state_env
 from helpers.tools import REPO
@@ -64,7 +65,7 @@ class Record:
             elif e[0] == "t":
                 out[i] = Write(i, str(e[1]), int(e[2]), 0, -1)  # type: ignore[call-overload]
             elif e[0] == "x":
-                runs = tuple((int(o), int(a), int(n)) for o, a, n in e[2])  # type: ignore[union-attr]
+                runs = tuple((int(o), int(a), int(n)) for o, a, n in cast(list[list[int]], e[2]))
                 out[i] = Write(i, str(e[1]), 0, 0, -2, runs)
         return out
 

@@ -58,7 +58,7 @@ def main() -> None:
         if fd in paths:
             events.write(json.dumps(["f", paths[fd]]) + "\n")
 
-    def _open(path, flags, mode=0o777, *, dir_fd=None):  # type: ignore[no-untyped-def]
+    def _open(path, flags, mode=0o777, *, dir_fd=None):
         fd = real["open"](path, flags, mode, dir_fd=dir_fd)
         full = os.path.realpath(path)
         if dir_fd is None and (flags & (os.O_WRONLY | os.O_RDWR)) and watched(full):
@@ -67,11 +67,11 @@ def main() -> None:
             paths.pop(fd, None)
         return fd
 
-    def _close(fd):  # type: ignore[no-untyped-def]
+    def _close(fd):
         paths.pop(fd, None)
         return real["close"](fd)
 
-    def _write(fd, data):  # type: ignore[no-untyped-def]
+    def _write(fd, data):
         offset = 0
         if fd in paths:
             offset = os.lseek(fd, 0, os.SEEK_END if _appending(fd) else os.SEEK_CUR)
@@ -79,27 +79,27 @@ def main() -> None:
         record(fd, offset, bytes(memoryview(data)[:n]))
         return n
 
-    def _pwrite(fd, data, offset):  # type: ignore[no-untyped-def]
+    def _pwrite(fd, data, offset):
         n = real["pwrite"](fd, data, offset)
         record(fd, offset, bytes(memoryview(data)[:n]))
         return n
 
-    def _pwritev(fd, buffers, offset, *flags):  # type: ignore[no-untyped-def]
+    def _pwritev(fd, buffers, offset, *flags):
         n = real["pwritev"](fd, buffers, offset, *flags)
         record(fd, offset, b"".join(bytes(b) for b in buffers)[:n])
         return n
 
-    def _truncate(path, length):  # type: ignore[no-untyped-def]
+    def _truncate(path, length):
         real["truncate"](path, length)
         full = os.path.realpath(path)
         if watched(full):
             events.write(json.dumps(["t", full, length]) + "\n")
 
-    def _fsync(fd):  # type: ignore[no-untyped-def]
+    def _fsync(fd):
         real["fsync"](fd)
         flushed(fd)
 
-    def _fdatasync(fd):  # type: ignore[no-untyped-def]
+    def _fdatasync(fd):
         real["fdatasync"](fd)
         flushed(fd)
 
@@ -109,7 +109,7 @@ def main() -> None:
     real_run = subprocess.run
     images = [w for w in watch if os.path.isfile(w)]
 
-    def _run(cmd, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def _run(cmd, *args, **kwargs):
         """A filesystem's resize tool writes the image through a loop device, out of this process's sight:
         its changes are recorded as one external event, flushed (a crash inside the tool is the tool's to
         survive, see backend.resize)."""
@@ -132,8 +132,8 @@ def main() -> None:
         return got
 
     subprocess.run = _run  # type: ignore[assignment]
-    os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite  # type: ignore[assignment]
-    os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate  # type: ignore[assignment]
+    os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite
+    os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate
     from diskplan.cli.main import program
 
     program()

@@ -33,8 +33,9 @@ from diskplan.model.move import Read, Schedule, Written, resume_point
 
 
 def serial(path: str) -> str:
-    """The device's serial number or WWID as the kernel reports it ("" for an image file, a loop device,
-    or a disk that reports none)."""
+    """The device's serial number as the kernel shows it ("" for an image file, a loop device, or a disk that
+    reports none): the files discovery.topology reads for ``check`` (a backend may not import discovery),
+    in its order: virtio-blk's ``serial``, NVMe's ``device/serial``, a SCSI disk's VPD page 0x80."""
     try:
         st = os.stat(path)
     except OSError:
@@ -44,15 +45,19 @@ def serial(path: str) -> str:
     base = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     if os.path.exists(base + "/partition"):
         base += "/.."
-    for name in ("device/serial", "device/wwid", "wwid", "serial"):
+    for name in ("serial", "device/serial"):
         try:
             with open(os.path.join(base, name)) as f:
-                value = f.read().strip()
+                said = f.read().strip()
         except OSError:
             continue
-        if value:
-            return value
-    return ""
+        if said:
+            return said
+    try:
+        with open(os.path.join(base, "device", "vpd_pg80"), "rb") as f:
+            return f.read()[4:].decode("ascii", "replace").strip(" \0")
+    except OSError:
+        return ""
 
 
 def disk_identity(path: str, sector_size: int, sectors: int) -> tuple[str, str]:
