@@ -8,7 +8,7 @@ point (all flushed writes plus none, all, random subsets or a torn one of the un
 ``diskplan resume IMAGE --yes`` (and ``--rollback`` where a rollback was begun) on each, and compares the
 SHA-256 of the partition's bytes where its entry ends with the SHA-256 they had. The default run replays a
 sample of four records (about a minute); DISKPLAN_FAULT_RUNS (any value) replays every state of every
-record (about 12 minutes, 176 states), DISKPLAN_CRASH_SAMPLE=N N states of every record.
+record (176 states, about 5 minutes), DISKPLAN_CRASH_SAMPLE=N N states of every record.
 """
 
 from __future__ import annotations
