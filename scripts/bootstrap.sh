@@ -21,6 +21,8 @@ if [ "$want_test" = 1 ]; then
   # filesystems the data-move tests create, check and read back (tests/test_move_disk.py)
   need+=([e2fsprogs]=/usr/sbin/e2fsck [xfsprogs]=/usr/sbin/mkfs.xfs [btrfs-progs]=/usr/sbin/mkfs.btrfs
          [dosfstools]=/usr/sbin/mkfs.vfat [mtools]=/usr/bin/mcopy)
+  # a move killed at its N-th table write (tests/test_resume_recheck.py: strace's fault injection)
+  need+=([strace]=/usr/bin/strace)
   # filesystems the resize tests grow and shrink (tests/test_resize_disk.py)
   need+=([ntfs-3g]=/usr/sbin/ntfsresize)
   # the storage stack's headers, made by the real tools (tests/test_stack.py); mdadm only reads ours

@@ -112,20 +112,26 @@ def file_sums(loop: str, fs: str, names: list[str]) -> dict[str, str]:
         os.rmdir(mnt)
 
 
-def make_disk(loop_device: Callable[..., str], tmp: pathlib.Path, *, label: str = "gpt", start: int, size: int,
-              fs: str = "ext4", disk_mib: int = 96, seed: int = 0) -> Disk:
+def make_image(tmp: pathlib.Path, *, label: str = "gpt", start: int, size: int, fs: str = "ext4", disk_mib: int = 96,
+               seed: int = 0, name: str = "disk.img", head: str = "") -> tuple[str, dict[str, str]]:
+    """An image file holding partition 1 with a filesystem and files of known checksums (``head``: more
+    sfdisk header lines, e.g. a label-id); the image's path and the files' SHA-256."""
     need_tool(MKFS[fs][0])
-    img = tmp / "disk.img"
+    img = tmp / name
     with open(img, "wb") as f:
         f.truncate(disk_mib * MiB)
-    head = "label: gpt\nfirst-lba: 34\n" if label == "gpt" else "label: dos\n"
+    head = ("label: gpt\nfirst-lba: 34\n" if label == "gpt" else "label: dos\n") + head
     run("sfdisk", "-q", str(img), input=f"{head}start={start}, size={size}, type=L\n")
-    dev = loop_device(img)
-    with View(dev, start, size, read_only=False) as v:
+    with View(str(img), start, size, read_only=False) as v:
         run(*MKFS[fs], v)
         sums = populate(v, fs, tmp, seed)
-    state = tmp / "state"
-    return Disk(dev, label, 1, start, size, fs, sums, state)
+    return str(img), sums
+
+
+def make_disk(loop_device: Callable[..., str], tmp: pathlib.Path, *, label: str = "gpt", start: int, size: int,
+              fs: str = "ext4", disk_mib: int = 96, seed: int = 0) -> Disk:
+    img, sums = make_image(tmp, label=label, start=start, size=size, fs=fs, disk_mib=disk_mib, seed=seed)
+    return Disk(loop_device(img), label, 1, start, size, fs, sums, tmp / "state")
 
 
 def entry(d: Disk) -> tuple[int, int, str]:

@@ -289,9 +289,11 @@ def _write_recorded(
     if pending is not None and pending.saved and saved is not None:
         lo = (saved.start - step.src) * sector_size
         old = log.saved(k, saved.size * sector_size)
-        if digest(old) != pending.saved:
-            raise SourceChanged(f"the journal's saved bytes of chunk {k} fail their checksum")
-        data[lo : lo + len(old)] = old
+        if digest(old) == pending.saved:
+            data[lo : lo + len(old)] = old
+        elif digest(data) != pending.digest:  # a damaged slot is no loss while the source is still whole
+            raise SourceChanged(f"the journal's saved bytes of chunk {k} fail their checksum, and its source "
+                                f"sectors {step.src}..{step.src + step.count - 1} were already partly overwritten")
     now = digest(data)
     if pending is not None:
         if now != pending.digest:
@@ -313,12 +315,12 @@ def _write_recorded(
     medium.write(step.dst, data)
 
 
-def verify(
+def mismatched(
     plan: Schedule, medium: Medium, digests: dict[int, str], sector_size: int, progress: Progress | None = None
-) -> list[str]:
+) -> list[int]:
     """Read every chunk back at its destination and compare with the digest of its source as first
-    read: the differences, one line each (empty: the destination holds exactly the old content). The
-    next chunk is read while this one is hashed."""
+    read: the chunks that differ (or have no digest; empty: the destination holds exactly the old
+    content). The next chunk is read while this one is hashed."""
     bad = []
     total = plan.length * sector_size
     if progress:
@@ -334,13 +336,46 @@ def verify(
             assert ahead is not None
             data = ahead.result()
             ahead = pool.submit(fetch, step.index + 1) if step.index + 1 < plan.count else None
-            want = digests.get(step.index)
-            got = digest(data)
-            if want is None:
-                bad.append(f"chunk {step.index} has no recorded checksum")
-            elif got != want:
-                end = step.dst + step.count - 1
-                bad.append(f"sectors {step.dst}..{end} differ from the source read before the move")
+            if digests.get(step.index) != digest(data):
+                bad.append(step.index)
             if progress:
                 progress(min(total, (step.index + 1) * plan.chunk * sector_size), total, "verifying")
     return bad
+
+
+def recopy(plan: Schedule, medium: Medium, digests: dict[int, str], bad: list[int], sector_size: int) -> list[str]:
+    """Copy the chunks that read back wrong again, from their source where it still gives the digest
+    recorded (a move never writes over a source it has not read yet, so re-copying overwrites nothing still
+    needed), sync, and read them back: the chunks still wrong, one line each (empty: all mended). Not
+    journalled: after a crash the read-back finds them again and this runs again."""
+    out = []
+    mended = []
+    for k in bad:
+        step = plan.step(k)
+        data = medium.read(step.src, step.count)
+        if k in digests and digest(data) == digests[k]:
+            medium.write(step.dst, data)
+            mended.append(k)
+        else:
+            out.append(f"sectors {step.dst}..{step.dest.end} differ from the source read before the move, and "
+                       f"its sectors {step.src}..{step.source.end} no longer hold it")
+    if mended:
+        medium.sync()
+    for k in mended:
+        step = plan.step(k)
+        if digest(medium.read(step.dst, step.count)) != digests[k]:
+            out.append(f"sectors {step.dst}..{step.dest.end} still differ from the source after a second copy: "
+                       "the disk does not keep what is written there")
+    return out
+
+
+def verify(
+    plan: Schedule, medium: Medium, digests: dict[int, str], sector_size: int, progress: Progress | None = None
+) -> list[str]:
+    """``mismatched``, one line per chunk that differs."""
+    out = []
+    for k in mismatched(plan, medium, digests, sector_size, progress):
+        step = plan.step(k)
+        out.append(f"chunk {k} has no recorded checksum" if k not in digests else
+                   f"sectors {step.dst}..{step.dest.end} differ from the source read before the move")
+    return out

@@ -49,10 +49,19 @@ from collections.abc import Callable
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain, fscheck
-from diskplan.backend.datamove import Device, MoveIOError, Progress, SourceChanged, Stopped, copy, verify
+from diskplan.backend.datamove import (
+    Device,
+    MoveIOError,
+    Progress,
+    SourceChanged,
+    Stopped,
+    copy,
+    mismatched,
+    recopy,
+)
 from diskplan.backend.diskmark import disk_mark
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, hide, read_entry, reveal, rewrite_entry
+from diskplan.backend.moveentry import Entry, EntryError, hide, mend_torn, read_entry, reveal, rewrite_entry, torn_copy
 from diskplan.backend.movejournal import (
     ENDED,
     Header,
@@ -63,6 +72,7 @@ from diskplan.backend.movejournal import (
     moves_dir,
     unfinished,
 )
+from diskplan.backend.moverecheck import old_place_holds, places_free, same_data, same_disk
 from diskplan.backend.rawtable import mbr_entries
 from diskplan.backend.write import (
     CommitError,
@@ -451,7 +461,7 @@ def execute_move(
             header = Header(p.target, p.identity.size if p.identity else 0, ss, p.entry.label, p.number,
                             p.entry.guid, plan.start, plan.target, plan.length, plan.chunk, path, fs.fs, fs.uuid,
                             fs.label, created, p.entry.ptype, *_ebr_fields(p.logical), rest=rest,
-                            table_id=mark.table_id, serial=mark.serial)
+                            table_id=mark.table_id, serial=mark.serial, copy_mark=True)
             journal = Journal.create(journal_path(path), header)
             base = replace(base, backup_path=path, journal_path=journal.path)
             try:
@@ -553,14 +563,19 @@ def _finish(
         fault("hidden")
         kernel_now = tell_kernel(h.target, kind) if h.ptype else ""
         if kernel_now:
-            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}")
+            return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: {kernel_now}; or put the "
+                           f"partition back as it was: `diskplan resume {h.target} --rollback --yes`")
+        if h.copy_mark and "copy" not in journal.marks:
+            journal.append("copy")
         try:
             dev = Device(h.target, ss, plan.chunk * ss)
         except OSError as exc:
             return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
         try:
             copy(plan, dev, journal, at, ss, stop=stop, progress=progress)
-            bad = verify(plan, dev, resume_point(journal.records).digests, ss, progress)
+            digests = resume_point(journal.records).digests
+            bad = mismatched(plan, dev, digests, ss, progress)
+            lost = recopy(plan, dev, digests, bad, ss) if bad else []
         except Stopped as s:
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
@@ -573,10 +588,12 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
         finally:
             dev.close()
-        if bad:
-            return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(bad[:10]),
-                           message=f"the data read back at the new place differs from the source: {where} is not "
-                           f"moved; its entry stays hidden (`diskplan restore {h.backup}` gives the old table back)")
+        if lost:
+            return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(lost[:10]),
+                           message=f"{len(lost)} chunk(s) of {where} read back wrong at the new place and could not be "
+                           "copied again (listed below): those sectors' data is lost, every other chunk is verified at "
+                           "its new place; the entry stays hidden, so nothing mounts the damaged filesystem (its "
+                           "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
     if "table" not in journal.marks:
@@ -634,36 +651,60 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         h = j.header
         done = resume_point(j.records).next
         marks = list(j.marks)
+        refusals, entry, notes = journal_checks(target, j, rollback)
     except JournalError as exc:
         raise CommitError(f"the move journal {paths[0]} is inconsistent: {exc}") from exc
     finally:
         j.close()
-    refusals: list[str] = []
     if set(ENDED) & set(marks):
-        refusals.append(f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
+        refusals.insert(0, f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
     plan = Schedule(h.start, h.to, h.length, h.chunk)
     if rollback:
         refusals += _rollback_refusals(target, h, plan, done, marks)
     elif "rollback" in marks:
         refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
-    if ident.size != h.size:
-        refusals.append(f"{target} has {ident.size} bytes; the journal is for a disk of {h.size}")
-    entry = None
-    try:
-        entry = read_entry(target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
-        new = at_new_place(entry, h)
-        if entry.guid != h.guid or not (at_old_place(entry, h) or new):
-            refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
-    except (EntryError, OSError, bk.BackupError) as exc:
-        refusals.append(str(exc))
     blocking, idle = unwritable(target, host, h.sector_size)
     refusals += blocking
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
              + (", table entry rewritten" if "table" in marks else ""))
     return MoveProposal(target, "block" if ident.kind == "block" else "file", "", h.size // h.sector_size,
-                        h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *idle), ident,
+                        h.sector_size, h.number, entry, h.to, plan, tuple(refusals), (state, *notes, *idle), ident,
                         fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), 0.0, os.path.abspath(paths[0]),
                         rollback=rollback)
+
+
+def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], Entry | None, list[str]]:
+    """Is ``target`` now the disk, the partition and the data of the journal's move (backend.moverecheck)?
+    The refusals, the partition's entry as the table holds it, and notes (a GPT copy a crash tore, which
+    ``resume`` rebuilds first). Run by prepare and again under the lock, right before anything is written."""
+    ss = j.header.sector_size
+    try:
+        ident, disk = read_target(target, None)
+    except CommitError as exc:
+        return [str(exc)], None, []
+    refusals = same_disk(target, j.header, ident.size, disk.geometry.logical)
+    h = replace(j.header, target=target)
+    if refusals:
+        return refusals, None, []
+    notes = []
+    entry = None
+    try:
+        entry = read_entry(target, h.label, h.number, ss, h.size // ss, hidden=True, torn=True)
+        if entry.guid != h.guid or not (at_old_place(entry, h) or at_new_place(entry, h)):
+            refusals.append(f"partition {h.number} of {target} is not the one the journal moves")
+        torn = torn_copy(target, ss, h.size // ss) if h.label == "gpt" else None
+        if torn is not None and torn.good is not None:
+            bad = torn.backup if torn.good is torn.primary else torn.primary
+            notes.append(f"the {bad.which} GPT copy was cut short by the crash ({bad.problem}): it is rebuilt from the "
+                         f"{torn.good.which} copy first, which holds partition {h.number} where the journal expects it")
+    except (EntryError, OSError, bk.BackupError) as exc:
+        refusals.append(str(exc))
+    refusals += places_free(target, h, disk)
+    if not refusals:
+        refusals += same_data(target, h, j.records, j.saved)
+    if not refusals and rollback and j.records:
+        refusals += old_place_holds(target, h)
+    return refusals, entry, notes
 
 
 def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks: list[str]) -> list[str]:
@@ -672,6 +713,8 @@ def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks:
     if "verified" in marks:
         return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
                 f"{target} --yes`) only rewrites the table entry"]
+    if h.copy_mark and "copy" not in marks:
+        return []  # the copy never began: no byte of either place was written
     hit = old_place_touched(plan, done, BATCH_BYTES // (plan.chunk * h.sector_size))
     if hit is not None:
         return [f"chunk {hit.index} ({hit.dst}..{hit.dest.end}) may already be written over the partition's old "
@@ -705,8 +748,23 @@ def with_journal(
                 return refused(base, now)
             journal = Journal.open(p.journal)
             try:
-                return body(journal, replace(base, backup_path=journal.header.backup))
+                now, _, _ = journal_checks(p.target, journal, p.rollback)
+                if now:
+                    return refused(base, now)
+                # Only the disk checked and locked is written, whatever path the journal recorded.
+                journal.header = replace(journal.header, target=p.target)
+                mended = _mend(journal.header)
+                out = body(journal, replace(base, backup_path=journal.header.backup))
+                return replace(out, details=(mended, *out.details)) if mended else out
             finally:
                 journal.close()
-    except (CommitError, JournalDamaged) as exc:
+    except (CommitError, JournalDamaged, JournalError) as exc:
         return replace(base, message=f"refused: {exc}")
+    except (EntryError, OSError, bk.BackupError) as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"the torn GPT copy could not be rebuilt: {exc}")
+
+
+def _mend(h: Header) -> str:
+    """A GPT copy torn by a crash inside an entry rewrite, rebuilt from the whole one (journal_checks found
+    the entry there where the journal expects it): what was done, "" when nothing was torn."""
+    return mend_torn(h.target, h.sector_size, h.size // h.sector_size) if h.label == "gpt" else ""

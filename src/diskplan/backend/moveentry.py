@@ -24,7 +24,7 @@ import uuid
 
 from diskplan.backend import backup as bk
 from diskplan.backend import ebrchain
-from diskplan.backend.gptcheck import GptCopy, check_gpt, header_for
+from diskplan.backend.gptcheck import GptCopy, GptState, check_gpt, header_for, plan_repair
 from diskplan.backend.rawtable import chs
 from diskplan.model.value import value
 
@@ -58,6 +58,32 @@ def _gpt_copies(path: str, sector_size: int, sectors: int) -> tuple[GptCopy, Gpt
     return state.primary, state.backup
 
 
+def torn_copy(path: str, sector_size: int, sectors: int) -> GptState | None:
+    """Both GPT copies when exactly one fails its checks and the other can rebuild it (a crash inside an
+    entry rewrite leaves at most that: ``rewrite_entry`` writes one whole, synced copy at a time); None when
+    both are whole, or when it is not such a state."""
+    state = check_gpt(path, sector_size, sectors)
+    if state is None or state.good is None or (state.primary.ok and state.backup.ok) or plan_repair(state) is None:
+        return None
+    return state
+
+
+def mend_torn(path: str, sector_size: int, sectors: int) -> str:
+    """Rebuild the GPT copy a crash cut short from the whole one (the repair ``diskplan repair`` would
+    write), synced, both copies checked after: what was done ("" when both were whole). The caller has
+    checked that the whole copy holds the entry where its journal expects it. Raises EntryError."""
+    state = torn_copy(path, sector_size, sectors)
+    if state is None:
+        _gpt_copies(path, sector_size, sectors)  # whole, or damaged beyond a torn rewrite: say so
+        return ""
+    r = plan_repair(state)
+    assert r is not None
+    # the entries first, then the header that names their CRC: cut between them, the copy is still torn
+    bk.write_sectors(path, sorted(r.writes, key=lambda w: w[0] != r.entries_lba), sector_size)
+    _gpt_copies(path, sector_size, sectors)
+    return f"the {r.rewrite} GPT copy ({r.reason}) was rebuilt from the {r.good} copy"
+
+
 def _entry_bytes(copy: GptCopy, number: int) -> tuple[int, int]:
     assert copy.header is not None
     if not 1 <= number <= copy.header.entry_count:
@@ -66,11 +92,15 @@ def _entry_bytes(copy: GptCopy, number: int) -> tuple[int, int]:
     return at, copy.header.entry_size
 
 
-def read_entry(path: str, label: str, number: int, sector_size: int, sectors: int, *, hidden: bool = False) -> Entry:
+def read_entry(path: str, label: str, number: int, sector_size: int, sectors: int, *, hidden: bool = False,
+               torn: bool = False) -> Entry:
     """The entry as the table holds it. A hidden entry (see the module's doc) is an error unless
-    ``hidden``: then it is returned with ``ptype`` empty."""
+    ``hidden``: then it is returned with ``ptype`` empty. ``torn``: a GPT with one copy cut short by a
+    crash (``torn_copy``) is read from its whole copy, the one ``mend_torn`` rebuilds the other from."""
     if label == "gpt":
-        primary, _ = _gpt_copies(path, sector_size, sectors)
+        state = torn_copy(path, sector_size, sectors) if torn else None
+        primary = state.good if state is not None and state.good is not None else _gpt_copies(
+            path, sector_size, sectors)[0]
         # The primary is what readers use; a rewrite interrupted between the copies is simply done again.
         at, size = _entry_bytes(primary, number)
         raw = primary.raw_entries[at : at + size]
@@ -163,8 +193,11 @@ def rewrite_entry(
     if entry.ebr:
         _rewrite_logical(path, entry, to, length, entry.ptype if ptype is None else ptype, sector_size)
     else:
-        bk.write_sectors(path, entry_writes(path, entry, to, sector_size, sectors, length=length, ptype=ptype),
-                         sector_size)
+        writes = entry_writes(path, entry, to, sector_size, sectors, length=length, ptype=ptype)
+        # One GPT copy (entries, header) written and synced before the other is touched: a crash tears at
+        # most one copy, which ``mend_torn`` rebuilds from the whole one (an msdos rewrite is one sector).
+        for copy in (writes[i : i + 2] for i in range(0, len(writes), 2)):
+            bk.write_sectors(path, copy, sector_size)
     now = read_entry(path, entry.label, entry.number, sector_size, sectors, hidden=True)
     want = entry.ptype if ptype is None else ptype
     end = to + length - 1 if want or entry.label == "gpt" else to

@@ -6,6 +6,7 @@ taken for the same move (``<backup name>.dpmove``), append-only, fsynced after e
 
     # diskplan move journal, format 1 ...
     header {"target": ..., "start": S, "to": T, "length": L, "chunk": C, ...}  *crc
+    copy                                                                      *crc
     R 0 <CRC-32 of chunk 0's source> [<CRC-32 of the old bytes saved>]       *crc
     W 0                                                                       *crc
     R 1 ...
@@ -38,7 +39,9 @@ from diskplan.model.move import Read, Written
 from diskplan.model.value import asdict, value
 
 FORMAT = 1
-MARKS = ("verified", "table", "done", "rollback", "undone")  # after the copy, in order; or a rollback begun, ended
+# "copy": the first chunk may be written from now on (journals whose header says ``copy_mark``); then, after the
+# copy, in order; or a rollback begun, ended
+MARKS = ("copy", "verified", "table", "done", "rollback", "undone")
 ENDED = ("done", "undone")
 
 
@@ -79,6 +82,9 @@ class Header:
     # not by its path ("": a journal written before they were recorded, matched by path and size)
     table_id: str = ""
     serial: str = ""
+    # the journal is marked "copy" before the first chunk is written: without that mark no byte of the
+    # partition moved (False: an older journal, where only the records tell)
+    copy_mark: bool = False
 
     @property
     def end(self) -> int:
@@ -119,6 +125,7 @@ class Journal:
         self.marks = marks
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         self._slot = -1
+        self._trimmed = False
 
     @classmethod
     def create(cls, path: str, header: Header) -> Journal:
@@ -147,6 +154,9 @@ class Journal:
 
     def append(self, *items: Read | Written | str) -> None:
         """Write the records as one append and fsync: durable before the caller writes any data."""
+        if not self._trimmed:
+            _drop_torn_tail(self.path)
+            self._trimmed = True
         data = b"".join(_line(_render(i)) for i in items)
         view = memoryview(data)
         while view:
@@ -297,6 +307,20 @@ def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
     records = [i for i in items if not isinstance(i, str)]
     marks = [i for i in items if isinstance(i, str)]
     return header, records, marks
+
+
+def _drop_torn_tail(path: str) -> None:
+    """Before the first append of a resume: cut a last line a crash tore (``read`` ignores it), synced, so
+    the next record starts on a line of its own instead of being glued to the torn one and ignored with it."""
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    if len(lines) > 1 and _unline(lines[-1]) is None:
+        os.truncate(path, sum(len(line) for line in lines[:-1]))
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def journal_path(backup: str) -> str:
