@@ -39,7 +39,7 @@ def out(got: subprocess.CompletedProcess[str]) -> str:
 
 
 def journal_of(state: pathlib.Path) -> pathlib.Path:
-    (path,) = (state / "diskplan" / "backups").glob("*.dpmove")
+    (path,) = (state / "moves").glob("*.dpmove")  # DISKPLAN_MOVES_DIR (helpers.movedisk.state_env)
     return path
 
 

@@ -61,7 +61,17 @@ from diskplan.backend.datamove import (
 )
 from diskplan.backend.diskmark import disk_mark
 from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.backend.moveentry import Entry, EntryError, hide, mend_torn, read_entry, reveal, rewrite_entry, torn_copy
+from diskplan.backend.moveentry import (
+    Entry,
+    EntryError,
+    hidden_copies,
+    hide,
+    mend_torn,
+    read_entry,
+    reveal,
+    rewrite_entry,
+    torn_copy,
+)
 from diskplan.backend.movejournal import (
     ENDED,
     Header,
@@ -521,19 +531,23 @@ def _hide(h: Header) -> None:
         ebrchain.relocate(h.target, ebrchain.read_chain(h.target, ss), h.number, h.new_ebr, h.to + h.length - 1, ss)
 
 
-def _hidden_on_disk(h: Header) -> bool:
-    """Does the entry read hidden at its old place from the disk itself (the page cache dropped first: after a
-    failed flush it may hold what never reached the disk)?"""
+def _hidden_on_disk(h: Header) -> str:
+    """Where the entry reads hidden at its old place on the disk itself (the page cache dropped first: after a
+    failed flush it may hold what never reached the disk): "on the disk", "in the backup GPT only" (a rewrite
+    writes the backup copy first), or "" when nowhere."""
     try:
         fd = os.open(h.target, os.O_RDONLY | os.O_CLOEXEC)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-        entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+        copies = hidden_copies(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, h.guid)
+        if copies in (("table",), ("primary", "backup")):
+            entry = read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size, hidden=True)
+            return "on the disk" if entry.guid == h.guid and at_old_place(entry, h) else ""
     except (EntryError, ebrchain.ChainError, OSError):
-        return False
-    return entry.hidden and entry.guid == h.guid and at_old_place(entry, h)
+        return ""
+    return f"in the {copies[0]} GPT only" if copies else ""
 
 
 def _finish(
@@ -554,9 +568,10 @@ def _finish(
         try:
             _hide(journal.header)
         except (EntryError, ebrchain.ChainError, OSError, bk.BackupError) as exc:
-            if _hidden_on_disk(h):  # the write landed, its flush (or the check after it) failed
+            where = _hidden_on_disk(h)
+            if where:  # the write landed (or half of it), its flush (or the check after it) failed
                 return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet, but the entry of partition "
-                               f"{h.number} is hidden on the disk: the disk did not confirm it ({exc}); the move is "
+                               f"{h.number} is hidden {where}: the disk did not confirm it ({exc}); the move is "
                                "resumable (`diskplan resume` goes on once the disk answers again)")
             return replace(base, verdict=Verdict.FAILED, message=f"nothing moved yet: the entry of partition "
                            f"{h.number} could not be hidden for the move: {exc}")

@@ -92,6 +92,27 @@ def _entry_bytes(copy: GptCopy, number: int) -> tuple[int, int]:
     return at, copy.header.entry_size
 
 
+def hidden_copies(path: str, label: str, number: int, sector_size: int, sectors: int, guid: str) -> tuple[str, ...]:
+    """Which of the table's copies show partition ``number`` (of ``guid`` on GPT) hidden now: "primary" and/or
+    "backup" on GPT (a copy that fails its checks counts as neither), "table" on msdos. After a failed flush an
+    entry rewrite may have reached one GPT copy only (``rewrite_entry`` writes the backup first)."""
+    if label != "gpt":
+        try:
+            return ("table",) if read_entry(path, label, number, sector_size, sectors, hidden=True).hidden else ()
+        except (EntryError, OSError):
+            return ()
+    state = check_gpt(path, sector_size, sectors)
+    found = []
+    for name, copy in (("primary", state.primary), ("backup", state.backup)) if state is not None else ():
+        if not copy.ok:
+            continue
+        at, size = _entry_bytes(copy, number)
+        raw = copy.raw_entries[at : at + size]
+        if not any(raw[:16]) and any(raw[16:48]) and str(uuid.UUID(bytes_le=bytes(raw[16:32]))).upper() == guid:
+            found.append(name)
+    return tuple(found)
+
+
 def read_entry(path: str, label: str, number: int, sector_size: int, sectors: int, *, hidden: bool = False,
                torn: bool = False) -> Entry:
     """The entry as the table holds it. A hidden entry (see the module's doc) is an error unless
