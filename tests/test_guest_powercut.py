@@ -29,7 +29,9 @@ START, SIZE, TO = 90_000, 40_960, 2048  # 20 MiB of ext4, moved left into free s
 GROWN = 60_000
 DISK_MIB = 96
 
-MOUNT_STATE = "mkdir -p /state && mount $DISK_s /state && export XDG_STATE_HOME=/state\n"
+# the state (backups, move journals) on a disk of its own: the guest's /var is a tmpfs, gone with the power
+MOUNT_STATE = ("mkdir -p /state && mount $DISK_s /state && export XDG_STATE_HOME=/state "
+               "DISKPLAN_MOVES_DIR=/state/moves\n")
 MOVE = MOUNT_STATE + f"guest-mark go\ndiskplan move $DISK_a --partition 1 --to {TO} --yes\n"
 RESIZE = MOUNT_STATE + f"guest-mark go\ndiskplan resize $DISK_a --partition 1 --size {GROWN}s --yes\n"
 RECOVER_MOVE = MOUNT_STATE + r"""

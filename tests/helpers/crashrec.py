@@ -222,7 +222,7 @@ def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha:
     left = diskplan(state, "resume", image)
     start, got_size, _ = entry_of(image)
     ended = ""
-    if "no unfinished move" in left.stderr and got_size == size:
+    if left.returncode == 0 and "no unfinished move" in left.stdout + left.stderr and got_size == size:
         ended = {old: "rolled back", new: "finished"}.get(start, "")
     lost = bool(ended) and sha256_at(image, start, size) != sha
     return Outcome(ended, lost, "\n".join(said).strip())
