@@ -27,6 +27,7 @@ from math import lcm
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.stack import PARITY, STRIPED_LEVELS, Layer, md_data_disks
+from diskplan.model.stackfindings import device_stripe
 from diskplan.model.units import KiB, MiB, human_bytes
 from diskplan.model.value import field, value
 
@@ -98,7 +99,7 @@ class Step:
     ``space`` names whose bytes ``data`` counts: "disk" (the member disk, absolute), "array" (the striped md
     array's), "lv" (the striped LV's). ``grain`` is what ``data`` must be a multiple of in that space (counted
     from the disk's alignment offset on the disk): the grain of the layer below."""
-    layer: str  # "partition", "md", "lvm2-pv", "vg", "lv", "luks1", "luks2", "ext4", "xfs"
+    layer: str  # "partition", "md", "lvm2-pv", "vg", "lv", "luks1", "luks2", "luks-open", "ext4", "xfs"
     command: str
     data_offset: int  # bytes from where the layer begins to where its data begins
     data: int  # where its data begins, in ``space``
@@ -182,8 +183,13 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
            "first (diskplan realign)."))))
     if rem:
         notes.append(f"the partition starts {rem:,} B off the {human_bytes(grain)} grain")
-    space, at, below = "disk", start, grain  # where the next layer begins, and the grain it must keep
-    unit = width = 0  # the stripe a filesystem on top is told (bytes)
+    # Where the next layer begins, and the grain its data must keep: on the disk, the device's own full stripe
+    # when it reports one (an array or a RAID controller read directly: LVM and cryptsetup align to it), else
+    # the disk's grain.
+    device_unit, device_width = device_stripe(geom)
+    space, at, below = "disk", start, device_width or grain
+    stripe_below = device_width  # the full stripe right below (0: none), which extents should be multiples of
+    unit, width = (device_unit, device_width) if device_unit and device_width else (0, 0)  # a filesystem's hints
     target = dev
     page = geom.page
     if intent.raid is not None:
@@ -220,27 +226,25 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
         target = "/dev/md0"
         if striped:
             space, at, below = "array", 0, full
-            unit, width = chunk, full
+            unit, width, stripe_below = chunk, full, full
         else:
             at = start + md_off
-    elif geom.min_io > geom.physical and geom.optimal_io > geom.physical:
-        unit, width = geom.min_io, geom.optimal_io  # a RAID controller's stripe, as the disk reports it
     if intent.lvm:
         k = intent.lv_stripes
         s_size = intent.lv_stripe_size if k > 1 else 0
-        align = lcm(below if space != "disk" else grain, s_size or 1)
+        align = lcm(below, s_size or 1)
         pe = round_up(PV_METADATA_END, align)
         data = at + pe
         sums = [f"pvcreate --dataalignment {align:,}B: pe_start = {PV_METADATA_END:,} B (the end of lvm2's default "
                 f"metadata area) rounded up to a multiple of {align:,} = {pe:,} B"
-                + (f" = {pe // below} full stripes" if space == "array" else "") + ".",
+                + (f" = {pe // stripe_below} full stripes" if stripe_below and pe % stripe_below == 0 else "") + ".",
                 f"Extent 0 begins at {space} byte {at:,} + {pe:,} = {data:,}: "
                 f"{_mod(data, off if space == 'disk' else 0, below)}."]
         if s_size:
             sums.append(f"The LV stripe size {s_size:,} B divides it: {pe:,} mod {s_size:,} = {pe % s_size}.")
         steps.append(Step("lvm2-pv", f"pvcreate --dataalignment {align}B {target}", pe, data, space, below,
                           tuple(sums), (("dataalignment", align), ("pe_start", pe))))
-        ext_unit = lcm(below if space == "array" else page, s_size or 1)
+        ext_unit = lcm(stripe_below or page, s_size or 1)
         ext = round_up(intent.extent, ext_unit)
         if ext != intent.extent and not _pow2(ext, 512) and ext < MIN_ODD_EXTENT:
             ext = round_up(MIN_ODD_EXTENT, ext_unit)
@@ -276,7 +280,7 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
         target = "/dev/vg0/lv0"
     if intent.luks:
         base = LUKS_DEFAULT[intent.luks]
-        align = lcm(below if space != "disk" else grain, 4096)
+        align = lcm(below, 4096)
         payload = round_up(base, align)
         data = at + payload
         steps.append(Step(intent.luks, f"cryptsetup luksFormat --type {intent.luks} --offset {payload // 512} {target}",
@@ -287,6 +291,8 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
                               f"The payload begins at {space} byte {at:,} + {payload:,} = {data:,}: "
                               f"{_mod(data, off if space == 'disk' else 0, below)}."),
                           (("offset_sectors", payload // 512), ("payload", payload))))
+        steps.append(Step("luks-open", f"cryptsetup open {target} crypt0", 0, data, space, below,
+                          ("The mapping's byte 0 is the payload's first byte: the filesystem inherits its grain.",)))
         target, at = "/dev/mapper/crypt0", data
     if intent.fs:
         steps.append(_fs_step(intent, target, unit, width, at, space, below))
@@ -343,3 +349,77 @@ def intent_of(layers: tuple[Layer, ...], members: int = 0) -> Intent:
             fs = layer.kind
             block = int(dict(layer.facts).get("block size", "4096 B").split()[0])
     return Intent(raid, n, chunk or MDADM_CHUNK, lvm, extent, stripes, s_size, luks, fs, block)
+
+
+@value
+class Verdict:
+    """One layer of an existing stack against what the plan would have made: ``status`` "as planned",
+    "differs" (on the grain below all the same: nothing to change) or "costs" (a finding whose cost is real:
+    the steps that would mend it, which move every byte, are said with it)."""
+    layer: str
+    status: str
+    lines: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {"layer": self.layer, "status": self.status, "explanation": list(self.lines)}
+
+
+COSTS = {
+    "layer-data-not-page": "every write of a block straddles two physical blocks: a read-modify-write each time",
+    "layer-data-not-stripe": "a write of a full stripe of data touches two stripes: on parity RAID each half is a "
+                             "partial-stripe write that reads to recompute parity",
+}
+PLAN_STEP = {"md": "md", "lvm2-pv": "lvm2-pv", "luks1": "luks1", "luks2": "luks2", "ext4": "ext4", "xfs": "xfs"}
+
+
+def compare(geom: Geometry, start_lba: int, size_bytes: int, layers: tuple[Layer, ...], number: int | None,
+            intent: Intent | None = None, dev: str = "PART") -> tuple[StackPlan, tuple[Verdict, ...]]:
+    """The plan the existing ``layers`` were built for (their own intent, unless ``intent``) and, layer by
+    layer, what its command would have made against what is there, judged as ``check`` judges it."""
+    from diskplan.model.stackfindings import REMAKE, judged
+
+    plan = plan_stack(geom, start_lba, size_bytes, intent or intent_of(layers), dev)
+    out: list[Verdict] = []
+    for placed, found in judged(geom, start_lba, layers, optimal_grain(geom), number):
+        layer = placed.layer
+        step = plan.step(PLAN_STEP.get(layer.kind, "-"))
+        if step is None:
+            out.append(Verdict(layer.kind, "differs", (f"{layer.kind}: not in the intended stack.",)))
+            continue
+        lines: list[str] = []
+        if layer.kind in ("ext4", "xfs"):
+            want = dict(step.values)
+            same = (layer.stripe, layer.full_stripe) == (want.get("unit", 0), want.get("width", 0))
+            lines.append(f"{layer.kind}: would have been `{step.command}`; it has stripe unit {layer.stripe:,} B, "
+                         f"width {layer.full_stripe:,} B" + ("." if same else f" (planned {want.get('unit', 0):,} B, "
+                                                              f"{want.get('width', 0):,} B)."))
+            if not same:
+                lines.append("Mended in place, no data moves: tune2fs -E stride=,stripe_width= (ext4) or the mount "
+                             "options sunit=,swidth= (XFS) with the planned values.")
+            out.append(Verdict(layer.kind, "as planned" if same else "differs", tuple(lines)))
+            continue
+        where = (f"array byte {placed.rel:,}" if placed.array is not None else f"byte {placed.data:,}")
+        lines.append(f"{layer.kind}: would have been `{step.command}`: data at +{step.data_offset:,} B; it is at "
+                     f"+{layer.data_offset:,} B ({where}).")
+        costly = [f for f in found if f.code in COSTS]
+        status = "as planned" if layer.data_offset == step.data_offset else "differs"
+        if layer.kind == "lvm2-pv" and layer.extent:
+            vg = plan.step("vg")
+            ext = dict(vg.values)["extent_size"] if vg else layer.extent
+            lines.append(f"Extents: would have been {ext:,} B (`{vg.command if vg else ''}`); they are "
+                         f"{layer.extent:,} B.")
+            if ext != layer.extent:
+                status = "differs" if status == "as planned" else status
+                lines.append("The extent size is fixed when the volume group is made: nothing to move for it "
+                             "(remaking the VG would move every byte to gain only the later extents' alignment).")
+        if costly:
+            status = "costs"
+            for f in costly:
+                lines.append(f"Costs: {f.message}: {COSTS[f.code]}. Measure it before deciding "
+                             "(`diskplan measure` on the device).")
+            lines.append(f"If that cost matters: {REMAKE.get(layer.kind, 'make the layer again')}. Every byte on "
+                         "it moves, so back up first.")
+        elif status == "differs":
+            lines.append("On the grain below all the same (no finding): nothing to change.")
+        out.append(Verdict(layer.kind, status, tuple(lines)))
+    return plan, tuple(out)
