@@ -24,13 +24,12 @@ from diskplan.model.safetext import safe
 from diskplan.model.sizes import Amount
 from diskplan.model.stackplan import (
     LEVELS,
-    MDADM_CHUNK,
     Intent,
     IntentError,
-    StackPlan,
-    Verdict,
     compare,
+    intent_from,
     intent_of,
+    plan_lines,
     plan_stack,
 )
 from diskplan.model.units import MiB, human_bytes
@@ -72,19 +71,11 @@ def parser() -> argparse.ArgumentParser:
 
 def _intent(args: argparse.Namespace, ss: int) -> Intent | None:
     """The intent the options describe, or None when they describe none (then the stack there is read)."""
-    def b(a: Amount | None, default: int) -> int:
-        return default if a is None else a.nbytes(ss)
+    def b(a: Amount | None) -> int | None:
+        return None if a is None else a.nbytes(ss)
 
-    if args.raid is None and not args.lvm and not args.luks and not args.fs:
-        if args.members or args.chunk or args.extent or args.lv_stripe_size or args.lv_stripes != 1:
-            raise IntentError("--members/--chunk need --raid, --extent/--lv-stripes/--lv-stripe-size need --lvm")
-        return None
-    if args.raid is None and (args.members or args.chunk):
-        raise IntentError("--members and --chunk need --raid LEVEL")
-    if args.raid is not None and not args.members:
-        raise IntentError("--raid needs --members N")
-    return Intent(args.raid, args.members or 0, b(args.chunk, MDADM_CHUNK), args.lvm, b(args.extent, 4 * MiB),
-                  args.lv_stripes, b(args.lv_stripe_size, 64 * 1024), args.luks or "", args.fs or "")
+    return intent_from(args.raid, args.members, b(args.chunk), args.lvm, b(args.extent), args.lv_stripes,
+                       b(args.lv_stripe_size), args.luks, args.fs)
 
 
 def _where(disk: Disk, number: int | None) -> tuple[int, int, int | None, str]:
@@ -103,35 +94,6 @@ def _where(disk: Disk, number: int | None) -> tuple[int, int, int | None, str]:
         return 0, geom.size_bytes, None, "DISK"
     start = optimal_grain(geom).align_up(max(1, MiB // geom.logical))  # a new partition on the first grain
     return start, geom.size_bytes - start * geom.logical - MiB, -1, "PARTITION1"
-
-
-def describe(intent: Intent) -> str:
-    parts = []
-    if intent.raid is not None:
-        parts.append(f"RAID{intent.raid} of {intent.members}" + (f" × {human_bytes(intent.chunk)} chunks"
-                                                                 if intent.raid != 1 else ""))
-    if intent.lvm:
-        parts.append("LVM" + (f" striped over {intent.lv_stripes} PVs × {human_bytes(intent.lv_stripe_size)}"
-                              if intent.lv_stripes > 1 else ""))
-    parts += [x.upper() if x.startswith("luks") else x for x in (intent.luks, intent.fs) if x]
-    return ", ".join(parts) or "nothing above the partition"
-
-
-def render(target: str, where: str, plan: StackPlan, verdicts: tuple[Verdict, ...]) -> str:
-    out = [f"{target}, {where}: {describe(plan.intent)}", "",
-           "Commands (diskplan runs none of them; MEMBER2... and PV2... are the like partitions elsewhere):"]
-    out += [f"  {c}" for c in plan.commands()]
-    out += ["", "Why, layer by layer:"]
-    for step in plan.steps:
-        out.append(f"  {step.layer}:")
-        out += [f"    {line}" for line in step.sums]
-    out += [f"  note: {n}" for n in plan.notes]
-    if verdicts:
-        out += ["", "The stack there now, against the plan:"]
-        for v in verdicts:
-            out.append(f"  {v.layer}: {v.status}")
-            out += [f"    {line}" for line in v.lines]
-    return "".join(safe(line) + "\n" for line in out)
 
 
 def main(argv: list[str]) -> int:
@@ -158,5 +120,5 @@ def main(argv: list[str]) -> int:
                "commands": plan.commands(), "existing": [v.as_json() for v in verdicts]}
         write_document(json.dumps(doc, indent=2) + "\n")
     else:
-        write_document(render(args.target, where, plan, verdicts))
+        write_document("".join(safe(line) + "\n" for line in plan_lines(f"{args.target}, {where}", plan, verdicts)))
     return 1 if any(v.status == "costs" for v in verdicts) else 0

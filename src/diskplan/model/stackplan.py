@@ -423,3 +423,112 @@ def compare(geom: Geometry, start_lba: int, size_bytes: int, layers: tuple[Layer
             lines.append("On the grain below all the same (no finding): nothing to change.")
         out.append(Verdict(layer.kind, status, tuple(lines)))
     return plan, tuple(out)
+
+
+# --- the intent as options (the command line's, and the planner's dialog, which takes the same words) ------
+
+
+def intent_from(raid: int | None, members: int | None, chunk: int | None, lvm: bool, extent: int | None,
+                lv_stripes: int, lv_stripe_size: int | None, luks: str | None, fs: str | None) -> Intent | None:
+    """The intent options describe (sizes in bytes, None: not given), or None when they describe none."""
+    if raid is None and not lvm and not luks and not fs:
+        if members or chunk or extent or lv_stripe_size or lv_stripes != 1:
+            raise IntentError("--members/--chunk need --raid, --extent/--lv-stripes/--lv-stripe-size need --lvm")
+        return None
+    if raid is None and (members or chunk):
+        raise IntentError("--members and --chunk need --raid LEVEL")
+    if raid is not None and not members:
+        raise IntentError("--raid needs --members N")
+    if not lvm and (extent or lv_stripe_size or lv_stripes != 1):
+        raise IntentError("--extent, --lv-stripes and --lv-stripe-size need --lvm")
+    return Intent(raid, members or 0, chunk or MDADM_CHUNK, lvm, extent or 4 * MiB, lv_stripes,
+                  lv_stripe_size or 64 * KiB, luks or "", fs or "")
+
+
+def parse_intent(text: str, sector_size: int) -> Intent | None:
+    """``--raid 5 --members 4 --chunk 64KiB --lvm --luks luks2 --fs xfs``, the command line's words."""
+    from diskplan.model.sizes import SizeError, parse_option
+
+    words = text.split()
+    got: dict[str, str] = {}
+    flags = {"--lvm"}
+    valued = {"--raid", "--members", "--chunk", "--extent", "--lv-stripes", "--lv-stripe-size", "--luks", "--fs"}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in flags:
+            got[w] = ""
+            i += 1
+        elif w in valued and i + 1 < len(words):
+            got[w] = words[i + 1]
+            i += 2
+        else:
+            raise IntentError(f"{w!r}: the words are {', '.join(sorted(flags | valued))}")
+
+    def num(key: str) -> int | None:
+        if key not in got:
+            return None
+        if not got[key].isdigit():
+            raise IntentError(f"{key} {got[key]!r}: a whole number")
+        return int(got[key])
+
+    def size(key: str) -> int | None:
+        if key not in got:
+            return None
+        try:
+            return parse_option(got[key]).nbytes(sector_size)
+        except SizeError as exc:
+            raise IntentError(f"{key}: {exc}") from exc
+
+    for key, allowed in (("--luks", ("luks1", "luks2")), ("--fs", ("ext4", "xfs"))):
+        if key in got and got[key] not in allowed:
+            raise IntentError(f"{key} {got[key]!r}: {' or '.join(allowed)}")
+    return intent_from(num("--raid"), num("--members"), size("--chunk"), "--lvm" in got, size("--extent"),
+                       num("--lv-stripes") or 1, size("--lv-stripe-size"), got.get("--luks"), got.get("--fs"))
+
+
+def intent_words(intent: Intent) -> str:
+    """The options that describe ``intent`` (what ``parse_intent`` reads back)."""
+    out: list[str] = []
+    if intent.raid is not None:
+        out += ["--raid", str(intent.raid), "--members", str(intent.members), "--chunk", f"{intent.chunk // KiB}KiB"]
+    if intent.lvm:
+        out += ["--lvm", "--extent", f"{intent.extent}B"]
+        if intent.lv_stripes > 1:
+            out += ["--lv-stripes", str(intent.lv_stripes), "--lv-stripe-size", f"{intent.lv_stripe_size // KiB}KiB"]
+    if intent.luks:
+        out += ["--luks", intent.luks]
+    if intent.fs:
+        out += ["--fs", intent.fs]
+    return " ".join(out)
+
+
+def describe_intent(intent: Intent) -> str:
+    parts = []
+    if intent.raid is not None:
+        parts.append(f"RAID{intent.raid} of {intent.members}" + (f" × {human_bytes(intent.chunk)} chunks"
+                                                                 if intent.raid != 1 else ""))
+    if intent.lvm:
+        parts.append("LVM" + (f" striped over {intent.lv_stripes} PVs × {human_bytes(intent.lv_stripe_size)}"
+                              if intent.lv_stripes > 1 else ""))
+    parts += [x.upper() if x.startswith("luks") else x for x in (intent.luks, intent.fs) if x]
+    return ", ".join(parts) or "nothing above the partition"
+
+
+def plan_lines(title: str, plan: StackPlan, verdicts: tuple[Verdict, ...]) -> list[str]:
+    """The plan as ``diskplan stack`` prints it and the planner's dialog shows it: the commands, the
+    arithmetic layer by layer, then the stack there now against it."""
+    out = [f"{title}: {describe_intent(plan.intent)}", "",
+           "Commands (diskplan runs none of them; MEMBER2... and PV2... are the like partitions elsewhere):"]
+    out += [f"  {c}" for c in plan.commands()]
+    out += ["", "Why, layer by layer:"]
+    for step in plan.steps:
+        out.append(f"  {step.layer}:")
+        out += [f"    {line}" for line in step.sums]
+    out += [f"  note: {n}" for n in plan.notes]
+    if verdicts:
+        out += ["", "The stack there now, against the plan:"]
+        for v in verdicts:
+            out.append(f"  {v.layer}: {v.status}")
+            out += [f"    {line}" for line in v.lines]
+    return out
