@@ -295,3 +295,43 @@ def test_an_existing_stack_is_compared_layer_by_layer(tmp_path: Path, sparse_ima
     assert "data at +1,048,576 B; it is at +1,048,576 B" in " ".join(verdicts["md"]["explanation"])
     text = _stack(str(img)).stdout
     assert "The stack there now, against the plan:" in text and "  lvm2-pv: costs" in text
+
+
+# --- the planner's dialog (S) ----------------------------------------------------------------------------
+
+
+def test_s_plans_the_stack_on_the_partition_at_the_cursor() -> None:
+    """The lvm-partition demo: S on partition 1 shows the PV there against its plan (the intent read from its
+    headers: LVM, 128 MiB extents, an LV striped 2 x 8 KiB); typing another intent and Enter plans that; a
+    bad word is one line in the dialog; Esc closes it."""
+    from textual.widgets import Input
+
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.stack_screen import StackScreen
+    from helpers.pilot import demo, screen_text, started, wait_for
+    from helpers.pilot import run as run_pilot
+
+    @run_pilot
+    async def go() -> None:
+        app = PlannerApp(start=demo("lvm-partition"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            await started(app, pilot)
+            await pilot.press("]", "S")
+            await wait_for(pilot, lambda: isinstance(app.screen, StackScreen), 10, what="the stack dialog")
+            field = app.screen.query_one("#stack-input", Input)
+            assert field.value == "--lvm --extent 134217728B --lv-stripes 2 --lv-stripe-size 8KiB"
+            await wait_for(pilot, lambda: "The stack there now, against the plan:" in screen_text(app), 10,
+                           what="the existing stack's verdicts")
+            assert "lvm2-pv: as planned" in screen_text(app)
+            field.value = ""
+            await pilot.press(*"--raid 5 --members 4 --chunk 64KiB --lvm --fs xfs", "enter")
+            await wait_for(pilot, lambda: "pvcreate --dataalignment 196608B /dev/md0" in screen_text(app), 10,
+                           what="the new plan")
+            assert "mkfs.xfs -d su=64k,sw=3" in screen_text(app)
+            field.value = ""
+            await pilot.press(*"--raid 9", "enter")
+            await wait_for(pilot, lambda: "--raid needs --members N" in screen_text(app), 10, what="the error")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, StackScreen), 10, what="the dialog closed")
+
+    go()
