@@ -335,3 +335,65 @@ def test_s_plans_the_stack_on_the_partition_at_the_cursor() -> None:
             await wait_for(pilot, lambda: not isinstance(app.screen, StackScreen), 10, what="the dialog closed")
 
     go()
+
+
+# --- the lesson and exercise built on it: demo lvm-raid5 ---------------------------------------------------
+
+
+def test_the_lvm_raid5_demo_carries_a_pv_pvs_reads_and_its_numbers(tmp_path: Path) -> None:
+    """The demo image's PV header, read by pvs/vgs through a read-only loop device: pe_start 6 full stripes,
+    4 MiB extents; check finds only the extent notice; stack says the PV is as planned and the extents differ
+    (exit 0: nothing to move); and the exercise's numbers are the demo's own."""
+    from diskplan.backend.demo_image import build
+    from diskplan.model import demos
+    from diskplan.model.exercise import GOALS
+
+    need_tool("pvs")
+    s = demos.find("lvm-raid5")
+    image = build(s, str(tmp_path))
+    loop = run("losetup", "--find", "--show", "--read-only", image.image).strip()
+    try:
+        out = subprocess.run(["pvs", "--noheadings", "--units", "b", "--nosuffix", "-o",
+                              "vg_name,pe_start,vg_extent_size", loop], capture_output=True, text=True, env=ENV)
+    finally:
+        run("losetup", "--detach", loop)
+    assert out.stdout.split() == ["vgraid", "1179648", "4194304"], out.stderr
+    hints = ["--optimal-io", "196608", "--min-io", "65536"]
+    report = json.loads(subprocess.run([sys.executable, "-m", "diskplan", "check", image.device, "--json", *hints],
+                                       capture_output=True, text=True, timeout=60).stdout)
+    assert [f["code"] for f in report["findings"] if f["code"] in SF.STACK_CODES] == ["extent-not-full-stripe"]
+    done = _stack(image.device, *hints, "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [(v["layer"], v["status"]) for v in doc["existing"]] == [("lvm2-pv", "differs")]
+    assert "vgcreate -s 4325376B vg0 DISK" in doc["commands"]
+    why = " ".join(doc["existing"][0]["explanation"])
+    assert "data at +1,179,648 B; it is at +1,179,648 B" in why and "pvmove" not in why
+    steps = " ".join(st.text for st in GOALS["lvm-raid5"].steps)
+    pe, ext, full = s.pv.pe_start, s.pv.extent_size, s.optimal_io  # type: ignore[union-attr]
+    for k, lba in ((0, 2304), (1, 10496), (3, 26880)):
+        assert (pe + k * ext) // 512 == lba and f"LBA {lba:,}" in steps
+    assert (pe + ext) % full == 65536 and (pe + 3 * ext) % full == 0 and (pe + 4_325_376) % full == 0
+    assert "5,373,952 mod 196,608 = 65,536" in steps and "5,505,024 = 28 × 196,608" in steps
+
+
+def test_s_on_the_raid5_demo_plans_the_whole_disk_s_stack() -> None:
+    """The exercise's last step: S on a disk without a table that holds a PV plans the stack of the whole disk."""
+    from diskplan.ui.app import PlannerApp
+    from diskplan.ui.stack_screen import StackScreen
+    from helpers.pilot import demo, screen_text, started, wait_for
+    from helpers.pilot import run as run_pilot
+
+    @run_pilot
+    async def go() -> None:
+        app = PlannerApp(start=demo("lvm-raid5"))
+        async with app.run_test(size=(120, 50)) as pilot:
+            await started(app, pilot)
+            await pilot.press("S")
+            await wait_for(pilot, lambda: isinstance(app.screen, StackScreen), 10, what="the stack dialog")
+            await wait_for(pilot, lambda: "vgcreate -s 4325376B vg0 DISK" in screen_text(app), 10,
+                           what="the planned extents")
+            assert "Plan the stack on the whole disk" in screen_text(app)
+            assert "lvm2-pv: differs" in screen_text(app)
+
+    go()

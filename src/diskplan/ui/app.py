@@ -783,13 +783,15 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if self.target is None:
             return
         item = self.sector_map.cursor_item
-        if item is None or item.partition is None or item.partition.role is Role.EXTENDED:
+        disk = self.target.disk
+        whole = disk.table.label is None and bool(disk.stack(0))  # a PV or an array on the whole disk
+        if not whole and (item is None or item.partition is None or item.partition.role is Role.EXTENDED):
             self.notify("S plans md RAID, LVM, LUKS and the filesystem above a partition: put the cursor on one.",
                         timeout=5)
             return
         from diskplan.ui.stack_screen import StackScreen
 
-        self.push_screen(StackScreen(self.target.disk, item.partition))
+        self.push_screen(StackScreen(disk, None if whole or item is None else item.partition))
 
     def action_measure(self, read_only: bool = False) -> None:
         """b: time writes and reads in the free space under the cursor (after the write's confirmation);
