@@ -179,14 +179,19 @@ def test_the_pv_and_vg_commands_give_the_predicted_pe_start_and_extents(sparse_i
         subprocess.run(["pvremove", "-y", dev], capture_output=True, env=ENV)
 
 
+def _blank(path: Path, size: int) -> Path:
+    """A sparse file standing in for /dev/md0 (the array's bytes: the plan's offsets above md count from 0)."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
 @pytest.mark.parametrize("version", ["luks1", "luks2"])
 def test_luksformat_gives_the_predicted_payload(tmp_path: Path, version: str) -> None:
     """LUKS over a RAID5 of 4 (192 KiB full stripe), no LVM: the payload rounded up to the full stripe."""
     geom = Geometry(sectors=(64 << 30) // 512)
     plan = plan_stack(geom, 2048, 32 << 30, Intent(raid=5, members=4, chunk=64 * KiB, luks=version))
-    img = tmp_path / "md0.img"
-    img.write_bytes(b"")
-    os.truncate(img, 64 * MiB)
+    img = _blank(tmp_path / "md0.img", 64 * MiB)
     key = tmp_path / "key"
     key.write_bytes(b"teach")
     _run_plan(plan, {"/dev/md0": str(img)}, key, skip=("md", "luks-open"))
@@ -207,9 +212,7 @@ def test_mkfs_gives_the_predicted_stripe_hints(tmp_path: Path, fs: str) -> None:
     """RAID6 of 6 x 128 KiB chunks: 4 data disks, a 512 KiB full stripe; dumpe2fs / xfs_info agree."""
     geom = Geometry(sectors=(64 << 30) // 512)
     plan = plan_stack(geom, 2048, 32 << 30, Intent(raid=6, members=6, chunk=128 * KiB, fs=fs))
-    img = tmp_path / "md0.img"
-    img.write_bytes(b"")
-    os.truncate(img, 1 << 30)
+    img = _blank(tmp_path / "md0.img", 1 << 30)
     _run_plan(plan, {"/dev/md0": str(img)}, tmp_path / "k", skip=("md",))
     assert plan.stripe == (128 * KiB, 512 * KiB)
     if fs == "ext4":
