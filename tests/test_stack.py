@@ -516,3 +516,29 @@ def test_a_pv_on_the_array_itself_aligned_to_its_optimal_io_is_not_flagged(tmp_p
     assert "pvmove" not in why and "pvremove" not in why and "vgreduce" not in why, why
     assert "5,373,952 mod 196,608 = 65,536" in why and "= 3 begin where a stripe does" in why, why
     assert "vgcreate -s 4325376B" in why  # 22 full stripes, the first multiple at least 4 MiB
+
+
+def test_the_walk_stops_above_the_first_layer_inside_a_striped_array(tmp_path: Path, sparse_image,
+                                                                        loop_device) -> None:
+    """A RAID5 member holding a PV: the LUKS header the LV carries at array byte pe_start is in stripe row 5
+    of the array, not at member byte data offset + pe_start; what lies there (here a LUKS header planted as
+    if the array were linear) is not read as a layer of this stack."""
+    head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
+    luks = tmp_path / "luks.img"
+    _luks(_blank_file(luks, 32 * MiB), "--type", "luks2")
+    img = tmp_path / "member.img"
+    _md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
+    with open(img, "r+b") as f:
+        f.seek(MiB)
+        f.write(head)
+        f.seek(MiB + pe)
+        f.write(luks.read_bytes()[:1 << 16])
+    assert [la.kind for la in S.walk(_read_file(img), 64 * MiB)] == ["md", "lvm2-pv"]
+    linear = S.md_layer(S.parse_md_super(md_super(1, 2, 0, 2048, 1000), 2))  # type: ignore[arg-type]
+    assert linear.full_stripe == 0  # RAID1: the same walk goes on down, its bytes map one to one
+
+
+def _blank_file(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path

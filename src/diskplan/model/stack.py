@@ -314,9 +314,13 @@ MAX_DEPTH = 4  # partition -> md -> LVM -> LUKS -> filesystem is as deep as real
 def walk(read: Reader, size: int) -> tuple[Layer, ...]:
     """Every layer from the start of a partition (or disk) of ``size`` bytes down to the first one whose
     content cannot be read (an encrypted payload, a filesystem). ``read(offset, length)`` reads from that
-    start; short reads past the end are fine."""
+    start; short reads past the end are fine. On a member of a striped md array only the layer at the
+    array's start is read (its header lies in the array's first chunk, on this member as on the array);
+    what that layer's data offset points to lies in another stripe row, elsewhere on this member or on
+    another one, so the walk stops there."""
     layers: list[Layer] = []
     base = 0
+    striped = False  # inside a striped md array: only its first chunk lies on this member as it does there
     while len(layers) < MAX_DEPTH and base < size:
         def at(off: int, n: int, b: int = base) -> bytes:
             return read(b + off, n)
@@ -330,8 +334,9 @@ def walk(read: Reader, size: int) -> tuple[Layer, ...]:
         if layer is None:
             break
         layers.append(layer)
-        if layer.kind in ("luks1", "luks2", "ext4", "xfs") or layer.data_offset <= 0:
-            break  # encrypted or a filesystem: nothing below it is a layout
+        if layer.kind in ("luks1", "luks2", "ext4", "xfs") or layer.data_offset <= 0 or striped:
+            break  # encrypted, a filesystem, or past a striped array's first chunk: nothing more to read here
+        striped = layer.kind == "md" and layer.full_stripe > 0
         base += layer.data_offset
     return tuple(layers)
 
