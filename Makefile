@@ -2,7 +2,7 @@
 .PHONY: demo test lint bench screenshots share setup setup-test clean
 
 # mypy strict on src and scripts (pyproject.toml); the tests again, with unannotated test functions allowed
-MYPY_TESTS = cd tests && MYPYPATH=../src ../.venv/bin/mypy --config-file ../pyproject.toml --allow-untyped-defs \
+MYPY_TESTS = cd tests && MYPYPATH=../src:../scripts ../.venv/bin/mypy --config-file ../pyproject.toml --allow-untyped-defs \
 	--allow-incomplete-defs --explicit-package-bases .
 
 setup:

@@ -32,6 +32,11 @@ if [ "$want_test" = 1 ]; then
   # community.general collection (Debian's ansible package bundles it: no Galaxy download)
   need+=([systemd]=/usr/bin/systemd-repart
          [ansible]=/usr/lib/python3/dist-packages/ansible_collections/community/general/plugins/modules/parted.py)
+  # the guest-machine tier (scripts/guestvm.py, tests/test_guest_*.py): QEMU boots the Debian kernel with a
+  # busybox initramfs; udevd and dmsetup run inside the guest. Optional: without them those tests are skipped
+  wish+=([qemu-system-x86]=/usr/bin/qemu-system-x86_64 [busybox-static]=/bin/busybox
+         [linux-image-amd64]=/usr/share/doc/linux-image-amd64/copyright [udev]=/lib/systemd/systemd-udevd
+         [dmsetup]=/sbin/dmsetup)
   # the Ignition export has no tool here: its JSON is checked against the spec's schema with python-jsonschema
   need+=([python3-jsonschema]=/usr/lib/python3/dist-packages/jsonschema/__init__.py)
 fi

@@ -413,9 +413,10 @@ def test_a_kernel_that_could_not_be_told_is_said_clearly(
             held.append(os.open(f"{dev}p2", os.O_RDONLY))
 
     o = apply(dev, GPT_PLAN, tmp_path, fault=hold)
-    assert o.verdict is Verdict.WRITTEN and o.state is DiskState.PLANNED  # the table itself is right
+    assert o.verdict is Verdict.WRITTEN and o.state is DiskState.PLANNED  # the table itself is right...
+    assert o.exit_code == 2  # ...but what runs next would use the old partitions: a failure
     assert "the kernel could not be told" in o.kernel and f"partx -u {dev}" in o.kernel
-    assert "unable to inform the kernel" in o.kernel  # libparted's words...
+    assert "partition 2 is in use, the kernel cannot remove it" in o.kernel  # the ioctl's answer...
     assert "partition 2 at 22528+20480, not 51200+10240" in o.kernel  # ...and what sysfs still says
     _referees(dev, GPT_PLAN)
 

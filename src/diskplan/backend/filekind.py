@@ -57,3 +57,15 @@ def write_refusals(path: str, sector_size: int) -> tuple[str, ...]:
                    f"sector, and diskplan writes only to images of whole sectors (make its size a multiple of "
                    f"{sector_size} first)")
     return tuple(out)
+
+
+def block_sysdir(path: str, sys_root: str = "/sys") -> str | None:
+    """The sysfs directory of the block device at ``path`` (a disk's or a partition's), or None when
+    ``path`` is not a block device (an image file) or cannot be looked at."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    return os.path.realpath(f"{sys_root}/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")

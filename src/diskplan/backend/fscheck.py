@@ -87,9 +87,21 @@ def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iter
 
 
 def identify(path: str) -> Identity:
+    return _blkid(path)
+
+
+def identify_at(target: str, offset: int, size: int) -> Identity:
+    """What blkid reads in ``size`` bytes of ``target`` from byte ``offset``, probed in place: no loop
+    device. A loop device over a partition is a new block device to udev, and over an LVM physical volume
+    or an md member LVM and mdadm find the volume a second time and activate it there (a dry run of a
+    resize re-activated a logical volume the user had deactivated, on the loop device)."""
+    return _blkid(target, "--offset", str(offset), "--size", str(size))
+
+
+def _blkid(path: str, *where: str) -> Identity:
     try:
-        out = subprocess.run(["blkid", "--probe", "--output", "export", path], capture_output=True, text=True,
-                             timeout=60, check=False, start_new_session=True)
+        out = subprocess.run(["blkid", "--probe", *where, "--output", "export", path], capture_output=True,
+                             text=True, timeout=60, check=False, start_new_session=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CheckError(f"blkid could not run: {exc}") from exc
     fields = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
@@ -127,8 +139,11 @@ def check(path: str, fs: str) -> tuple[bool, str]:
 
 
 def referee(target: str, offset: int, size: int) -> tuple[Identity, bool, str]:
-    """blkid's identity and the checker's verdict for the bytes at ``offset``."""
+    """blkid's identity and the checker's verdict for the bytes at ``offset``: a loop device is set up
+    only for a filesystem diskplan has a checker for (never over an LVM or md member: ``identify_at``)."""
+    ident = identify_at(target, offset, size)
+    if checker(ident.fs) is None:
+        return ident, True, ""
     with view(target, offset, size) as loop:
-        ident = identify(loop)
         clean, said = check(loop, ident.fs)
     return ident, clean, said

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import _ped
 
-from diskplan.backend import isolate, siblings
+from diskplan.backend import isolate, kernelparts, readonly, siblings
 from diskplan.backend.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -74,9 +74,17 @@ def _handler(kind: int, options: int, message: str) -> int:
     return int(_ped.EXCEPTION_RESOLVE_CANCEL)
 
 
+def _opened_read_only(message: str) -> bool:
+    """libparted's warning that it fell back to a read-only open: what a read asks for (backend.readonly)."""
+    return message.startswith("Unable to open ") and message.endswith("has been opened read-only.")
+
+
 def _read_handler(kind: int, options: int, message: str) -> int:
     """While only reading: Ignore when offered, else OK ("the primary appears OK, so that will be used"),
-    else No (never "Fix": nothing is committed, but the user should see the table as it is)."""
+    else No (never "Fix": nothing is committed, but the user should see the table as it is). libparted's
+    word that it opened the device read-only is what a read wants: not kept."""
+    if _opened_read_only(" ".join(message.split())):
+        return int(_ped.EXCEPTION_RESOLVE_OK)
     _messages.append(" ".join(message.split()))
     for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
         if options & answer:
@@ -205,17 +213,20 @@ def _probed_label(device: _ped.Device) -> str | None:
         return None
 
 
-def _ped_device(path: str) -> _ped.Device:
-    """libparted's device for ``path``; in a forked child, an image file is first made to stand alone in
-    its directory, so libparted opens nothing but it (backend.siblings)."""
-    if isolate.IN_CHILD:
+def _ped_device(path: str, read_only: bool = False) -> _ped.Device:
+    """libparted's device for ``path``. ``read_only`` (a read, a preview): in a forked child, nothing can be
+    opened for writing from now on (backend.readonly), so libparted opens the device read-only and opens no
+    partition node to flush it: no udev re-probe, no LVM auto-activation. Otherwise (or where that filter
+    cannot be had), in a forked child, an image file is first made to stand alone in its directory, so
+    libparted opens nothing but it for writing (backend.siblings)."""
+    if isolate.IN_CHILD and not (read_only and readonly.forbid_writes()):
         siblings.stand_alone(path)
     return _ped.device_get(path)
 
 
-def _device(path: str) -> parted.Device:
-    """``_ped_device`` in pyparted's wrapper, for writing."""
-    return parted.Device(PedDevice=_ped_device(path))
+def _device(path: str, read_only: bool = False) -> parted.Device:
+    """``_ped_device`` in pyparted's wrapper."""
+    return parted.Device(PedDevice=_ped_device(path, read_only))
 
 
 def read_disk(path: str, filesystems: bool = True) -> Disk:
@@ -229,7 +240,7 @@ def read_disk(path: str, filesystems: bool = True) -> Disk:
     with answering(_read_handler) as messages:
         try:
             try:
-                device = _ped_device(path)
+                device = _ped_device(path, read_only=True)
             except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
                 raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
             held = _held_open(device, messages)
@@ -600,9 +611,9 @@ def preview_table(
     written, its messages). Run it in a child (backend.isolate)."""
     with answering() as messages:
         try:
-            device = _device(path)
+            device = _device(path, read_only=True)
             disk = build_disk(device, label, fresh=fresh, delete=delete, create=create, change=change)
-            return placed(disk), table_sectors(disk), tuple(messages)
+            return placed(disk), table_sectors(disk), tuple(m for m in messages if not _opened_read_only(m))
         except _PED_ERRORS as exc:
             detail = " ".join(str(exc).split()) or (messages[-1] if messages else "")
             raise BackendError(f"libparted cannot build this table: {detail}") from exc
@@ -661,16 +672,9 @@ def commit_table(
             after_write()
         if device.type == parted.DEVICE_FILE:
             return True, "", tuple(messages)
-        before = len(messages)
-        try:
-            told = bool(disk.commitToOS())
-        except _PED_ERRORS as exc:
-            told = False
-            messages.append(" ".join(str(exc).split()))
-        said = messages[before:]  # libparted may only warn ("unable to inform the kernel") and return true
-        if said:
-            told = False
-        return told, " ".join(said), tuple(messages[:before])
+        # not libparted's commitToOS: Debian's runs `udevadm settle` under our lock (backend.kernelparts)
+        stale = kernelparts.sync(path, kernelparts.wanted(placed(disk)), sector_size)
+        return not stale, "; ".join(stale), tuple(messages)
 
 
 def _ped_name(q: _ped.Partition) -> str:
@@ -781,25 +785,23 @@ def _keep_boot_code(path: str, old: bytes) -> None:
 
 
 def inform_kernel(path: str) -> tuple[bool, str]:
-    """Make the kernel's partition list match the table now on ``path`` (after a restore): libparted's
-    commitToOS adds, resizes and removes partitions one by one (BLKPG). An empty list when there is no
-    table. Returns (told, why not)."""
-    with answering() as messages:
-        before = 0
+    """Make the kernel's partition list match the table now on ``path`` (after a restore, a move, a
+    repair): the partitions libparted reads, told one by one and checked (backend.kernelparts). An empty
+    list when there is no table. Returns (told, why not)."""
+    with answering(_read_handler):
         try:
             device = _device(path)
             if device.type == parted.DEVICE_FILE:
                 return True, ""
             try:
-                disk = parted.newDisk(device)
+                parts = placed(parted.newDisk(device))
             except _PED_ERRORS:
-                disk = parted.freshDisk(device, "loop")  # no table: libparted's "loop" label has no partitions
-            before = len(messages)  # what reading said is not about the kernel
-            if disk.commitToOS() and len(messages) == before:
-                return True, ""
+                parts = ()  # no table: the kernel must hold no partitions either
+            sector_size = device.sectorSize
         except _PED_ERRORS as exc:
-            messages.append(" ".join(str(exc).split()))
-        return False, " ".join(messages[before:]) or "libparted could not update the kernel's partition list"
+            return False, " ".join(str(exc).split()) or "libparted could not read the table"
+    stale = kernelparts.sync(path, kernelparts.wanted(parts), sector_size)
+    return not stale, "; ".join(stale)
 
 
 def write_table(path: str, label: str, partitions: tuple[Partition, ...]) -> None:

@@ -22,7 +22,7 @@ import stat
 import time
 from types import TracebackType
 
-from diskplan.backend.filekind import not_a_disk
+from diskplan.backend.filekind import block_sysdir, not_a_disk
 
 WAIT = 5.0  # seconds: longer than a udev probe, shorter than a user's patience
 POLL = 0.05
@@ -35,14 +35,8 @@ class LockBusy(Exception):
 def whole_disk(path: str, sys_root: str = "/sys") -> str:
     """The node to lock for ``path``: the whole disk of a partition node, else ``path`` itself (udev locks
     the whole disk, never a partition)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return path
-    if not stat.S_ISBLK(st.st_mode):
-        return path
-    sysdir = os.path.realpath(f"{sys_root}/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
-    if not os.path.exists(os.path.join(sysdir, "partition")):
+    sysdir = block_sysdir(path, sys_root)
+    if sysdir is None or not os.path.exists(os.path.join(sysdir, "partition")):
         return path
     disk = f"/dev/{os.path.basename(os.path.dirname(sysdir))}"
     return disk if os.path.exists(disk) else path

@@ -64,6 +64,7 @@ from diskplan.backend.write import (
     half_moved,
     identity,
     inform_kernel_child,
+    kernel_exit,
     read_target,
     recheck,
     refused,
@@ -155,10 +156,11 @@ class MoveOutcome:
     backup_path: str = ""
     journal_path: str = ""
     resumable: bool = False  # the journal holds an unfinished move: ``resume`` finishes it
+    kernel: str = ""  # empty when the kernel sees the partition as written (or an image file); else how not
 
     @property
     def exit_code(self) -> int:
-        return self.verdict.exit_code
+        return kernel_exit(self.verdict, self.kernel)
 
     @property
     def resume_command(self) -> str:
@@ -316,8 +318,7 @@ def prepare_move(
         notes += new_start_note(geom, disk.table, replace(p, start=to, end=to + length - 1))
     if not refusals and to != start:
         try:
-            with fscheck.view(target, start * ss, length * ss) as loop:
-                fs = fscheck.identify(loop)
+            fs = fscheck.identify_at(target, start * ss, length * ss)
         except fscheck.CheckError as exc:
             refusals.append(str(exc))
         missing = fscheck.missing_tool(fs.fs)
@@ -567,8 +568,7 @@ def _finish(
         return after
     fs, kernel = after
     journal.append("done")
-    details = (kernel,) if kernel else ()
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=details,
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}, PARTUUID "
                    f"{h.guid or '-'} unchanged")
 

@@ -76,6 +76,6 @@ def _undo(journal: Journal, base: MoveOutcome, kind: str, progress: Progress | N
     fs, kernel = after
     journal.append("undone")
     rest = after_rollback(h.rest, h.target) if h.rest else ""
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, details=tuple(x for x in (kernel, rest) if x),
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel, details=(rest,) if rest else (),
                    message=f"rolled back: partition {h.number} is at {h.start}..{h.end} again, as before the move; "
                    f"{fs}, nothing of its data was moved")

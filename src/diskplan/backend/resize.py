@@ -123,13 +123,9 @@ def prepare_resize(
     fs, least = fscheck.Identity(), None
     if not refusals and p is not None and length != old:
         try:
-            with fscheck.view(target, p.start * ss, old * ss) as loop:
-                fs = fscheck.identify(loop)
-                why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs) or tools.unresizable(loop, fs.fs)
-                if why:
-                    refusals.append(why)
-                elif length < old:
-                    least = tools.minimum(loop, fs.fs)
+            fs, why, least = _content(target, p.start * ss, old * ss, length < old)
+            if why:
+                refusals.append(why)
         except (fscheck.CheckError, tools.ResizeError) as exc:
             refusals.append(str(exc))
         refusals += fs_refusals(fs.fs, old * ss, length * ss, least)
@@ -145,14 +141,30 @@ def content_limits(target: str, start: int, sectors: int, sector_size: int) -> L
     ``ntfsresize --info``, ...). Reads only, through a read-only view. What the planner measures before a
     resize or a realign that shrinks (in a worker: a tool may take a moment)."""
     try:
-        with fscheck.view(target, start * sector_size, sectors * sector_size) as loop:
-            fs = fscheck.identify(loop)
-            missing = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs) or tools.unresizable(loop, fs.fs)
-            found = fs_limits(fs.fs, None, missing)
-            least = tools.minimum(loop, fs.fs) if found.shrink else None
+        fs, missing, least = _content(target, start * sector_size, sectors * sector_size, None)
     except (fscheck.CheckError, tools.ResizeError, OSError) as exc:
         return Limits("", False, False, None, f"its content could not be measured: {exc}")
     return fs_limits(fs.fs, least, missing)
+
+
+def _content(target: str, offset: int, size: int, shrink: bool | None) -> tuple[fscheck.Identity, str, int | None]:
+    """What blkid sees in ``size`` bytes at ``offset`` (probed in place), why it cannot be resized here ("" when
+    it can) and, for a shrink, the least size it can reach (``shrink`` None: whenever it can shrink at all).
+    A loop device is set up only when a tool must read the filesystem through one (a shrink's minimum,
+    whether a FAT can be resized), never only to identify it: over an LVM or md member it would make LVM or
+    mdadm find the volume a second time and activate it there (backend.fscheck.identify_at)."""
+    fs = fscheck.identify_at(target, offset, size)
+    why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+    if why or not fs.fs:
+        return fs, why, None
+    if shrink is None:
+        shrink = fs_limits(fs.fs, None, "").shrink
+    if not shrink and fs.fs != "vfat":
+        return fs, "", None
+    with fscheck.view(target, offset, size) as loop:
+        why = tools.unresizable(loop, fs.fs)
+        least = tools.minimum(loop, fs.fs) if shrink and not why else None
+    return fs, why, least
 
 
 def execute_resize(
@@ -212,7 +224,7 @@ def execute_resize(
             return checked
         after, kernel = checked
     verb = "grown" if p.new > p.old else "shrunk"
-    return replace(base, verdict=Verdict.WRITTEN, details=(kernel,) if kernel else (),
+    return replace(base, verdict=Verdict.WRITTEN, kernel=kernel,
                    message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "
                    f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}, PARTUUID {p.entry.guid or '-'} "
                    "unchanged")

@@ -28,13 +28,14 @@ from enum import Enum
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from diskplan.backend import backup as bk
+from diskplan.backend import kernelparts
 from diskplan.backend import lock as wlock
 from diskplan.backend.filekind import write_refusals
 from diskplan.backend.movejournal import unfinished
 from diskplan.backend.reader import ReadError, read
 from diskplan.backend.tableid import table_fingerprint
 from diskplan.model.disk import Disk
-from diskplan.model.extent import Extent, Partition, Role
+from diskplan.model.extent import Extent, Partition
 from diskplan.model.geometry import Geometry
 from diskplan.model.operations import Operation
 from diskplan.model.repair import GptRepair
@@ -174,12 +175,12 @@ class WriteOutcome:
     target: str = ""
     details: tuple[str, ...] = ()  # differences, libparted's messages, what was checked
     backup_path: str = ""
-    kernel: str = ""  # empty when the kernel is up to date (or an image file); else what to do
+    kernel: str = ""  # empty when the kernel is up to date (or an image file); else what differs and what to do
     operations: tuple[Operation, ...] = ()
 
     @property
     def exit_code(self) -> int:
-        return self.verdict.exit_code
+        return kernel_exit(self.verdict, self.kernel)
 
     @property
     def restore_command(self) -> str:
@@ -188,6 +189,12 @@ class WriteOutcome:
         if self.backup_path and self.state in (DiskState.CHANGED, DiskState.DIFFERENT, DiskState.UNKNOWN):
             return f"diskplan restore {self.backup_path} {self.target} --yes"
         return ""
+
+
+def kernel_exit(verdict: Verdict, kernel: str) -> int:
+    """The exit status of a write: a disk written as planned whose partitions the kernel does not see as
+    written (``kernel`` says how) is a failure too (2): what runs next would use the old partitions."""
+    return Verdict.FAILED.exit_code if kernel and verdict is Verdict.WRITTEN else verdict.exit_code
 
 
 def confirm_word(kind: str, target: str) -> str:
@@ -278,25 +285,9 @@ def read_only_reason(path: str) -> str:
 
 
 def kernel_differences(target: str, table: Table, sector_size: int, host: Host) -> list[str]:
-    """Partitions whose kernel view (sysfs, 512-byte units) differs from ``table``; [] for image files."""
-    seen = host.kernel_partitions(target)
-    if seen is None:
-        return []
-    k = sector_size // 512
-    out = []
-    want = {p.number: p for p in table.live}
-    for n in sorted(set(want) | set(seen)):
-        p, s = want.get(n), seen.get(n)
-        if p is None and s is not None:
-            out.append(f"the kernel still has a partition {n}")
-        elif p is not None and s is None:
-            out.append(f"the kernel does not know partition {n}")
-        # An extended partition shows as 1 KiB in the kernel: compare its start only.
-        elif p is not None and s is not None and (
-            s[0] != p.start * k or (p.role is not Role.EXTENDED and s[1] != p.size * k)
-        ):
-            out.append(f"the kernel has partition {n} at {s[0] // k}+{s[1] // k}, not {p.start}+{p.size}")
-    return out
+    """Partitions whose kernel view (sysfs, read by discovery through ``host``) differs from ``table``;
+    [] for image files."""
+    return kernelparts.compare(host.kernel_partitions(target), kernelparts.wanted(table.live), sector_size)
 
 
 def usage(target: str, host: Host) -> tuple[list[str], list[str]]:

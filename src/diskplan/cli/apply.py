@@ -60,7 +60,7 @@ def render_outcome(o: WriteOutcome, console: Out, err: Out) -> None:
     for line in o.details:
         err.print(f"  {line}")
     if o.kernel:
-        err.print(f"warning: {o.kernel}", style="yellow")
+        err.print(f"error: {o.kernel}", style="bold red")
     if o.verdict is Verdict.FAILED:
         err.print(f"disk state: {o.state.value}")
     if o.restore_command:

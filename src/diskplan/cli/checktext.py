@@ -40,6 +40,7 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
     # into markup: an escape sequence or a "[" in a partition name is shown, not acted on.
     console.print(Text.assemble(
         (safe(disk.source), "bold"),
+        f" (serial {safe(geom.serial)})" if geom.serial else "",
         f": {geom.sectors} sectors × {geom.logical} B = {human_bytes(geom.size_bytes)}, "
         f"physical block {geom.physical} B, alignment offset {geom.alignment_offset} B, "
         f"table {disk.table.label or 'none'}",
@@ -49,6 +50,9 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
         f"grain: {g.sectors} sectors = {human_bytes(g.sectors * geom.logical)}"
         + (f", offset {g.offset}s" if g.offset else "")
     )
+    if geom.min_io > geom.physical or geom.optimal_io:  # RAID arrays and some disks say more than their block
+        console.print(f"I/O hints: minimum {geom.min_io} B, optimal {geom.optimal_io} B (sysfs minimum_io_size, "
+                      "optimal_io_size)")
     console.print(Text(f"starts judged by: {geom.page_rule()}"))
     if report.partitions:
         t = RichTable(box=None, pad_edge=False, header_style="bold")

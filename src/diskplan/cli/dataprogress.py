@@ -25,6 +25,8 @@ def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
     (console if ok else err).print(o.message, style="green" if ok else "bold red" if o.exit_code == 2 else "yellow")
     for line in o.details:
         err.print(f"  {line}")
+    if o.kernel:
+        err.print(f"error: {o.kernel}", style="bold red")
     if o.resume_command:
         err.print(f"to finish the move: {o.resume_command}", style="bold")
 

@@ -197,6 +197,7 @@ def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
             scheduler=topo.scheduler,
             schedulers=topo.schedulers,
             model=disk.geometry.model or topo.model,
+            serial=topo.serial,
         )
         disk = replace(disk, geometry=geom, kind="block")
     disk = replace(disk, stacks=tuple(read_stacks(path, disk).items()))

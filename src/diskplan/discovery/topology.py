@@ -24,6 +24,7 @@ class Topology:
     scheduler: str | None = None
     schedulers: tuple[str, ...] = ()  # every scheduler the kernel offers for this queue
     model: str = ""
+    serial: str = ""  # what the device reports: a virtio disk has no model, but a serial (QEMU's serial=)
     read_only: bool = False
 
 
@@ -39,6 +40,20 @@ def _scheduler(text: str | None) -> str | None:
 
 def _schedulers(text: str | None) -> tuple[str, ...]:
     return tuple(w.strip("[]") for w in (text or "").split())
+
+
+def _serial(d: str) -> str:
+    """The serial number sysfs shows: virtio-blk's ``serial``, NVMe's ``device/serial``, or a SCSI disk's
+    unit serial number VPD page (0x80: four header bytes, then the text)."""
+    said = read(os.path.join(d, "serial")) or read(os.path.join(d, "device", "serial"))
+    if said:
+        return said
+    try:
+        with open(os.path.join(d, "device", "vpd_pg80"), "rb") as f:
+            page = f.read()
+    except OSError:
+        return ""
+    return page[4:].decode("ascii", "replace").strip(" \0")
 
 
 def topology(path: str, sys_root: str = "/sys") -> Topology | None:
@@ -61,5 +76,6 @@ def topology(path: str, sys_root: str = "/sys") -> Topology | None:
         scheduler=_scheduler(sched),
         schedulers=_schedulers(sched),
         model=read(os.path.join(d, "device/model")) or "",
+        serial=_serial(d if os.path.isdir(os.path.join(d, "queue")) else os.path.dirname(d)),
         read_only=read(os.path.join(d, "ro")) == "1",
     )

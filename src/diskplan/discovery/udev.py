@@ -77,6 +77,8 @@ def _info(sys_path: str, node: str, props: dict[str, str]) -> DiskInfo | None:
     logical = (topo.logical if topo else 0) or read_int(os.path.join(sys_path, "queue/logical_block_size")) or 512
     physical = (topo.physical if topo else 0) or logical
     model = props.get("ID_MODEL", "").replace("_", " ") or (topo.model if topo else "")
+    if not model and topo is not None and topo.serial:  # a virtio disk: no model, but its serial tells it apart
+        model = f"serial {topo.serial}"
     table = props.get("ID_PART_TABLE_TYPE") or probe_table(node, logical)
     return DiskInfo(
         name=name,

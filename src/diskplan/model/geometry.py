@@ -31,6 +31,7 @@ class Geometry:
     # Facts shown to the user; they do not change any arithmetic.
     path: str = ""
     model: str = ""
+    serial: str = ""
     rotational: bool | None = None
     scheduler: str | None = None
     schedulers: tuple[str, ...] = ()  # the ones the kernel offers (sysfs queue/scheduler)

@@ -65,7 +65,7 @@ def outcome_text(o: WriteOutcome, width: int = 0) -> Content:
     for line in o.details:
         parts.append(f"  {safe(line)}\n")
     if o.kernel:
-        parts.append((f"warning: {safe(o.kernel)}\n", "$warning"))
+        parts.append((f"error: {safe(o.kernel)}\n", "$error"))
     if o.restore_command:
         parts.append("to put the old table back: ")
         command = " ".join(fold_path(word, width) for word in safe(o.restore_command).split(" "))
