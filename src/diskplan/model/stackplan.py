@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from math import lcm
 
+from diskplan.model.codes import LAYER_NOT_PAGE, LAYER_NOT_STRIPE
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.stack import PARITY, STRIPED_LEVELS, Layer, md_data_disks
@@ -365,9 +366,9 @@ class Verdict:
 
 
 COSTS = {
-    "layer-data-not-page": "every write of a block straddles two physical blocks: a read-modify-write each time",
-    "layer-data-not-stripe": "a write of a full stripe of data touches two stripes: on parity RAID each half is a "
-                             "partial-stripe write that reads to recompute parity",
+    LAYER_NOT_PAGE: "every write of a block straddles two physical blocks: a read-modify-write each time",
+    LAYER_NOT_STRIPE: "a write of a full stripe of data touches two stripes: on parity RAID each half is a "
+                      "partial-stripe write that reads to recompute parity",
 }
 PLAN_STEP = {"md": "md", "lvm2-pv": "lvm2-pv", "luks1": "luks1", "luks2": "luks2", "ext4": "ext4", "xfs": "xfs"}
 
