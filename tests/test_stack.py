@@ -489,6 +489,8 @@ def test_a_pv_on_a_raid5_member_is_judged_in_the_array_s_bytes(tmp_path: Path, s
     walk = " ".join(SF.walk_lines(geom, 2048, layers))
     assert "array byte 1,179,648 = stripe row 6" in walk and "byte 2,490,368 of every member" in walk
     assert "3,276,800" not in walk
+    as_json = SF.layers_json(geom, 2048, layers)
+    assert [(x["data_start"], x["array_data_start"]) for x in as_json] == [(2 * MiB, None), (2_490_368, 1_179_648)]
     (ext_finding,) = [f for f in found if f.code == C.EXTENT_NOT_STRIPE]
     assert "5,373,952 mod 196,608 = 65,536" in " ".join(ext_finding.explanation)  # extent 1, in array bytes
 

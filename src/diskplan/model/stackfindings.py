@@ -338,5 +338,6 @@ def data_starts(disk: Disk, grain: Grain | None = None) -> tuple[DataStart, ...]
 
 def layers_json(geom: Geometry, start_lba: int, layers: tuple[Layer, ...]) -> list[dict[str, object]]:
     """Each layer with the absolute bytes where it begins and where its data begins (``check --json``)."""
-    return [{**p.layer.as_json(), "begins": p.begins, "data_start": p.data}
+    return [{**p.layer.as_json(), "begins": p.begins, "data_start": p.data,
+             "array_data_start": p.rel if p.array is not None else None}
             for p in place(start_lba * geom.logical, layers)]
