@@ -176,12 +176,12 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
     notes: list[str] = []
     rem = (start - off) % grain
     steps.append(Step("partition", "", 0, start, "disk", grain, (
-        f"The partition starts at byte {start:,} (LBA {start_lba:,} × {ss} B); the disk's grain is "
+        f"The {'partition' if start_lba else 'stack'} starts at byte {start:,} (LBA {start_lba:,} × {ss} B); the "
+        "disk's grain is "
         f"{human_bytes(grain)} ({grain:,} B: 1 MiB, the physical block and the device's I/O hints together)"
         + (f", counted from its {off} B alignment offset" if off else "") + ".",
-        f"({start:,} − {off}) mod {grain:,} = {rem:,}" if off else f"{start:,} mod {grain:,} = {rem:,}"
-        + (": on the grain." if not rem else ": OFF the grain, so nothing above it can be: move the partition "
-           "first (diskplan realign)."))))
+        _mod(start, off, grain) + (": on the grain." if not rem else ": OFF the grain, so nothing above it can be: "
+                                   "move the partition first (diskplan realign)."))))
     if rem:
         notes.append(f"the partition starts {rem:,} B off the {human_bytes(grain)} grain")
     # Where the next layer begins, and the grain its data must keep: on the disk, the device's own full stripe
@@ -251,7 +251,7 @@ def plan_stack(geom: Geometry, start_lba: int, size_bytes: int, intent: Intent, 
             ext = round_up(MIN_ODD_EXTENT, ext_unit)
         e1 = data + ext
         esums = [f"Extent k begins at {data:,} + k × extent size. The extent size must be a multiple of "
-                 f"{ext_unit:,} B" + (" (the full stripe)" if space == "array" else "")
+                 f"{ext_unit:,} B" + (" (the full stripe)" if stripe_below else "")
                  + (f" and of the LV stripe {s_size:,} B" if s_size else "") + " for every extent to begin where "
                  "the first does.",
                  f"{intent.extent:,} mod {ext_unit:,} = {intent.extent % ext_unit:,}"
