@@ -111,7 +111,7 @@ def test_diskplan_check_flags_what_the_lessons_teach(tmp_path, capsys) -> None:
 
 
 def test_the_lessons_quote_the_experiments_without_jargon() -> None:
-    assert len(demos.SCENARIOS) == 9 and len(set(demos.names())) == 9
+    assert len(demos.SCENARIOS) == 10 and len(set(demos.names())) == 10
     for s in demos.SCENARIOS:
         assert s.lesson and s.title
         text = " ".join((s.title, *s.lesson)).lower()

@@ -30,10 +30,10 @@ def diskplan(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_command_with_a_summary() -> None:
     proc = diskplan("--help")
     assert proc.returncode == 0
-    for name in ("check", "export", "apply", "restore", "repair", "move", "realign", "resume"):
+    for name in ("check", "export", "apply", "restore", "repair", "move", "realign", "resume", "stack"):
         assert any(line.split()[:1] == [name] for line in proc.stdout.splitlines()), name
     assert set(COMMANDS) == {"check", "export", "apply", "restore", "repair", "move", "realign", "resume", "resize",
-                             "measure", "serve", "lesson"}
+                             "measure", "serve", "lesson", "stack"}
     assert "--demo" in proc.stdout and "--version" in proc.stdout
 
 

@@ -281,9 +281,13 @@ def test_the_explain_panel_walks_down_the_stack() -> None:
     joined = "\n".join(text)
     assert "Inside it, layer by layer" in joined
     assert "md RAID member at byte 1,048,576: the array's data (data offset) at +1,048,576 B = byte 2,097,152" in joined
-    assert "LVM2 physical volume at byte 2,097,152: extent 0 (pe_start) at +1,048,576 B = byte 3,145,728" in joined
+    # A striped array: the PV lies in the array's bytes; array byte 1 MiB is in stripe row 5, not member byte 3 MiB.
+    assert ("LVM2 physical volume at array byte 0 (counted in the array's bytes, not the member's): extent 0 "
+            "(pe_start) at +1,048,576 B = array byte 1,048,576 = stripe row 5 (1,048,576 // 196,608 B full stripe, "
+            "65,536 B into it), i.e. byte 2,424,832 of the member holding that chunk (2,097,152 + 5 × 65,536 B "
+            "chunk)") in joined
     assert text.index("Inside it, layer by layer") < next(i for i, t in enumerate(text) if C.LAYER_NOT_STRIPE in t)
-    assert "Fix: pvcreate --dataalignment 192k." in joined
+    assert "Fix: pvcreate --dataalignment 192k; for a PV in use that means moving every extent off it" in joined
     assert "Inside it" not in "\n".join(line.text for line in explain(item, geom, grain, table))
 
 
@@ -441,3 +445,102 @@ def test_a_filesystem_is_judged_against_a_stripe_only_where_the_device_reports_o
     start = (1 << 20) // geom.logical
     found = [f.code for f in SF.stack_findings(geom, start, (layer,), optimal_grain(geom), 1)]
     assert (C.FS_HINT_MISMATCH in found) is flagged, found
+
+
+# --- issue 24, defects 3 and 4: a striped array's bytes are not its members' bytes -------------------------
+
+
+def _vg_head(loop_device, sparse_image, vg_cleanup, *pvcreate: str) -> tuple[bytes, int, int]:
+    """The first 2 MiB of a PV in a one-PV VG (4 MiB extents, vgcreate's default), made by pvcreate and
+    vgcreate on a loop device, with pe_start and the extent size as pvs and vgs report them."""
+    pv = loop_device(sparse_image(64 * MiB, "vgpv.img"))
+    _lvm("pvcreate", "-y", *pvcreate, pv)
+    vg_cleanup.append("stripevg")
+    _lvm("vgcreate", "stripevg", pv)
+    pe = int(_lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", pv).strip())
+    ext = int(_lvm("vgs", "--noheadings", "--units", "b", "--nosuffix", "-o", "vg_extent_size", "stripevg").strip())
+    with open(pv, "rb") as f:
+        return f.read(2 * MiB), pe, ext
+
+
+def test_a_pv_on_a_raid5_member_is_judged_in_the_array_s_bytes(tmp_path: Path, sparse_image, loop_device,
+                                                                  vg_cleanup) -> None:
+    """Issue 24 defect 3: a member (partition at 1 MiB) of a 4-disk RAID5 with 64 KiB chunks, data at +1 MiB;
+    on the array LVM put pe_start at 1,179,648 (pvcreate --dataalignment 192k, as it does from the array's
+    optimal I/O). Adding the offsets gave member byte 3,276,800, off the 1 MiB grain; but array byte
+    1,179,648 is stripe row 6, i.e. byte 2,490,368 of every member, and on the array's full stripe."""
+    head, pe, ext = _vg_head(loop_device, sparse_image, vg_cleanup, "--dataalignment", "192k")
+    assert (pe, ext) == (1_179_648, 4 * MiB)
+    img = tmp_path / "member.img"
+    size = 64 * MiB
+    _md_image(img, size, md_super(5, 4, 128, 2048, size // 512 - 2048), 4096)
+    with open(img, "r+b") as f:
+        f.seek(MiB)
+        f.write(head)
+    assert "Raid Level : raid5" in run(need_tool("mdadm"), "--examine", str(img))
+    layers = S.walk(_read_file(img), size)
+    assert [la.kind for la in layers] == ["md", "lvm2-pv"] and layers[1].extent == 4 * MiB
+    geom = Geometry(sectors=1 << 21, rotational=False)
+    judged = SF.judged(geom, 2048, layers, optimal_grain(geom), 1)
+    pv_placed, found = judged[1]
+    assert pv_placed.data == 2_490_368 == MiB + MiB + 6 * 65536 and pv_placed.rel == 1_179_648
+    codes = [f.code for f in found]
+    assert C.LAYER_NOT_GRAIN not in codes and C.LAYER_NOT_STRIPE not in codes, codes
+    walk = " ".join(SF.walk_lines(geom, 2048, layers))
+    assert "array byte 1,179,648 = stripe row 6" in walk and "byte 2,490,368 of every member" in walk
+    assert "3,276,800" not in walk
+    as_json = SF.layers_json(geom, 2048, layers)
+    assert [(x["data_start"], x["array_data_start"]) for x in as_json] == [(2 * MiB, None), (2_490_368, 1_179_648)]
+    (ext_finding,) = [f for f in found if f.code == C.EXTENT_NOT_STRIPE]
+    assert "5,373,952 mod 196,608 = 65,536" in " ".join(ext_finding.explanation)  # extent 1, in array bytes
+
+
+def test_a_pv_on_the_array_itself_aligned_to_its_optimal_io_is_not_flagged(tmp_path: Path, sparse_image,
+                                                                            loop_device, vg_cleanup) -> None:
+    """Issue 24 defect 4: the array read directly (optimal I/O 196,608, minimum 65,536): pe_start 1,179,648 =
+    6 full stripes is LVM's own alignment, not a fault against a 3 MiB lcm grain, and no pvmove/vgreduce/
+    pvremove is advised. What is told instead: 4 MiB extents are not a multiple of 192 KiB, so extent 1
+    begins 65,536 B into a stripe (only every 3rd extent begins on one)."""
+    head, pe, _ = _vg_head(loop_device, sparse_image, vg_cleanup, "--dataalignment", "192k")
+    img = tmp_path / "md0.img"
+    with open(img, "wb") as f:
+        f.truncate(192 * MiB)
+        f.write(head)
+    report = _check(str(img), "--min-io", "65536", "--optimal-io", "196608", "--ssd")
+    (layer,) = report["layers"]
+    assert layer["data_start"] == pe == 6 * 196608
+    found = {f["code"]: f for f in report["findings"] if f["code"] in SF.STACK_CODES}
+    assert set(found) == {C.EXTENT_NOT_STRIPE}, found
+    assert "only one extent in 3 does" in found[C.EXTENT_NOT_STRIPE]["message"]
+    done = subprocess.run([sys.executable, "-m", "diskplan", "check", str(img), "--min-io", "65536", "--optimal-io",
+                           "196608", "--ssd"], capture_output=True, text=True, timeout=60)
+    why = " ".join(done.stdout.split())
+    assert "pvmove" not in why and "pvremove" not in why and "vgreduce" not in why, why
+    assert "5,373,952 mod 196,608 = 65,536" in why and "= 3 begin where a stripe does" in why, why
+    assert "vgcreate -s 4325376B" in why  # 22 full stripes, the first multiple at least 4 MiB
+
+
+def test_the_walk_stops_above_the_first_layer_inside_a_striped_array(tmp_path: Path, sparse_image,
+                                                                        loop_device) -> None:
+    """A RAID5 member holding a PV: the LUKS header the LV carries at array byte pe_start is in stripe row 5
+    of the array, not at member byte data offset + pe_start; what lies there (here a LUKS header planted as
+    if the array were linear) is not read as a layer of this stack."""
+    head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
+    luks = tmp_path / "luks.img"
+    _luks(_blank_file(luks, 32 * MiB), "--type", "luks2")
+    img = tmp_path / "member.img"
+    _md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
+    with open(img, "r+b") as f:
+        f.seek(MiB)
+        f.write(head)
+        f.seek(MiB + pe)
+        f.write(luks.read_bytes()[:1 << 16])
+    assert [la.kind for la in S.walk(_read_file(img), 64 * MiB)] == ["md", "lvm2-pv"]
+    linear = S.md_layer(S.parse_md_super(md_super(1, 2, 0, 2048, 1000), 2))  # type: ignore[arg-type]
+    assert linear.full_stripe == 0  # RAID1: the same walk goes on down, its bytes map one to one
+
+
+def _blank_file(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path

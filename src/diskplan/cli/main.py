@@ -32,6 +32,8 @@ COMMANDS = {
     "realign": ("diskplan.cli.realign", "move misaligned partitions and their data to the nearest grain"),
     "resume": ("diskplan.cli.resume", "finish an interrupted partition move"),
     "resize": ("diskplan.cli.resize", "grow or shrink a partition and its filesystem with the filesystem's own tool"),
+    "stack": ("diskplan.cli.stack", "plan md RAID, LVM, LUKS and the filesystem above a partition aligned: the "
+              "commands, with the arithmetic"),
     "measure": ("diskplan.cli.measure", "time small direct writes and reads at aligned and misaligned offsets"),
     "serve": ("diskplan.cli.serve", "serve the planner on the demo disks to web browsers (a classroom)"),
     "lesson": ("diskplan.cli.lesson", "write a demo's lesson as a Markdown or HTML handout with an SVG of the map"),

@@ -53,6 +53,8 @@ LAYER_NOT_PAGE = _code("layer-data-not-page", WARNING, "a layer's data (LVM exte
 LAYER_NOT_GRAIN = _code("layer-data-not-grain", NOTICE, "on the page but off the grain")
 LAYER_NOT_STRIPE = _code("layer-data-not-stripe", WARNING, "a layer's data is not on the stripe of the md array "
                          "below it, or an LVM PV's extents not on its striped LV's stripe size")
+EXTENT_NOT_STRIPE = _code("extent-not-full-stripe", NOTICE, "an LVM extent size that is not a multiple of the full "
+                          "stripe below its PV: only some extents start on a stripe")
 FS_HINT_MISMATCH = _code("fs-stripe-hint-mismatch", NOTICE, "ext4 stride/stripe-width or XFS sunit/swidth differ "
                          "from the md array below (or the device's minimum/optimal I/O)")
 

@@ -121,6 +121,7 @@ _DOS_CYLINDER_END = 116741 * 16065 - 1  # its partition's end there: the last of
 _KN_SECTORS = 244190646  # 1 TB with 4096-byte sectors
 _STRIPE_SECTORS = 2930277168  # 1.5 TB volume
 _MODERN_SECTORS = 1953525168  # 1 TB
+_RAID5_SECTORS = 3 * (8 << 30) // 512  # 3 data disks of 8 GiB
 _LVM_SECTORS = 12_500_000_000  # 6.4 TB: the experiment's partitions end at 6390GB
 _EMPTY_SECTORS = 134217728  # 64 GiB
 
@@ -333,6 +334,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         pv_on=1,
         experiment="lvm-stripe",
         aliases=("lvm-part",),
+    ),
+    Scenario(
+        name="lvm-raid5",
+        title="LVM on an md RAID5 of 4 x 64 KiB chunks: extent 0 on a stripe, extent 1 off it",
+        lesson=(
+            "An md RAID5 of four disks with 64 KiB chunks: each stripe row holds 3 data chunks and one parity "
+            "chunk, a full stripe of 3 × 65,536 = 196,608 B, which the array reports as its optimal I/O. A "
+            "write of less than a full stripe makes md read to recompute the parity (demo stripe).",
+            "pvcreate on the array reads that hint: pe_start is 1 MiB rounded up to a multiple of 196,608 = "
+            "1,179,648 = 6 full stripes, so extent 0 begins on a stripe. That is LVM aligning itself, not a fault.",
+            "vgcreate's default extent is 4 MiB, and 4,194,304 mod 196,608 = 65,536: extent 1 begins at "
+            "1,179,648 + 4,194,304 = 5,373,952, 64 KiB into stripe 27; extent 2 128 KiB into one; only every "
+            "third extent (0, 3, 6 ...) begins on a stripe. An LV that begins on extent 1 (the VG's second LV, "
+            "or a filesystem told the array's stripe) has every full-stripe write split over two stripes.",
+            "Plan it: S on the disk (or `diskplan stack`) prints vgcreate -s 4325376B, 22 full stripes and not "
+            "a power of 2 (vgcreate takes that from 128 KiB up): extent 1 then begins at 5,505,024 = 28 stripes. "
+            "Seen in a virtual-machine run of md RAID5 with LVM on it; mdadm, pvcreate and vgcreate were the "
+            "real tools there.",
+        ),
+        sectors=_RAID5_SECTORS,
+        label=None,
+        optimal_io=196608,
+        min_io=65536,
+        rotational=True,
+        model="md RAID5 array, 4 x 64 KiB chunks (demo)",
+        scheduler="mq-deadline",
+        pv=StripedVg("vgraid", _RAID5_SECTORS * 512, 1_179_648, 4 << 20, 0, pv_count=1),
+        experiment="lvm-stripe",
+        aliases=("lvm-raid", "raid5"),
     ),
     Scenario(
         name="modern",

@@ -277,6 +277,23 @@ GOALS: dict[str, Goal] = {g.demo: g for g in (
         ),
     ),
     Goal(
+        "lvm-raid5",
+        ("Plan the stack on the array (S on the disk, or `diskplan stack`): where do extent 0 and extent 1 "
+         "fall against the 196,608 B full stripes, and which extent size puts every extent on one?",
+         "Nothing on the disk needs to change: the PV is where LVM put it. The checker accepts the plan "
+         "unchanged (k); walk through (Enter) to see the extents against the stripe lines."),
+        steps=(
+            Step(2304, "sector", "Extent 0 begins at pe_start = 1,179,648 B (LBA 2,304) = 6 × 196,608: on a "
+                 "stripe line."),
+            Step(10496, "sector", "Extent 1 begins 4 MiB later, at 5,373,952 B (LBA 10,496): 5,373,952 mod "
+                 "196,608 = 65,536, one chunk into stripe 27."),
+            Step(26880, "sector", "Extent 3 begins at 13,762,560 B (LBA 26,880) = 70 × 196,608: on a line "
+                 "again. 4 MiB is 21⅓ stripes, so only every third extent starts on one."),
+            Step(0, "fit", "S plans the stack: vgcreate -s 4325376B (22 stripes) puts extent 1 at 5,505,024 = "
+                 "28 × 196,608, and mkfs.xfs -d su=64k,sw=3 tells the filesystem the stripe. k checks."),
+        ),
+    ),
+    Goal(
         "modern",
         ("Nothing here is off the grain: confirm it. Keep every partition's data; the checker accepts the "
          "plan unchanged (k).",),

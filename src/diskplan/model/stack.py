@@ -42,7 +42,10 @@ class Layer:
     stripe: int = 0  # bytes: the chunk a striped layer spreads (md chunk, LVM stripe size, fs stride)
     full_stripe: int = 0  # bytes: one whole stripe across the data devices (md), or the fs stripe width
     facts: tuple[tuple[str, str], ...] = field(default=())  # what the tool's own dump would say, as words
-    fix: str = ""  # the command that places this layer's data where it should be
+    fix: str = ""  # the command that makes this layer with its data where it should be (a new one)
+    level: int = -1  # md: the RAID level
+    devices: int = 0  # md: raid_disks; LVM: the most stripes of any of its VG's LVs
+    extent: int = 0  # LVM: the VG's extent size in bytes (0: no VG read)
 
     def as_json(self) -> dict[str, object]:
         return {"kind": self.kind, "data_offset": self.data_offset, "stripe": self.stripe,
@@ -149,15 +152,15 @@ def parse_vg_metadata(text: str) -> VgFacts | None:
 
 def lvm_layer(label: PvLabel, vg: VgFacts | None) -> Layer:
     facts = [("pe_start", f"{label.pe_start} B"), ("label sector", str(label.sector))]
-    stripe = 0
+    stripe = count = 0
     if vg is not None:
         facts += [("volume group", vg.name), ("extent size", f"{vg.extent_size} B")]
         for lv, n, size in vg.stripes:
             facts.append((f"LV {lv}", f"{n} stripes of {size} B"))
-            stripe = max(stripe, size)
+            stripe, count = max(stripe, size), max(count, n)
     return Layer("lvm2-pv", label.pe_start, stripe, 0, tuple(facts),
-                 "pvcreate --dataalignment SIZE [--dataalignmentoffset OFF] DEV (after moving the data off: "
-                 "pvmove, vgreduce, pvremove)")
+                 "pvcreate --dataalignment SIZE [--dataalignmentoffset OFF] DEV",
+                 devices=count, extent=vg.extent_size if vg is not None else 0)
 
 
 # --- md RAID 1.x ----------------------------------------------------------------------------------------
@@ -210,14 +213,32 @@ def parse_md_super(sb: bytes, minor: int) -> MdSuper | None:
                    _u64le(sb, 128) * SECTOR, _u64le(sb, 136) * SECTOR, name)
 
 
+STRIPED_LEVELS = (0, 4, 5, 6, 10)  # md levels whose array bytes are spread in chunks over the members
+PARITY = {4: 1, 5: 1, 6: 2}
+
+
+def md_data_disks(level: int, raid_disks: int, layout: int = 0x102) -> int:
+    """How many chunks of distinct data one stripe row holds: raid_disks less the parity (RAID4/5/6); for
+    RAID10 (``layout`` bits 0-7 near copies, 8-15 far copies, bit 16 offset) the disks over the near copies,
+    or every disk in the far layout (its first copy is a RAID0 over all of them); 0 when not striped or
+    when the layout is one this arithmetic does not cover (offset, or near copies not dividing the disks)."""
+    if level in (0, 4, 5, 6):
+        return raid_disks - PARITY.get(level, 0)
+    near, far = max(1, layout & 0xFF), max(1, (layout >> 8) & 0xFF)
+    if level != 10 or layout & 0x10000 or (near > 1 and far > 1):
+        return 0
+    if far > 1:
+        return raid_disks
+    return raid_disks // near if raid_disks % near == 0 else 0
+
+
 def md_layer(md: MdSuper) -> Layer:
-    parity = {4: 1, 5: 1, 6: 2}.get(md.level, 0)
-    striped = md.level in (0, 4, 5, 6, 10)
-    data = md.raid_disks - parity if md.level in (0, 4, 5, 6) else 0
+    striped = md.level in STRIPED_LEVELS
+    data = md_data_disks(md.level, md.raid_disks, md.layout) if striped else 0
     facts = (("metadata", f"1.{md.minor}"), ("level", f"raid{md.level}"), ("devices", str(md.raid_disks)),
              ("chunk", f"{md.chunk} B"), ("data offset", f"{md.data_offset} B"), ("name", md.name))
     return Layer("md", md.data_offset, md.chunk if striped else 0, md.chunk * data if data else 0, facts,
-                 "mdadm --create ... --data-offset=SIZE --chunk=SIZE (a new array: back up first)")
+                 "mdadm --create ... --data-offset=SIZE --chunk=SIZE", level=md.level, devices=md.raid_disks)
 
 
 # --- LUKS -----------------------------------------------------------------------------------------------
@@ -294,9 +315,13 @@ MAX_DEPTH = 4  # partition -> md -> LVM -> LUKS -> filesystem is as deep as real
 def walk(read: Reader, size: int) -> tuple[Layer, ...]:
     """Every layer from the start of a partition (or disk) of ``size`` bytes down to the first one whose
     content cannot be read (an encrypted payload, a filesystem). ``read(offset, length)`` reads from that
-    start; short reads past the end are fine."""
+    start; short reads past the end are fine. On a member of a striped md array only the layer at the
+    array's start is read (its header lies in the array's first chunk, on this member as on the array);
+    what that layer's data offset points to lies in another stripe row, elsewhere on this member or on
+    another one, so the walk stops there."""
     layers: list[Layer] = []
     base = 0
+    striped = False  # inside a striped md array: only its first chunk lies on this member as it does there
     while len(layers) < MAX_DEPTH and base < size:
         def at(off: int, n: int, b: int = base) -> bytes:
             return read(b + off, n)
@@ -310,8 +335,9 @@ def walk(read: Reader, size: int) -> tuple[Layer, ...]:
         if layer is None:
             break
         layers.append(layer)
-        if layer.kind in ("luks1", "luks2", "ext4", "xfs") or layer.data_offset <= 0:
-            break  # encrypted or a filesystem: nothing below it is a layout
+        if layer.kind in ("luks1", "luks2", "ext4", "xfs") or layer.data_offset <= 0 or striped:
+            break  # encrypted, a filesystem, or past a striped array's first chunk: nothing more to read here
+        striped = layer.kind == "md" and layer.full_stripe > 0
         base += layer.data_offset
     return tuple(layers)
 

@@ -19,7 +19,7 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
 from diskplan.model import demos
-from diskplan.model.extent import State
+from diskplan.model.extent import Role, State
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.plan import Outcome
 from diskplan.model.report import table_findings as findings_of_table
@@ -152,6 +152,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         Binding("ctrl+l", "redraw", "redraw the screen", show=False),
         Binding("b", "measure", "measure here", show=False),
         Binding("B", "measure(True)", "measure reads here", show=False),
+        Binding("S", "stack", "plan the stack", show=False),
         # Moving or resizing with the keys (m, r): these win over the map's own keys while it lasts.
         Binding("left", "nudge(-1)", "1 grain", key_display="<- ->", priority=True),
         Binding("right", "nudge(1)", "1 grain", priority=True, show=False),
@@ -774,6 +775,21 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
                 self.sector_map.move_to(lba)
 
         self.push_screen(GotoScreen(disk.geometry, disk.table), go)
+
+    def action_stack(self) -> None:
+        """S: plan the stack above the partition under the cursor (ui.stack_screen, as ``diskplan stack``)."""
+        if self.target is None:
+            return
+        item = self.sector_map.cursor_item
+        disk = self.target.disk
+        whole = disk.table.label is None and bool(disk.stack(0))  # a PV or an array on the whole disk
+        if not whole and (item is None or item.partition is None or item.partition.role is Role.EXTENDED):
+            self.notify("S plans md RAID, LVM, LUKS and the filesystem above a partition: put the cursor on one.",
+                        timeout=5)
+            return
+        from diskplan.ui.stack_screen import StackScreen
+
+        self.push_screen(StackScreen(disk, None if whole or item is None else item.partition))
 
     def action_measure(self, read_only: bool = False) -> None:
         """b: time writes and reads in the free space under the cursor (after the write's confirmation);

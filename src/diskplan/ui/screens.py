@@ -72,6 +72,8 @@ def help_sections(g: Glyphs, *, served: bool = False) -> tuple[list[tuple[str, s
               f"boundary ({resume} finishes it). A partition being moved must not be mounted"),
         ("b  B", "measure: time direct writes and reads, aligned and misaligned, in the free space at the cursor "
                  "(confirmed like a write) / reads only, anywhere"),
+        ("S", "plan md RAID, LVM, LUKS and the filesystem above the partition at the cursor, aligned: the commands "
+              "and their arithmetic (as diskplan stack), and the stack there now against them; runs nothing"),
         ("Partitions that hold data", ""),
         ("resize", "r (or dragging its [ or ] edge) grows or shrinks it with its filesystem's own tool: "
                    "resize2fs, xfs_growfs, btrfs, ntfsresize, libparted's FAT resizer (as fatresize), mkswap, "
