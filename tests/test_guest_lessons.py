@@ -13,7 +13,7 @@ import pytest
 from diskplan.model import demos
 from diskplan.model.geometry import Geometry
 from diskplan.model.toolsay import tool_say
-from helpers.guest import Case, Run, boot_guest, e512, ssd
+from helpers.guest import Case, Run, boot_guest, e512, full_only, ssd
 
 pytestmark = pytest.mark.guest
 
@@ -42,6 +42,7 @@ parted -s -m $d unit s print
 
 @pytest.fixture(scope="module")
 def run() -> Run:
+    full_only()  # checked against the guest's 512e disk and SSD once per change; the host tests keep the texts
     return boot_guest([e512("af"), ssd("ssd")], [
         Case("af", AF),
         Case("ssd", SSD),

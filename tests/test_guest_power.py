@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from helpers.guest import Case, Disk, Machine, boot_guest
+from helpers.guest import Case, Disk, Machine, boot_guest, full_only
 
 pytestmark = pytest.mark.guest
 
@@ -27,6 +27,7 @@ dd if=$DISK_d bs=512 skip=200 count=1 iflag=direct status=none | tr -d '\000' | 
 
 
 def test_a_power_cut_keeps_what_was_synced_and_loses_what_was_not(tmp_path: pathlib.Path):
+    full_only()  # the tier's own power cut; the default run cuts a real move (tests/test_guest_powercut.py)
     disk = Disk("d", 8 << 20)
 
     def cut(machine: Machine) -> None:

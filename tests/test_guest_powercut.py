@@ -50,12 +50,12 @@ sync; umount /state
 
 def _cuts(kind: str) -> int:
     """How many power cuts of ``kind``: DISKPLAN_GUEST_CUTS (moves) / DISKPLAN_GUEST_RESIZE_CUTS, else 30
-    moves and 10 resizes with DISKPLAN_GUEST=all, else two moves."""
+    moves and 10 resizes with DISKPLAN_GUEST=all, else one move."""
     name = "DISKPLAN_GUEST_CUTS" if kind == "move" else "DISKPLAN_GUEST_RESIZE_CUTS"
     if os.environ.get(name):
         return int(os.environ[name])
     full = os.environ.get("DISKPLAN_GUEST") == "all"
-    return (30 if full else 2) if kind == "move" else (10 if full else 0)
+    return (30 if full else 1) if kind == "move" else (10 if full else 0)
 
 
 def _disks(work: pathlib.Path) -> tuple[dict[str, str], str]:
@@ -105,9 +105,10 @@ def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> Non
     # cut came too late for. Its first part only checks (cuts at 15 and 18 s of 26 fell before the entry was
     # hidden), so the cuts fall in its second part.
     span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "14" if kind == "move" else "10"))
-    real = 0
+    real = i = 0
     report = []
-    for i in range(cuts):
+    while real < cuts and i < cuts + 2:  # a run the cut came too late for does not count: up to two more
+        i += 1
         work = tmp_path / f"cut{i}"
         sums, image = _disks(work)
         sha = sha256_at(image, START, SIZE)

@@ -117,6 +117,7 @@ FULL = [
 
 @pytest.fixture(scope="module")
 def sample() -> Any:
+    guest.full_only()  # ~2 minutes under TCG (an md resync); tests/test_stackplan.py runs the tools on the host
     return _run(SAMPLE, [guest.e512(s, 96 * MiB) for s in "abcd"])
 
 
