@@ -170,8 +170,8 @@ def bench_check(runs: int) -> list[Row]:
 
 
 def bench_plan(runs: int) -> list[Row]:
-    """model.planfile.load_plan on 200,000 logical partitions vs parsing its JSON alone, in this process."""
-    from diskplan.model.planfile import load_plan
+    """model.formats.planfile.load_plan on 200,000 logical partitions vs parsing its JSON alone, in this process."""
+    from diskplan.model.formats.planfile import load_plan
 
     n = 200_000
     entries = [{"start": 2048, "end": 2048 + n * 8 + 100, "role": "extended"},

@@ -49,7 +49,7 @@ def bench_move(runs: int = 1) -> list[Row]:
                  "oflag=direct,seek_bytes", f"seek={START * 512}", "status=none")
             code = """
 import json, sys, time
-from diskplan.backend.move import execute_move, prepare_move
+from diskplan.backend.move.engine import execute_move, prepare_move
 from diskplan.cli.apply import host
 marks = {}
 def progress(done, total, phase):

@@ -48,10 +48,10 @@ class Shot:
 
 def misaligned_pv(directory: pathlib.Path) -> str:
     """GPT with partition 1 at 1 MiB holding an LVM2 PV whose pe_start is 1 MiB + 1 KiB: the data misses
-    4 KiB flash pages although the partition is aligned (the headers pvs would read: model.lvmformat)."""
+    4 KiB flash pages although the partition is aligned (the headers pvs would read: model.formats.lvmformat)."""
     import subprocess
 
-    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+    from diskplan.model.formats.lvmformat import StripedVg, pv_header_pieces
 
     img = directory / "misaligned-pv.img"
     with open(img, "wb") as f:

@@ -59,7 +59,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 @pytest.fixture(autouse=True)
 def own_moves_dir(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test's move journals in its own directory (backend.movejournal.moves_dir), never the machine's
+    """Each test's move journals in its own directory (backend.move.movejournal.moves_dir), never the machine's
     /var/lib/diskplan/moves; a subprocess started with os.environ inherits it."""
     monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(tmp_path / "moves"))
 

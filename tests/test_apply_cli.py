@@ -142,8 +142,8 @@ def test_failures_exit_2_or_3_with_one_line(sparse_image: Callable[..., pathlib.
 
 
 def test_a_person_at_a_terminal_types_the_device_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    from diskplan.backend.write import accepts
-    from diskplan.backend.write import confirm_word as word_for
+    from diskplan.backend.write.steps import accepts
+    from diskplan.backend.write.steps import confirm_word as word_for
     from diskplan.cli.confirm import confirm
 
     class Block:

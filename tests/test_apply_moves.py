@@ -399,8 +399,8 @@ def test_ctrl_c_in_a_later_move_says_resume_then_the_rest(tmp_path) -> None:
 
 
 def test_the_rest_of_a_plan_read_from_stdin_goes_to_the_state_directory(tmp_path, monkeypatch) -> None:
-    from diskplan.backend.planrest import RestPlan
-    from diskplan.model.planfile import load_plan
+    from diskplan.backend.move.planrest import RestPlan
+    from diskplan.model.formats.planfile import load_plan
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     spec = load_plan(json.dumps({"label": "msdos", "partitions": [{"number": 1, "start": 2048, "size": 2048,

@@ -1,4 +1,4 @@
-"""backend.backup: the sfdisk dump in a backup is what sfdisk itself prints; the raw sectors cover both
+"""backend.write.backup: the sfdisk dump in a backup is what sfdisk itself prints; the raw sectors cover both
 GPT copies and every EBR; a backup put back gives the image's old bytes exactly; a damaged backup or a
 target of another size is refused; kept partitions are never part of a backup."""
 
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.backend import backup as bk
+from diskplan.backend.raw import sectorio
+from diskplan.backend.write import backup as bk
 from diskplan.model.extent import Extent
 from helpers.images import file_sha, fill
 from helpers.tools import need_tool, run
@@ -38,7 +39,7 @@ def sfdisk(target: str | pathlib.Path, script: str) -> None:
 
 
 def take(path: str | pathlib.Path, sector: int = 512, protect: tuple[Extent, ...] = ()) -> bk.TableBackup:
-    sectors = os.stat(path).st_size // sector if os.path.isfile(path) else bk.device_size(str(path)) // sector
+    sectors = os.stat(path).st_size // sector if os.path.isfile(path) else sectorio.device_size(str(path)) // sector
     extents = bk.backup_extents(str(path), sector, sectors, protect=protect)
     return bk.capture(str(path), sector, sectors, extents)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from diskplan.backend import backup as bk
+from diskplan.backend.write import backup as bk
 from helpers.cli import KEEP_1_SWAP_3, diskplan, plan_file
 from helpers.images import file_sha, fill
 from helpers.tools import need_tool, run

@@ -38,7 +38,7 @@ def test_check_json_imports_neither_the_json_package_nor_a_codec_it_needs_not(sp
     import subprocess
     import sys
 
-    from diskplan.backend.probe import _DASD_TAGS
+    from diskplan.backend.read.probe import _DASD_TAGS
     from helpers.tools import need_tool, run
 
     assert set(_DASD_TAGS) == {tag.encode("cp500") for tag in ("VOL1", "LNX1", "CMS1")}

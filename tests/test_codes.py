@@ -1,4 +1,4 @@
-"""One registry of finding codes (model.codes): the README documents exactly its codes, with their
+"""One registry of finding codes (model.findings.codes): the README documents exactly its codes, with their
 severities and lines, and no other module spells a code out."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from diskplan.model.codes import CODES, SEVERITY_RANK
+from diskplan.model.findings.codes import CODES, SEVERITY_RANK
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| `([a-z0-9-]+)` \| (error|warning|notice) \| (.+) \|$")
@@ -28,8 +28,8 @@ def readme_codes(text: str) -> dict[str, tuple[str, str]]:
 def test_the_readme_documents_every_code_and_no_other() -> None:
     documented = readme_codes((ROOT / "README.md").read_text())
     registered = {c.code: (c.severity, c.when) for c in CODES.values()}
-    assert sorted(set(documented) - set(registered)) == [], "documented but not in model/codes.py"
-    assert sorted(set(registered) - set(documented)) == [], "in model/codes.py but not in the README"
+    assert sorted(set(documented) - set(registered)) == [], "documented but not in model/findings/codes.py"
+    assert sorted(set(registered) - set(documented)) == [], "in model/findings/codes.py but not in the README"
     assert documented == registered
 
 

@@ -1,4 +1,4 @@
-"""backend.commit on real targets: plans written through libparted to sparse images and loop devices (512
+"""backend.write.commit on real targets: plans written through libparted to sparse images and loop devices (512
 and 4096-byte sectors) read back by sfdisk and parted exactly as planned; kept partitions' data and GUIDs
 untouched; refusals (not confirmed, read-only, mounted, swap) leave the table as it was; a target that
 vanishes, and faults injected mid-commit, end in an exact state report and a byte-exact restore."""
@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from diskplan.backend import commit, restore, write
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.write import commit, restore
+from diskplan.backend.write import steps as write
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
@@ -511,8 +512,8 @@ def test_a_plan_made_on_a_blank_disk_is_written(
 ) -> None:
     """A disk with no label reads as label None: the planner's reviewed list (a new gpt, one partition) was
     refused as "no longer holds the table the plan was made on (the disk holds a no label, not )"."""
-    from diskplan.backend.reader import read
-    from diskplan.model.plan import Plan
+    from diskplan.backend.read.reader import read
+    from diskplan.model.plan.plan import Plan
 
     img = str(sparse_image(64 * MiB))
     disk = read(img)

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from diskplan.backend import commit, libparted
-from diskplan.backend.isolate import run_isolated
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.parted import libparted
+from diskplan.backend.parted.isolate import run_isolated
+from diskplan.backend.write import commit
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.model.extent import Partition, Role
 from diskplan.model.table import Table
 from helpers.images import HOST, expect_sfdisk, file_sha, sfdisk_parts
@@ -196,7 +197,7 @@ def test_a_read_does_without_the_parted_package_and_a_write_after_it_loads_it(
     run("sfdisk", "-q", str(img), input="label: gpt\n,8MiB,L\n,8MiB,S\n")
     code = (
         "import sys\n"
-        "from diskplan.backend import libparted\n"
+        "from diskplan.backend.parted import libparted\n"
         "from diskplan.model.extent import Partition\n"
         f"disk = libparted.read_disk({str(img)!r}, filesystems=False)\n"
         "print([(p.number, p.start, p.end, p.flags) for p in disk.table.partitions], 'parted.disk' in sys.modules)\n"

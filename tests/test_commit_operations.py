@@ -1,4 +1,4 @@
-"""model.operations without a disk: which partitions a plan keeps, deletes, creates or re-adds, the table
+"""model.plan.operations without a disk: which partitions a plan keeps, deletes, creates or re-adds, the table
 the disk will hold, what makes a plan unwritable, and what a read-back table is compared on."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import differences, plan_changes, plan_writes, validate
+from diskplan.model.plan.operations import differences, plan_changes, plan_writes, validate
 from diskplan.model.table import Table
 from diskplan.model.value import replace
 

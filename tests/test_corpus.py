@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from diskplan.backend.reader import read
-from diskplan.model.codes import (
+from diskplan.backend.read.reader import read
+from diskplan.model.disk import Disk
+from diskplan.model.findings.codes import (
     EXTENDED_WITHOUT_EBR,
     GPT_BACKUP_DAMAGED,
     HYBRID_ISO,
@@ -31,8 +32,7 @@ from diskplan.model.codes import (
     UNREADABLE,
     WHOLE_DISK_FS,
 )
-from diskplan.model.disk import Disk
-from diskplan.model.report import build_report
+from diskplan.model.findings.report import build_report
 from helpers.tools import CORPUS
 
 pytestmark = pytest.mark.corpus

@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend.reader import ReadError, read
-from diskplan.model.codes import (
+from diskplan.backend.read.reader import ReadError, read
+from diskplan.model.disk import Disk
+from diskplan.model.findings.codes import (
     EBR_CHAIN_DAMAGED,
     EXTENDED_WITHOUT_EBR,
     GPT_BACKUP_DAMAGED,
@@ -31,8 +32,7 @@ from diskplan.model.codes import (
     TINY_DISK,
     WHOLE_DISK_FS,
 )
-from diskplan.model.disk import Disk
-from diskplan.model.report import build_report
+from diskplan.model.findings.report import build_report
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR, MiB
 

@@ -1,7 +1,7 @@
 """The planner writes a plan's data moves and resizes in the order ``diskplan apply`` uses for the same plan:
 for random edits of existing partitions (moves and resizes with their data, as the keys and the mouse make
-them), the planner's steps (``Changes.steps``, what the move dialog runs) equal model.move.data_steps on
-the plan as saved and loaded again (Ctrl+S, then what backend.planmoves orders), and each lands where no
+them), the planner's steps (``Changes.steps``, what the move dialog runs) equal model.plan.move.data_steps on
+the plan as saved and loaded again (Ctrl+S, then what backend.move.planmoves orders), and each lands where no
 other partition is at that moment."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskplan.model.fsresize import Limits
-from diskplan.model.move import data_steps, kept_moves
-from diskplan.model.plan import Edge, Plan
-from diskplan.model.planfile import load_plan, save_plan, table_from_spec
+from diskplan.model.formats.planfile import load_plan, save_plan, table_from_spec
+from diskplan.model.plan.fsresize import Limits
+from diskplan.model.plan.move import data_steps, kept_moves
+from diskplan.model.plan.plan import Edge, Plan
 from test_plan import GIB, existing, plan_on
 
 MiB = 2048  # sectors

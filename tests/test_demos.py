@@ -14,11 +14,11 @@ import time
 import pytest
 
 from diskplan.backend.demo_image import DemoUnavailable, Workspace, build, detach_loop
-from diskplan.backend.reader import read
+from diskplan.backend.read.reader import read
 from diskplan.cli import main as cli_main
-from diskplan.model import demos
-from diskplan.model.findings import analyze
+from diskplan.model.findings.placement import analyze
 from diskplan.model.grain import optimal_grain
+from diskplan.model.teach import demos
 from helpers.tools import need_tool
 
 SFDISK = shutil.which("sfdisk")

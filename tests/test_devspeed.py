@@ -6,7 +6,7 @@ import os
 import pathlib
 from collections.abc import Callable
 
-from diskplan.backend.devspeed import NVME, SPINNING, SSD, UNKNOWN, assumed_rate
+from diskplan.backend.move.devspeed import NVME, SPINNING, SSD, UNKNOWN, assumed_rate
 from helpers.units import MiB
 
 

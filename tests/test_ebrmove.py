@@ -1,4 +1,4 @@
-"""Properties of model.ebrmove (where a moved logical partition's EBR goes) and model.move.old_place_touched
+"""Properties of model.plan.ebrmove (where a moved logical partition's EBR goes) and model.plan.move.old_place_touched
 (when a move may be rolled back): whatever the chain and the request, a plan never puts data on an EBR,
 never takes a sector twice, keeps the chain's order; a rollback is offered only when no chunk that may have
 been written landed on the old place."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.model.ebrmove import LogicalMove, plan_logical
 from diskplan.model.extent import Extent
-from diskplan.model.move import old_place_touched, schedule
+from diskplan.model.plan.ebrmove import LogicalMove, plan_logical
+from diskplan.model.plan.move import old_place_touched, schedule
 
 
 @st.composite

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from diskplan.model import demos
-from diskplan.model import findings as F
-from diskplan.model.exercise import GOALS, TOLERANCE, check
+from diskplan.model.findings import placement as F
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Outcome, Plan
+from diskplan.model.plan.plan import Outcome, Plan
+from diskplan.model.teach import demos
+from diskplan.model.teach.exercise import GOALS, TOLERANCE, check
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import ViewsPanel
 from helpers.pilot import demo, plan_of, propose, run, started, status_text
@@ -334,7 +334,7 @@ def test_each_exercise_is_solved_the_same_on_its_real_image(tmp_path) -> None:
     import pytest
 
     from diskplan.backend.demo_image import DemoUnavailable, build, detach_loop
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
 
     for s in demos.SCENARIOS:
         if s.needs_loop and os.geteuid() != 0:

@@ -49,7 +49,7 @@ def _sha(path: pathlib.Path) -> bytes:
 
 
 def _backup(img: pathlib.Path, tmp_path: pathlib.Path) -> str:
-    from diskplan.backend import backup as bk
+    from diskplan.backend.write import backup as bk
 
     n = os.path.getsize(img) // 512
     return bk.save(bk.capture(str(img), 512, n, bk.backup_extents(str(img), 512, n)), str(tmp_path / "t.dpbackup"))

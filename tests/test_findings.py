@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from diskplan.model import codes as C
-from diskplan.model import findings as F
 from diskplan.model.extent import Partition, Role, State
+from diskplan.model.findings import codes as C
+from diskplan.model.findings import placement as F
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.table import new_table

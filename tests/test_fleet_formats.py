@@ -15,10 +15,10 @@ from collections.abc import Callable
 import pytest
 
 from conftest import need_tool, run
-from diskplan.model.ansible import to_ansible
-from diskplan.model.ignition import ignition_config
-from diskplan.model.planfile import PlanFileError, load_plan
-from diskplan.model.repart import repart_files
+from diskplan.model.formats.ansible import to_ansible
+from diskplan.model.formats.ignition import ignition_config
+from diskplan.model.formats.planfile import PlanFileError, load_plan
+from diskplan.model.formats.repart import repart_files
 from helpers.cli import diskplan
 from helpers.images import sfdisk_parts
 from helpers.schemas import schema_problems as problems_by

@@ -1,4 +1,4 @@
-"""backend.fscheck.view and the demos' loop devices (backend.loopdev): a loop device diskplan attaches is
+"""backend.fs.fscheck.view and the demos' loop devices (backend.loopdev): a loop device diskplan attaches is
 autocleared, so it is gone after a Ctrl+C and after a SIGKILL at any moment diskplan holds it (losetup, which
 attached them before, has no option for that: 11 were left behind by a round of kill -9 runs)."""
 
@@ -20,7 +20,7 @@ from helpers.units import MiB
 
 HOLD = """
 import sys, time
-from diskplan.backend import fscheck
+from diskplan.backend.fs import fscheck
 with fscheck.view(sys.argv[1], 1048576, 1048576, read_only=sys.argv[2] == "ro") as loop:
     print(loop, flush=True)
     time.sleep(60)
@@ -29,7 +29,7 @@ with fscheck.view(sys.argv[1], 1048576, 1048576, read_only=sys.argv[2] == "ro") 
 DEMO = """
 import sys, time
 from diskplan.backend.demo_image import Workspace
-from diskplan.model import demos
+from diskplan.model.teach import demos
 w = Workspace()
 print(w.image(demos.find(sys.argv[1])).device, flush=True)
 time.sleep(60)

@@ -33,10 +33,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from diskplan.backend import reader
+from diskplan.backend.read import reader
 from diskplan.cli.checktext import render
-from diskplan.model.codes import UNREADABLE
-from diskplan.model.report import build_report, report_json
+from diskplan.model.findings.codes import UNREADABLE
+from diskplan.model.findings.report import build_report, report_json
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR
 

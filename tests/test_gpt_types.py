@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import commit
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.write import commit
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.discovery import inuse
 from diskplan.model.extent import Partition
-from diskplan.model.planfile import PlanFileError, load_plan
+from diskplan.model.formats.planfile import PlanFileError, load_plan
 from diskplan.model.table import Table
 from diskplan.model.typenames import GPT_NAMES
 from helpers.cli import diskplan

@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import gptrepair, restore
-from diskplan.backend.reader import read
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.read.reader import read
+from diskplan.backend.write import gptrepair, restore
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.discovery import inuse
-from diskplan.model.codes import GPT_BACKUP_NOT_AT_END
+from diskplan.model.findings.codes import GPT_BACKUP_NOT_AT_END
 from helpers.cli import diskplan
 from helpers.images import HOST, file_sha, sfdisk_parts, sgdisk_clean
 from helpers.tools import need_tool, run

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from diskplan.model import demos
+from diskplan.model.findings.toolsay import tool_say
 from diskplan.model.geometry import Geometry
-from diskplan.model.toolsay import tool_say
+from diskplan.model.teach import demos
 from helpers.guest import Case, Run, boot_guest, e512, full_only, ssd
 
 pytestmark = pytest.mark.guest

@@ -8,7 +8,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.backend.rawtable import guid_text
+from diskplan.backend.raw.rawtable import guid_text
 
 
 @given(st.binary(min_size=16, max_size=16))

@@ -79,7 +79,7 @@ def test_apply_keeps_a_hostile_name_byte_for_byte_and_shows_it_escaped(sparse_im
 
 
 def test_the_planner_shows_escapes_from_the_disk_and_still_draws_the_map(sparse_image) -> None:
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
     from diskplan.ui import textual_private
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.dialogs import PartitionScreen
@@ -302,7 +302,7 @@ def test_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(tmp
 def test_a_data_write_to_an_image_that_ends_in_part_of_a_sector_is_refused_before_any_backup(
     tmp_path, command: tuple[str, ...]
 ) -> None:
-    """The write refusals are asked where every write is prepared (backend.write.unwritable): `diskplan move`
+    """The write refusals are asked where every write is prepared (backend.write.steps.unwritable): `diskplan move`
     and `resize` did not add them (apply, repair and the planner's screens each did) and moved the partition."""
     img = tmp_path / "odd.img"
     img.write_bytes(b"")

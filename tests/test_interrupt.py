@@ -78,7 +78,7 @@ def test_ctrl_c_during_a_shrink_lets_the_tool_finish(loop_device, tmp_path) -> N
 
 def test_a_late_ctrl_c_does_not_claim_nothing_was_written(tmp_path, monkeypatch, capsys) -> None:
     """The top level's message after Ctrl+C: "nothing was written" only while no write saved its backup."""
-    from diskplan.backend import backup
+    from diskplan.backend.write import backup
     from diskplan.cli import main
 
     def interrupt(argv: list[str]) -> int:

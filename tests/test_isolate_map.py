@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import isolate
-from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
+from diskplan.backend.parted import isolate
+from diskplan.backend.parted.isolate import IsolatedFailure, IsolatedMap
 from helpers.tools import need_tool, run
 from helpers.units import MiB
 
@@ -93,7 +93,7 @@ def test_no_items_no_child(forks: list[int]) -> None:
 
 def test_images_side_by_side_with_hostile_neighbours(sparse_image: Callable[..., pathlib.Path]) -> None:
     """libparted opens IMG1..IMG63 beside each image it opens: one child reading six images of one directory,
-    each with FIFOs named so, must hide each image's neighbours in turn (backend.siblings) and still see the
+    each with FIFOs named so, must hide each image's neighbours in turn (backend.parted.siblings) and still see the
     next image, which the previous one's hiding had covered."""
     images = []
     for i in range(6):

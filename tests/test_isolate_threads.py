@@ -1,6 +1,6 @@
 """The planner isolates libparted from Textual's worker threads: a child forked from a process with threads
 inherits locks other threads held at that instant (an import's module lock, for one) and can wait on them for
-ever. backend.isolate then asks its zygote, forked while the process had one thread, to fork the child."""
+ever. backend.parted.isolate then asks its zygote, forked while the process had one thread, to fork the child."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent('''
         "def crash():\\n    os.kill(os.getpid(), signal.SIGSEGV)\\n"
         "def twice(x):\\n    return 2 * x\\n")
     sys.path.insert(0, str(mods))
-    from diskplan.backend import isolate
+    from diskplan.backend.parted import isolate
     import childwork
     if sys.argv[2] == "zygote":
         isolate.prepare_for_threads()
@@ -95,7 +95,7 @@ def test_the_planner_reads_a_disk_from_its_worker_through_the_zygote(sparse_imag
     import os
     import threading
 
-    from diskplan.backend import isolate
+    from diskplan.backend.parted import isolate
     from diskplan.ui.app import PlannerApp
     from helpers.pilot import demo, wait_for
     from helpers.tools import run

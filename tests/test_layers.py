@@ -20,7 +20,8 @@ FORBIDDEN = {
     "ui": {"diskplan.cli"},
 }
 # Only one module of each kind talks to the outside library.
-OWNERS = {"parted": {"backend/libparted.py"}, "_ped": {"backend/libparted.py"}, "pyudev": {"discovery/udev.py"}}
+OWNERS = {"parted": {"backend/parted/libparted.py"}, "_ped": {"backend/parted/libparted.py"},
+          "pyudev": {"discovery/udev.py"}}
 
 
 def _imports(path: pathlib.Path) -> set[str]:
@@ -61,16 +62,16 @@ def test_one_owner_per_outside_library() -> None:
 def test_only_libparted_and_fatfs_load_libparted_through_ctypes() -> None:
     """libparted's exception handler is per process: only libparted.py (pyparted's) and fatfs.py (in its forked
     child only, for libparted-fs-resize, which pyparted does not bind) may load libparted with ctypes."""
-    allowed = {"backend/libparted.py", "backend/fatfs.py"}
+    allowed = {"backend/parted/libparted.py", "backend/fs/fatfs.py"}
     loads = re.compile(r"CDLL\([^)]*_ped|find_library\(\s*[\"']parted")
     loaders = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if loads.search(p.read_text())}
-    assert loaders <= allowed and "backend/fatfs.py" in loaders, sorted(loaders)
+    assert loaders <= allowed and "backend/fs/fatfs.py" in loaders, sorted(loaders)
 
 
 def test_the_model_imports_nothing_heavy() -> None:
     code = (
         "import sys, pkgutil, importlib, diskplan.model as m\n"
-        "for i in pkgutil.iter_modules(m.__path__): importlib.import_module('diskplan.model.' + i.name)\n"
+        "for i in pkgutil.walk_packages(m.__path__, 'diskplan.model.'): importlib.import_module(i.name)\n"
         "print(' '.join(sorted(k for k in sys.modules if k.split('.')[0] in "
         "('textual', 'rich', 'parted', '_ped', 'pyudev'))))\n"
     )
@@ -91,8 +92,9 @@ def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
 
 def import_graph(root: pathlib.Path = SRC) -> dict[str, set[str]]:
     """Every diskplan module and the diskplan modules it imports anywhere in its source (at the top, in a
-    function, under TYPE_CHECKING): ``from diskplan.backend import backup`` is an edge to the module
-    diskplan.backend.backup, ``from diskplan.backend.write import Host`` one to diskplan.backend.write."""
+    function, under TYPE_CHECKING): ``from diskplan.backend.write import backup`` is an edge to the module
+    diskplan.backend.write.backup, ``from diskplan.backend.write.steps import Host`` one to
+    diskplan.backend.write.steps."""
     paths = {_module_name(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
@@ -156,10 +158,12 @@ def test_no_import_cycle_between_modules() -> None:
     """No two modules import each other, directly or around a circle, even lazily inside a function: each
     module can be read, and moved, after the ones it builds on."""
     graph = import_graph()
-    assert {"diskplan.backend.write", "diskplan.backend.gptrepair"} <= graph["diskplan.backend.commit"]
-    assert "diskplan.backend.write" in graph["diskplan.backend.gptrepair"]
-    kinds = {f"diskplan.backend.{m}" for m in ("commit", "tablewrite", "gptrepair", "restore", "move")}
-    assert not graph["diskplan.backend.write"] & kinds, "the shared write steps import a kind of write"
+    steps = "diskplan.backend.write.steps"
+    assert {steps, "diskplan.backend.write.gptrepair"} <= graph["diskplan.backend.write.commit"]
+    assert steps in graph["diskplan.backend.write.gptrepair"]
+    kinds = {f"diskplan.backend.write.{m}" for m in ("commit", "tablewrite", "gptrepair", "restore")}
+    kinds.add("diskplan.backend.move.engine")
+    assert not graph["diskplan.backend.write.steps"] & kinds, "the shared write steps import a kind of write"
     found = [c for c in cycles(graph) if c not in KNOWN_CYCLES]
     assert not found, "\n".join(" <-> ".join(c) for c in found)
 
@@ -169,3 +173,51 @@ def test_the_cycle_check_sees_a_lazy_import_back(tmp_path: pathlib.Path) -> None
     (tmp_path / "b.py").write_text("def thing():\n    from diskplan import a  # lazy, inside a function\n")
     (tmp_path / "c.py").write_text("from diskplan import a\n")
     assert cycles(import_graph(tmp_path)) == [["diskplan.a", "diskplan.b"]]
+
+
+# Inside backend and model, the sub-packages point one way as well: each may import the ones before it
+# (and the layer's top-level modules), never one after it. What crosses the other way is listed with why.
+SUBPACKAGES = {
+    "backend": ("raw", "parted", "read", "fs", "write", "move"),
+    "model": ("findings", "plan", "formats", "teach"),
+}
+UPWARD_ALLOWED = {
+    # every write refuses a disk whose data move is unfinished: it asks the move journal
+    ("diskplan.backend.write.steps", "diskplan.backend.move.movejournal"),
+}
+
+
+def _subpackage(module: str) -> tuple[str, int] | None:
+    parts = module.split(".")
+    if len(parts) < 4 or parts[1] not in SUBPACKAGES or parts[2] not in SUBPACKAGES[parts[1]]:
+        return None
+    return parts[1], SUBPACKAGES[parts[1]].index(parts[2])
+
+
+def test_sub_packages_point_one_way() -> None:
+    bad = []
+    for module, edges in import_graph().items():
+        here = _subpackage(module)
+        if here is None:
+            continue
+        for other in edges:
+            there = _subpackage(other)
+            if there is not None and there[0] == here[0] and there[1] > here[1] \
+                    and (module, other) not in UPWARD_ALLOWED:
+                bad.append(f"{module} imports {other}")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_every_module_of_backend_and_model_lives_in_a_sub_package_or_says_why() -> None:
+    """The folders tell the architecture: a module left at a layer's top is shared vocabulary (model) or a
+    tool of its own (backend), named here."""
+    top = {
+        # the demo images, measure's timing and labs, the loop devices diskplan attaches, the tests' crash points
+        "backend": {"demo_image", "faults", "iotime", "labrun", "loopdev"},
+        # the vocabulary every sub-package shares, and the storage stack inside a partition with its plan
+        "model": {"disk", "exitstatus", "extent", "geometry", "grain", "labels", "mountinfo", "ptypes", "safetext",
+                  "sizes", "stack", "stackplan", "table", "typenames", "units", "value"},
+    }
+    for layer, allowed in top.items():
+        found = {p.stem for p in (SRC / layer).glob("*.py") if p.stem != "__init__"}
+        assert found <= allowed, sorted(found - allowed)

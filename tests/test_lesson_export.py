@@ -14,8 +14,8 @@ import pytest
 
 from diskplan.cli import handout
 from diskplan.cli.main import main
-from diskplan.model import demos
-from diskplan.model.exercise import GOALS
+from diskplan.model.teach import demos
+from diskplan.model.teach.exercise import GOALS
 
 NAMES = demos.names()
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from diskplan.model import codes as C
-from diskplan.model import demos
-from diskplan.model import findings as F
 from diskplan.model.extent import Partition
+from diskplan.model.findings import codes as C
+from diskplan.model.findings import placement as F
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import libparted_optimum, optimal_grain
 from diskplan.model.table import new_table
+from diskplan.model.teach import demos
 
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 M4 = 500118192  # the Crucial M4's sectors
@@ -301,7 +301,7 @@ def test_no_ssd_overrides_sysfs() -> None:
 def test_9_the_lvm_exercise_quotes_the_experiment_s_parted_command_and_its_size() -> None:
     """The lvm-whole-disk exercise asks for what seed 004 did next: `mkpart primary 1MB 6390GB`, so a PV
     partition of at least 6390 GB - 1 MB (parted's decimal units), stated as 6,389 GB."""
-    from diskplan.model.exercise import GOALS
+    from diskplan.model.teach.exercise import GOALS
 
     text = _text("004")
     assert "mkpart primary 1MB 6390GB" in text and "pvremove" in text
@@ -351,15 +351,15 @@ def test_issue26_3_a_16k_block_is_no_filesystem_block_and_lvm_keeps_no_parity() 
     said = " ".join(_finding(geom, Partition(1, 34, M4 - 34), C.START_NOT_PHYSICAL).explanation)
     assert "16384 B filesystem block" not in said and "4096 B filesystem block is smaller" in said
     assert "no parity" in F.MEASURED_STRIPE
-    from diskplan.model.stackfindings import _stripe_cost
+    from diskplan.model.findings.stackfindings import _stripe_cost
     assert "spans two of the device's" not in _stripe_cost("its own striped LV", 8192)
     assert "keeps no parity" in _stripe_cost("its own striped LV", 8192)
     assert "RAID 5/6" in _stripe_cost("the md array below", 131072)
 
 
 def test_issue26_4_the_af_demo_agrees_with_parted_align_check_min_on_a_512e_disk() -> None:
+    from diskplan.model.findings.toolsay import tool_say
     from diskplan.model.grain import libparted_minimum
-    from diskplan.model.toolsay import tool_say
     s = demos.find("advanced-format")
     geom = s.geometry()
     # what a 512e drive reports (queue/minimum_io_size = 4096) and what real parted says there
@@ -381,7 +381,7 @@ def test_issue26_6_the_smaller_ones() -> None:
     assert "mkfs.ext4 /dev/xxa1" in _text("004")  # the no-LVM run had a filesystem on each partition
     from diskplan.model.disk import content_phrase
     assert content_phrase("LVM2_member") == "an LVM2 physical volume" and content_phrase("ext4") == "an ext4 filesystem"
-    from diskplan.model import exercise
+    from diskplan.model.teach import exercise
     assert "LBA 1-33" not in Path(exercise.__file__).read_text()
     readme = (_P(__file__).resolve().parents[1] / "README.md").read_text()
     assert "3-disk RAID member" not in readme

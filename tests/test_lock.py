@@ -1,4 +1,4 @@
-"""The write lock (backend.lock) and "is this still the table the plan was made against?": two applies
+"""The write lock (backend.write.lock) and "is this still the table the plan was made against?": two applies
 at once never both write, every kind of write holds the lock from its last check to its verdict, a real
 second process holding the lock is named, and a plan file's ``made_against`` is checked."""
 
@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import commit, gptrepair, restore
-from diskplan.backend import lock as wlock
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.write import commit, gptrepair, restore
+from diskplan.backend.write import lock as wlock
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.model.extent import Partition
 from diskplan.model.table import Table
 from helpers.images import HOST, file_sha, partx_update, sfdisk_parts
@@ -115,7 +115,7 @@ def test_a_second_process_holding_flock_on_the_image_is_named_and_nothing_is_wri
 
 def exported_table(img: pathlib.Path) -> Table:
     """Partition 2 replaced by a new one: a plan that changes the disk."""
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
 
     t = read(str(img)).table
     return t.with_partitions((t.partitions[0], Partition(3, 43008, 63487, LINUX.upper(), "A")))
@@ -128,7 +128,7 @@ def test_the_lock_is_held_from_the_backup_through_the_verification(
     sfdisk(img, BEFORE)
     p = commit.prepare(str(img), exported_table(img), HOST)
     # Not beside the image: the writing child sees the image's directory with the image alone in it
-    # (backend.siblings), so a file written there from the child would not reach this process.
+    # (backend.parted.siblings), so a file written there from the child would not reach this process.
     log = pathlib.Path(tempfile.mkdtemp(prefix="diskplan-lock-probe-")) / "seen"
 
     def probe(stage: str) -> None:  # "write" and "verify" run in the writing child: a file carries the answer
@@ -250,9 +250,9 @@ def test_a_plan_already_on_the_disk_is_nothing_to_do_not_a_refusal(
 
 
 def test_made_against_round_trips_through_a_plan_file_and_must_be_a_string() -> None:
+    from diskplan.model.formats.planfile import PlanFileError, load_plan, save_plan, to_json
     from diskplan.model.geometry import Geometry
-    from diskplan.model.plan import Plan
-    from diskplan.model.planfile import PlanFileError, load_plan, save_plan, to_json
+    from diskplan.model.plan.plan import Plan
     from diskplan.model.table import new_table
 
     geom = Geometry(sectors=131072, logical=512, physical=512)
@@ -272,7 +272,7 @@ def test_the_planner_saves_what_its_plan_was_made_against_and_apply_checks_it(
 
     from textual.widgets import Input
 
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.target import Target
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from diskplan.backend.iotime import PATTERN, DirectIOUnsupported
-from diskplan.model.measure import ranges_written, span
+from diskplan.model.teach.measure import ranges_written, span
 from helpers.images import mounted, partx_update
 from helpers.lockholders import holding
 from helpers.tools import need_tool, run
@@ -207,7 +207,7 @@ def test_a_read_only_device_is_refused_before_the_confirmation(
 def test_ctrl_c_after_writes_says_what_was_written(tmp_path: pathlib.Path) -> None:
     from diskplan.backend.iotime import Interrupted
     from diskplan.backend.iotime import measure as timed
-    from diskplan.model.measure import READ_TESTS, WRITE_TESTS, offsets
+    from diskplan.model.teach.measure import READ_TESTS, WRITE_TESTS, offsets
 
     scratch = tmp_path / "s.bin"
     scratch.write_bytes(bytes(span(512, 2)))
@@ -284,7 +284,7 @@ def test_a_direct_io_loop_is_not_called_page_cache_and_written_bytes_are_no_hole
 
 
 def test_the_striped_lv_arithmetic() -> None:
-    from diskplan.model.lab import stripe_arithmetic, stripe_chunks
+    from diskplan.model.teach.lab import stripe_arithmetic, stripe_chunks
 
     assert stripe_chunks(0) == 128 and stripe_chunks(17408) == 129 and stripe_chunks(8192) == 128
     said = " ".join(stripe_arithmetic(17408))

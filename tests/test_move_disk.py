@@ -110,7 +110,7 @@ def test_killed_move_resumes(loop_device, tmp_path, point, n, start, to) -> None
 
 def test_many_random_kills(loop_device, tmp_path) -> None:
     """Every run is killed (N is drawn within what the move does), then resumed."""
-    from diskplan.model.move import BATCH_BYTES, schedule
+    from diskplan.model.plan.move import BATCH_BYTES, schedule
 
     runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))
     if not runs:
@@ -124,7 +124,7 @@ def test_many_random_kills(loop_device, tmp_path) -> None:
         plan = schedule(start, to, size, 512)
         chunks, groups = plan.count, len(list(plan.groups(0, BATCH_BYTES // (plan.chunk * 512))))
         # per chunk: one read, torn (chunks of more than a sector) and write; per group of chunks written
-        # between syncs (model.move): a sync and at least one record, then "verified" and "table"
+        # between syncs (model.plan.move): a sync and at least one record, then "verified" and "table"
         n = {"record": rng.randint(1, groups + 2), "synced": rng.randint(1, groups), "verified": 1,
              "table": 1, "hidden": 1}.get(point, rng.randint(1, chunks))
         sub = tmp_path / f"run{i}"
@@ -171,7 +171,7 @@ def test_the_extended_partition_is_refused(loop_device, sparse_image) -> None:
 
 
 def test_fat_and_a_bios_boot_loader_are_warned_about(tmp_path, sparse_image) -> None:
-    from diskplan.backend.move import boot_warnings
+    from diskplan.backend.move.engine import boot_warnings
 
     img = sparse_image(8 * MiB)
     run("sfdisk", "-q", str(img), input="label: dos\nstart=63, size=8000, type=c\n")
@@ -195,7 +195,7 @@ def test_a_hybrid_mbr_is_refused(loop_device, tmp_path) -> None:
 
 def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None:
     """A partition at 34 lies inside the first MiB the backup saves: restoring it must not roll its data back."""
-    from diskplan.backend import backup as bk
+    from diskplan.backend.write import backup as bk
     from diskplan.model.extent import Extent
 
     d = make_disk(loop_device, tmp_path, start=34, size=20480)
@@ -211,10 +211,10 @@ def test_the_table_backup_holds_no_partition_data(loop_device, tmp_path) -> None
 def test_a_second_process_holding_flock_makes_move_and_resume_refuse_naming_it(
     loop_device, tmp_path, monkeypatch
 ) -> None:
-    """The move holds backend.lock's write lock for the whole move and resume, as every write does."""
-    from diskplan.backend import lock as wlock
-    from diskplan.backend.move import execute_move, execute_resume, prepare_move, prepare_resume
-    from diskplan.backend.write import Verdict
+    """The move holds backend.write.lock's write lock for the whole move and resume, as every write does."""
+    from diskplan.backend.move.engine import execute_move, execute_resume, prepare_move, prepare_resume
+    from diskplan.backend.write import lock as wlock
+    from diskplan.backend.write.steps import Verdict
     from diskplan.cli.options import host
     from helpers.lockholders import holding
 

@@ -88,7 +88,7 @@ def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_
     pytest.importorskip("fuse", reason="fusepy (a test dependency) and libfuse2 are needed for a failing disk")
     from textual.widgets import Input, Static
 
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
     from diskplan.ui.app import PlannerApp
     from diskplan.ui.move_screen import MoveScreen
     from diskplan.ui.target import Target

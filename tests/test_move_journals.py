@@ -1,4 +1,4 @@
-"""Where move journals live and which disk they belong to (backend.movejournal, backend.diskmark): found by
+"""Where move journals live and which disk they belong to (backend.move.movejournal, backend.move.diskmark): found by
 every writing command whatever the caller's HOME or XDG_STATE_HOME (sudo vs sudo -i), matched by the disk's
 identity (GPT disk GUID / MBR signature, size, serial) and never by a reused path of the same size; read only
 from regular files and only as far as their own header allows."""
@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from diskplan.backend import movejournal as mj
-from diskplan.backend.diskmark import disk_mark
-from diskplan.backend.write import half_moved
+from diskplan.backend.move import movejournal as mj
+from diskplan.backend.move.diskmark import disk_mark
+from diskplan.backend.write.steps import half_moved
 from helpers.tools import REPO, run
 from helpers.units import MiB
 
@@ -69,7 +69,7 @@ def test_root_journals_live_in_one_place_whatever_home_and_xdg_say(monkeypatch: 
 
 def test_a_write_under_another_home_still_sees_the_unfinished_move(tmp_path: pathlib.Path) -> None:
     """The move ran under `sudo` (one HOME), restore and measure run under `sudo -i` (another): both refuse."""
-    from diskplan.backend import backup as bk
+    from diskplan.backend.write import backup as bk
 
     img = _gpt(tmp_path / "disk.img")
     n = SIZE // 512

@@ -1,4 +1,5 @@
-"""Moving and resizing msdos logical partitions that hold ext4 on loop devices (model.ebrmove, backend.ebrchain).
+"""Moving and resizing msdos logical partitions that hold ext4 on loop devices (model.plan.ebrmove,
+backend.raw.ebrchain).
 
 The disk is laid out the way DOS-era fdisk did (each EBR 63 sectors before its partition, nothing aligned):
 the extended partition at 63, partition 5's EBR at 63 (data at 126), partition 6's EBR at 39000 (data at
@@ -90,7 +91,7 @@ def assert_whole(disks: dict[int, Disk], ext_size: int = EXT[1]) -> None:
 
 
 def ebr_of(dev: str, number: int) -> int:
-    from diskplan.backend.ebrchain import read_chain
+    from diskplan.backend.raw.ebrchain import read_chain
 
     return read_chain(dev, 512).link(number).lba
 
@@ -167,8 +168,8 @@ def test_grow_and_shrink_a_logical(loop_device, tmp_path) -> None:
 
 
 def test_the_plan_keeps_the_chain_in_order_and_every_ebr_free() -> None:
-    from diskplan.model.ebrmove import LogicalMove, free_sector, plan_logical, window
     from diskplan.model.extent import Extent
+    from diskplan.model.plan.ebrmove import LogicalMove, free_sector, plan_logical, window
 
     ebrs, parts, ext = [63, 39_000], [Extent(126, 30_125), Extent(39_063, 69_062)], Extent(63, 150_062)
     assert plan_logical(1, ebrs, parts, ext, 150_062, 38_912, SIZE) == LogicalMove(39_000, 38_849, 69_063, 150_062)
@@ -244,7 +245,7 @@ def test_many_random_logical_kills(loop_device, tmp_path) -> None:
     the extended partition's end), each killed at a random point, then resumed."""
     import random
 
-    from diskplan.model.move import BATCH_BYTES, schedule
+    from diskplan.model.plan.move import BATCH_BYTES, schedule
     from test_move_disk import POINTS
 
     runs = int(os.environ.get("DISKPLAN_FAULT_RUNS", "0"))

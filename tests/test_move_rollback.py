@@ -1,4 +1,4 @@
-"""``diskplan resume --rollback`` (backend.moveundo): a move killed while no byte of its old place can have been
+"""``diskplan resume --rollback`` (backend.move.moveundo): a move killed while no byte of its old place can have been
 overwritten goes back there with a table write only; one that may have overwritten it is refused (resume
 finishes it). Referees as for every move: sfdisk, the filesystem's checker, blkid, the files' SHA-256."""
 

@@ -1,6 +1,6 @@
 """The move schedule and the copier's protocol, on an in-memory disk with crashes anywhere.
 
-The copier (backend.datamove.copy) runs unchanged against a bytearray "disk" and an in-memory journal
+The copier (backend.move.datamove.copy) runs unchanged against a bytearray "disk" and an in-memory journal
 that keeps only what was durable; a crash can come at any write, mid-chunk (any subset of its sectors
 written), at a sync, in a slot save, or in a journal append (the record kept or lost). A crash also loses
 any of the writes not yet synced, sector by sector (each keeps its value at the last sync or any value
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskplan.backend.datamove import SourceChanged, copy, verify
-from diskplan.model.move import JournalError, Read, Written, resume_point, schedule
+from diskplan.backend.move.datamove import SourceChanged, copy, verify
+from diskplan.model.plan.move import JournalError, Read, Written, resume_point, schedule
 
 
 class Crash(Exception):
@@ -265,7 +265,7 @@ def test_records_out_of_order_are_refused() -> None:
 
 def test_an_io_error_stops_in_a_state_resume_finishes() -> None:
     """util-linux #984: an I/O error must not abandon a half-moved partition."""
-    from diskplan.backend.datamove import MoveIOError
+    from diskplan.backend.move.datamove import MoveIOError
 
     rng = random.Random(3)
     disk = bytearray(rng.randbytes(96))
@@ -289,7 +289,7 @@ def test_an_io_error_stops_in_a_state_resume_finishes() -> None:
 
 
 def test_a_stop_request_ends_on_a_chunk_boundary() -> None:
-    from diskplan.backend.datamove import Stopped
+    from diskplan.backend.move.datamove import Stopped
 
     rng = random.Random(4)
     disk = bytearray(rng.randbytes(96))
@@ -314,7 +314,7 @@ def test_a_stop_request_ends_on_a_chunk_boundary() -> None:
 def test_realign_goes_to_the_nearest_boundary_that_fits(start, size, period, gap_before, gap_after) -> None:
     from diskplan.model.extent import Extent
     from diskplan.model.grain import Grain
-    from diskplan.model.move import realign_start
+    from diskplan.model.plan.move import realign_start
 
     g = Grain(period)
     part = Extent(start, start + size - 1)

@@ -1,4 +1,4 @@
-"""The order of a plan's data steps (model.move.data_steps): shrinks, then moves each into room the steps
+"""The order of a plan's data steps (model.plan.move.data_steps): shrinks, then moves each into room the steps
 before it left, then grows. Checked against a simulation of the disk and, when it finds no order, against
 every order of the moves (small cases: brute force)."""
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Extent
-from diskplan.model.move import DataStep, SequenceError, data_steps
+from diskplan.model.plan.move import DataStep, SequenceError, data_steps
 
 SPACE = 60  # sectors on the toy disk
 

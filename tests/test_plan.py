@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from diskplan.model.extent import Partition, Role, State
+from diskplan.model.formats.planfile import PlanFileError, load_into, save_plan
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
-from diskplan.model.operations import validate
-from diskplan.model.plan import Edge, History, Outcome, Plan
-from diskplan.model.planfile import PlanFileError, load_into, save_plan
+from diskplan.model.plan.operations import validate
+from diskplan.model.plan.plan import Edge, History, Outcome, Plan
 from diskplan.model.table import new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"

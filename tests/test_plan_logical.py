@@ -1,7 +1,7 @@
 """The planner moves, resizes and realigns msdos logical partitions that hold data by `diskplan move`'s rules
-(model.ebrmove): each stays between the previous partition's data and the next EBR as the raw chain has it,
+(model.plan.ebrmove): each stays between the previous partition's data and the next EBR as the raw chain has it,
 the first never starts at or before the extended partition's first sector, and the plan writes it as a
-data move (backend.move rewrites the EBR chain), never as a deletion and a creation."""
+data move (backend.move.engine rewrites the EBR chain), never as a deletion and a creation."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from diskplan.model.ebrmove import LogicalMove, extended_room, plan_logical
 from diskplan.model.extent import Extent, Partition, Role
-from diskplan.model.fsresize import Limits
 from diskplan.model.geometry import Geometry
-from diskplan.model.plan import Edge, Plan
+from diskplan.model.plan.ebrmove import LogicalMove, extended_room, plan_logical
+from diskplan.model.plan.fsresize import Limits
+from diskplan.model.plan.plan import Edge, Plan
 from diskplan.model.table import Table
 
 L, E = Role.LOGICAL, Role.EXTENDED
@@ -42,7 +42,8 @@ DOS = [(63, 126, 30_000), (39_000, 39_063, 30_000)]
 
 def allowed(t: Table, number: int, new: Extent) -> LogicalMove | str:
     """What `diskplan move`/`resize` says about partition ``number`` going to ``new`` on the disk ``t``
-    (backend.move.logical_move: the extended partition may grow as far as model.ebrmove.extended_room says)."""
+    (backend.move.engine.logical_move: the extended partition may grow as far as
+    model.plan.ebrmove.extended_room says)."""
     ext = next(p for p in t.partitions if p.role is E)
     parts = [p.extent for p in sorted(t.partitions, key=lambda p: p.number) if p.role is L]
     room = extended_room(t, ext.extent)

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from diskplan.model.formats.planfile import PlanFileError, load_plan
 from diskplan.model.geometry import Geometry
-from diskplan.model.plan import Edge, Plan
-from diskplan.model.planfile import PlanFileError, load_plan
+from diskplan.model.plan.plan import Edge, Plan
 from diskplan.model.table import new_table
 from helpers.costs import calls
 

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Partition, State
-from diskplan.model.fsresize import Limits, limits
 from diskplan.model.geometry import Geometry
-from diskplan.model.operations import Changes, plan_writes
-from diskplan.model.plan import Edge
+from diskplan.model.plan.fsresize import Limits, limits
+from diskplan.model.plan.operations import Changes, plan_writes
+from diskplan.model.plan.plan import Edge
 from diskplan.model.table import new_table
 from diskplan.model.value import replace
 from test_plan import GIB, existing, ok, plan_on, refused
@@ -100,7 +100,7 @@ def test_several_are_written_in_an_order_the_disk_allows() -> None:
                   _pair(3, (300, 499), (360, 499)), _pair(4, (700, 799), (600, 699)))
     assert not ops.problems
     assert [new.number for _, new in ops.move] == [op.number for op in ops.operations if op.moves_data] == [3, 4, 2, 1]
-    # The steps the write runs: every shrink, then the moves, then the grows (model.move.data_steps).
+    # The steps the write runs: every shrink, then the moves, then the grows (model.plan.move.data_steps).
     assert [(s.kind, s.number) for s in ops.steps] == [("shrink", 3), ("move", 4), ("move", 3), ("move", 2),
                                                       ("grow", 1)]
     done = {old.number: old.extent for old, _ in ops.move}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from diskplan.model.findings import analyze
+from diskplan.model.findings.placement import analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget, optimal_grain
-from diskplan.model.plan import Plan
+from diskplan.model.plan.plan import Plan
 from diskplan.model.table import new_table
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import SnapScreen

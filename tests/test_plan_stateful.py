@@ -15,8 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
-from diskplan.model.operations import validate
-from diskplan.model.plan import Edge, History, Outcome, Plan
+from diskplan.model.plan.operations import validate
+from diskplan.model.plan.plan import Edge, History, Outcome, Plan
 from diskplan.model.table import Table, new_table
 
 GEOMETRIES = [
@@ -238,7 +238,7 @@ class PlanMachine(RuleBasedStateMachine):
         if not ops.problems:  # moves alone: the disk then holds exactly the plan's table
             live = sorted((p.number, p.start, p.end) for p in plan.live)
             assert sorted((p.number, p.start, p.end) for p in ops.result(plan.base).live) == live
-        # Moved one at a time in the listed order (backend.move checks each against the table as it is
+        # Moved one at a time in the listed order (backend.move.engine checks each against the table as it is
         # then), no move's destination overlaps another partition where it is at that point.
         now = {p.number: p.extent for p in plan.base.live if p.role is not Role.LOGICAL}
         for _, new in ops.move if not ops.table_changes else ():  # else refused: table changes go first

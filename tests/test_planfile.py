@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from diskplan.model.extent import Partition, Role, State
-from diskplan.model.geometry import Geometry
-from diskplan.model.planfile import (
+from diskplan.model.formats.planfile import (
     Keep,
     PlanFileError,
     PlanSpec,
@@ -22,6 +21,7 @@ from diskplan.model.planfile import (
     to_parted,
     to_sfdisk,
 )
+from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table, new_table
 from helpers.plans import specs
 
@@ -211,8 +211,8 @@ def test_parted_commands_use_exact_sectors_and_say_what_parted_cannot_do() -> No
 
 
 def test_the_ui_saves_and_loads_a_plan() -> None:
-    from diskplan.model.plan import Plan
-    from diskplan.model.planfile import load_into, save_plan
+    from diskplan.model.formats.planfile import load_into, save_plan
+    from diskplan.model.plan.plan import Plan
 
     geom = Geometry(2**21)
     disk = new_table("gpt", geom).with_partitions((Partition(1, 2048, 100_000, LINUX, "keep"),

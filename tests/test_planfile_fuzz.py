@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diskplan.model.formats.planfile import PlanFileError, load_plan, table_from_spec
 from diskplan.model.geometry import Geometry
-from diskplan.model.planfile import PlanFileError, load_plan, table_from_spec
 from diskplan.model.safetext import UNSAFE
 
 LONG = int(os.environ.get("DISKPLAN_FUZZ_EXAMPLES", "0"))

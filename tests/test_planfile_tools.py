@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from diskplan.backend.reader import read
+from diskplan.backend.read.reader import read
 from diskplan.model import ptypes
 from diskplan.model.extent import Partition, Role, State
-from diskplan.model.planfile import (
+from diskplan.model.formats.planfile import (
     PlanFileError,
     PlanSpec,
     load_plan,

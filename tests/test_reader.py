@@ -14,10 +14,11 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import readahead, reader
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.model.codes import UNREADABLE
+from diskplan.backend.parted import readahead
+from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
+from diskplan.backend.read import reader
 from diskplan.model.disk import Disk
+from diskplan.model.findings.codes import UNREADABLE
 from diskplan.model.table import new_table
 from helpers.tools import need_tool, run
 from helpers.units import MiB

@@ -1,7 +1,7 @@
 """Nothing that says "nothing written" opens a disk for writing (issue 24, defect 2): libparted opens a
 device read-write, and every partition node too, and systemd-udevd re-probes a disk closed after writing
 (inotify IN_CLOSE_WRITE), so a dry run re-activated a logical volume the user had just deactivated. The
-reading children cannot open anything for writing (backend.readonly); watched here on a loop device."""
+reading children cannot open anything for writing (backend.parted.readonly); watched here on a loop device."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_apply_without_yes_opens_nothing_for_writing(disk, tmp_path):
 
 
 def test_the_planners_read_opens_nothing_for_writing(disk):
-    from diskplan.backend.reader import read
+    from diskplan.backend.read.reader import read
 
     with closed_after_writing(nodes(disk)) as seen:
         found = read(disk)

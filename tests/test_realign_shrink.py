@@ -1,14 +1,14 @@
 """`diskplan realign` shrinks a filesystem when no aligned start leaves room for it as it is (issue 14), by the
-planner's rule (model.move.realign_shrinking): an ext4 at 34s filling a GPT disk on a loop device shrinks to
+planner's rule (model.plan.move.realign_shrinking): an ext4 at 34s filling a GPT disk on a loop device shrinks to
 end where it ends now, then moves to 2048s; the proposal shows the shrink; afterwards e2fsck finds it clean,
 every file keeps its SHA-256 and the PARTUUID is unchanged."""
 
 from __future__ import annotations
 
-from diskplan.backend.reader import read
-from diskplan.backend.resize import content_limits
+from diskplan.backend.move.resize import content_limits
+from diskplan.backend.read.reader import read
 from diskplan.model.extent import Extent
-from diskplan.model.plan import Plan
+from diskplan.model.plan.plan import Plan
 from helpers.movedisk import Disk, View, assert_intact, diskplan, entry, make_disk
 from helpers.tools import run
 from helpers.units import MiB

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from diskplan.model import relplan
+from diskplan.model.formats.planfile import PlanFileError, load_plan, placed_on, table_from_spec, to_json
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
-from diskplan.model.operations import validate
-from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec, to_json
+from diskplan.model.plan import relplan
+from diskplan.model.plan.operations import validate
 from helpers.cli import diskplan
 from helpers.images import sfdisk_parts
 
@@ -188,8 +188,8 @@ def test_apply_refuses_a_disk_too_small_in_one_line(tmp_path: pathlib.Path,
 
 
 def test_the_planner_loads_a_relative_plan_resolved_for_its_disk() -> None:
-    from diskplan.model.plan import Plan
-    from diskplan.model.planfile import load_into
+    from diskplan.model.formats.planfile import load_into
+    from diskplan.model.plan.plan import Plan
     from diskplan.model.table import new_table
 
     geom = Geometry(4 * GiB)

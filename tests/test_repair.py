@@ -1,6 +1,6 @@
 """Repairing a damaged GPT end to end on real images: GPTs made by sgdisk, damaged the way disks break
 (primary header or entries, backup header or entries, the protective MBR), the repair planned, committed
-through `diskplan repair` or backend.commit, then judged by the referees: `sgdisk -v` finds no problem,
+through `diskplan repair` or backend.write.commit, then judged by the referees: `sgdisk -v` finds no problem,
 `sfdisk --dump` is the dump of the undamaged table, the data in the partitions is byte-identical, and
 `diskplan restore` brings back the exact damaged bytes. Without --yes nothing is written."""
 
@@ -13,14 +13,14 @@ from collections.abc import Callable
 
 import pytest
 
-from diskplan.backend import backup as bk
-from diskplan.backend import commit, gptrepair, restore
-from diskplan.backend.reader import read
-from diskplan.backend.write import DiskState, Verdict
+from diskplan.backend.read.reader import read
+from diskplan.backend.write import backup as bk
+from diskplan.backend.write import commit, gptrepair, restore
+from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.discovery import inuse
-from diskplan.model.codes import GPT_BACKUP_DAMAGED
 from diskplan.model.extent import Extent
-from diskplan.model.plan import History, Plan
+from diskplan.model.findings.codes import GPT_BACKUP_DAMAGED
+from diskplan.model.plan.plan import History, Plan
 from diskplan.model.value import replace
 from helpers.cli import diskplan
 from helpers.images import DAMAGE, HOST, digest, file_sha, flip, last_lba, mounted, partx_update, poke, sgdisk_clean

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from diskplan.model.extent import Extent, Partition, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
-from diskplan.model.operations import repair_operations
-from diskplan.model.plan import REPAIR_PENDING, History, Outcome, Plan
-from diskplan.model.repair import PROTECTIVE_MBR, GptRepair
+from diskplan.model.plan.operations import repair_operations
+from diskplan.model.plan.plan import REPAIR_PENDING, History, Outcome, Plan
+from diskplan.model.plan.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Table, new_table
 
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"

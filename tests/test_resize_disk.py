@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from diskplan.model.fsresize import refusals, resizer, steps
+from diskplan.model.plan.fsresize import refusals, resizer, steps
 from helpers.movedisk import CHECK, Disk, View, diskplan, entry, file_sums, make_disk
 from helpers.tools import need_tool, run
 
@@ -135,7 +135,7 @@ def test_ntfs_grows_and_shrinks_with_ntfsresize(loop_device, tmp_path) -> None:
 
 
 def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch) -> None:
-    from diskplan.backend.fsresize import missing
+    from diskplan.backend.fs.fsresize import missing
 
     monkeypatch.setenv("PATH", "/nonexistent")
     assert missing("xfs") == "xfs_growfs is needed to resize a xfs filesystem (Debian package xfsprogs)"
@@ -162,7 +162,7 @@ def test_move_with_size_resizes_in_the_order_that_has_room(
 
 
 def test_fat_grows_and_shrinks_with_libparted_and_keeps_its_label(loop_device, tmp_path) -> None:
-    """backend.fatfs: fatresize's engine on a view of the partition, the table entry diskplan's (PARTUUID kept)."""
+    """backend.fs.fatfs: fatresize's engine on a view of the partition, the table entry diskplan's (PARTUUID kept)."""
     d = make_disk(loop_device, tmp_path, start=2048, size=200_000, fs="vfat", disk_mib=160)
     with open(d.dev, "r+b") as f:  # as mkfs.fat on the partition node writes it: "hidden sectors" = its start
         f.seek(2048 * 512 + 28)
@@ -233,7 +233,7 @@ def test_a_fat_with_4096_byte_sectors_is_refused_before_libparted_corrupts_it(lo
 
 def test_the_planner_is_told_a_4096_byte_fat_cannot_be_resized(tmp_path) -> None:
     """What the planner measures before a resize says so too (it used to offer a grow that the write refused)."""
-    from diskplan.backend.resize import content_limits
+    from diskplan.backend.move.resize import content_limits
 
     for sector, resizable in ((4096, False), (512, True)):
         img = tmp_path / f"fat{sector}.img"

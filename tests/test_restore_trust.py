@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskplan.backend import backup as bk
+from diskplan.backend.raw import sectorio
+from diskplan.backend.write import backup as bk
 from diskplan.model.extent import Extent
 from helpers.cli import KEEP_1_SWAP_3, diskplan, plan_file
 from helpers.images import file_sha, fill
@@ -145,9 +146,9 @@ def test_an_unsealed_backup_needs_the_table_it_was_taken_over(
     # the same table (same disk GUID), partly overwritten: accepted
     same = sparse_image(64 * MiB, "same.img")
     sfdisk(same, A_TABLE)
-    head = bk.read_sectors(str(same), 1, 1, 512)
+    head = sectorio.read_sectors(str(same), 1, 1, 512)
     fill(same, 2, 1, 512)
-    assert bk.read_sectors(str(same), 1, 1, 512) == head
+    assert sectorio.read_sectors(str(same), 1, 1, 512) == head
     taken = bk.capture(str(same), 512, N, bk.backup_extents(str(same), 512, N))
     path.unlink()
     path.write_text(unsealed(bk.render(taken)))
@@ -163,12 +164,12 @@ def test_sectors_inside_a_current_partition_are_never_written(
     img = sparse_image(64 * MiB)
     sfdisk(img, A_TABLE)
     inside = fill(img, 4096, 8, 512)
-    table = bk.read_sectors(str(img), 0, 34, 512)
+    table = sectorio.read_sectors(str(img), 0, 34, 512)
     forged = bk.TableBackup(str(img), N, 512, "gpt", "", (bk.Chunk(0, table), bk.Chunk(4096, bytes(8 * 512))))
     fill(img, 40, 8, 512)  # something to do outside any partition
     got = bk.put_back(forged, str(img))
     assert got.kept == (Extent(4096, 4103),)
-    assert hashlib.sha256(bk.read_sectors(str(img), 4096, 8, 512)).hexdigest() == inside
+    assert hashlib.sha256(sectorio.read_sectors(str(img), 4096, 8, 512)).hexdigest() == inside
 
 
 def chunk_text(start: int, data: bytes, count: int | None = None) -> list[str]:
@@ -290,8 +291,8 @@ def test_a_seal_spelled_as_backups_on_disk_spell_it_still_matches_its_disk(
     sparse_image: Callable[..., pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     """Backups already written name an msdos table ``dos:0xSIGNATURE`` (sfdisk's label-id) in their seal, and
-    saved plans hash ``msdos:signature`` into made_against: both spellings are kept (backend.tableid)."""
-    from diskplan.backend.tableid import disk_id
+    saved plans hash ``msdos:signature`` into made_against: both spellings are kept (backend.raw.tableid)."""
+    from diskplan.backend.raw.tableid import disk_id
     from diskplan.model.geometry import Geometry
 
     img = sparse_image(64 * MiB)
@@ -301,7 +302,7 @@ def test_a_seal_spelled_as_backups_on_disk_spell_it_still_matches_its_disk(
     assert disk_id(str(img), "msdos", Geometry(N, 512)) == "msdos:1234abcd"
     # the write the backup was taken for (same signature), sealed as diskplan wrote seals before this test
     sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=4096, size=20480, type=83\n")
-    sector0 = hashlib.sha256(bk.read_sectors(str(img), 0, 1, 512)).hexdigest()
+    sector0 = hashlib.sha256(sectorio.read_sectors(str(img), 0, 1, 512)).hexdigest()
     path = tmp_path / "sealed.dpbackup"
     path.write_text(bk.render(taken) + f"[written table=dos:0x1234abcd sectors=0+1 sha256={sector0}]\n")
     sfdisk(img, "label: dos\nlabel-id: 0x1234abcd\nstart=6144, size=20480, type=83\n")  # a later change

@@ -94,7 +94,7 @@ def test_a_partition_made_in_the_destination_after_the_crash_is_refused(tmp_path
 
 def test_a_journal_whose_new_place_leaves_the_disk_is_refused(tmp_path: pathlib.Path) -> None:
     """A journal saying ``to`` 0 would have the copy start over the protective MBR and the primary GPT."""
-    from diskplan.backend.movejournal import _line
+    from diskplan.backend.move.movejournal import _line
 
     image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
     state = tmp_path / "state"
@@ -159,7 +159,7 @@ def test_an_msdos_twin_with_another_filesystem_is_refused(tmp_path: pathlib.Path
 def test_a_chunk_that_reads_back_wrong_is_copied_again(tmp_path: pathlib.Path) -> None:
     """Both chunks copied and recorded, then chunk 0's new place damaged (what a read-back mismatch finds):
     resume copies it again from its intact source and finishes."""
-    from diskplan.backend.movejournal import MARKS
+    from diskplan.backend.move.movejournal import MARKS
 
     image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
     state = tmp_path / "state"

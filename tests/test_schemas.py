@@ -13,9 +13,9 @@ import pytest
 
 from diskplan import schemas
 from diskplan.backend.demo_image import build
-from diskplan.model import demos
-from diskplan.model.plan import Plan
-from diskplan.model.planfile import PlanFileError, load_plan, save_plan
+from diskplan.model.formats.planfile import PlanFileError, load_plan, save_plan
+from diskplan.model.plan.plan import Plan
+from diskplan.model.teach import demos
 from helpers.cli import diskplan
 from helpers.schemas import SYSTEM_PYTHON, schema_problems
 from helpers.tools import run

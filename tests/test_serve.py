@@ -245,8 +245,8 @@ def test_a_browser_sees_the_map_and_drives_it_with_keys(tmp_path: pathlib.Path) 
 def test_the_served_planner_keeps_backups_and_journals_in_its_temporary_directory(monkeypatch) -> None:
     """A write in the browser backs the demo's table up, a move journals: both under the session's own
     directory (backup.default_dir follows XDG_STATE_HOME), removed with its demo images."""
-    from diskplan.backend.backup import default_dir
-    from diskplan.backend.move import journal_dir
+    from diskplan.backend.move.engine import journal_dir
+    from diskplan.backend.write.backup import default_dir
 
     seen: dict[str, object] = {}
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from diskplan.model.planfile import PlanFileError, load_plan
-from diskplan.model.sfdisk_script import Disk, ScriptError, parse, place
+from diskplan.model.formats.planfile import PlanFileError, load_plan
+from diskplan.model.formats.sfdisk_script import Disk, ScriptError, parse, place
 
 MiB = 1 << 20
 LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -209,9 +209,9 @@ def test_any_script_is_placed_where_sfdisk_places_it(script: str, tmp_path: path
 def test_the_planner_loads_a_script_placed_on_its_disk() -> None:
     """Ctrl+O in the planner: a script that leaves positions out is placed on the planner's disk (here 1 GiB
     of 4096-byte sectors: the 1 MiB grain is 256 sectors) and says so."""
+    from diskplan.model.formats.planfile import load_into
     from diskplan.model.geometry import Geometry
-    from diskplan.model.plan import Plan
-    from diskplan.model.planfile import load_into
+    from diskplan.model.plan.plan import Plan
     from diskplan.model.table import new_table
 
     geom = Geometry(2**18, logical=4096, physical=4096)

@@ -1,4 +1,4 @@
-"""backend.siblings gives each libparted child a mount namespace of its own. Where mounts are private (this
+"""backend.parted.siblings gives each libparted child a mount namespace of its own. Where mounts are private (this
 machine; rescue systems), that namespace's copy of a filesystem mounted elsewhere is not unmounted by an
 ``umount`` there: the filesystem would live on until the child exits, its last writes not yet on its disk,
 its loop device not detached. The child lets go of every disk filesystem but the image's own."""
@@ -10,7 +10,7 @@ import pathlib
 import time
 from collections.abc import Callable
 
-from diskplan.backend import isolate, siblings
+from diskplan.backend.parted import isolate, siblings
 from diskplan.model.mountinfo import disk_mounts
 from helpers.images import mounted
 from helpers.tools import need_tool, run
@@ -66,7 +66,7 @@ def test_a_child_reading_an_image_does_not_keep_a_filesystem_alive_after_its_umo
 
 
 def _starts(images: list[str]) -> list[list[int]]:
-    from diskplan.backend.libparted import read_disk
+    from diskplan.backend.parted.libparted import read_disk
 
     return [[p.start for p in read_disk(i, filesystems=False).table.partitions] for i in images]
 

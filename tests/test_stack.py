@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from conftest import need_tool, run
-from diskplan.model import codes as C
 from diskplan.model import stack as S
-from diskplan.model import stackfindings as SF
+from diskplan.model.findings import codes as C
+from diskplan.model.findings import stackfindings as SF
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 
@@ -236,7 +236,7 @@ def test_a_bad_md_checksum_is_left_out(tmp_path: Path) -> None:
     img = tmp_path / "bad.img"
     _md_image(img, 64 * MiB, bytes(sb), 4096)
     assert re.search(r"Checksum : \w+ - expected", run(need_tool("mdadm"), "--examine", str(img)))
-    with pytest.raises(S.StackError, match="checksum"):  # backend.stack leaves such a partition's stack out
+    with pytest.raises(S.StackError, match="checksum"):  # backend.read.stack leaves such a partition's stack out
         S.walk(_read_file(img), 64 * MiB)
 
 
@@ -299,7 +299,7 @@ def test_lvm_demo_images_carry_pv_headers_pvs_reads(tmp_path: Path, name: str, d
     import os
 
     from diskplan.backend.demo_image import build
-    from diskplan.model import demos
+    from diskplan.model.teach import demos
 
     need_tool("pvs")
     s = demos.find(name)
@@ -336,7 +336,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 def _headers() -> list[bytes]:
     """Real-looking starts of each format, to mutate: a PV (from the demo writer), md, LUKS1/2 magic, ext4, XFS."""
-    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+    from diskplan.model.formats.lvmformat import StripedVg, pv_header_pieces
 
     pv = bytearray(16384)
     for off, data in pv_header_pieces(StripedVg("vg", 64 * MiB, 8192, 4 * MiB, 8192), 0):
@@ -385,7 +385,7 @@ def test_a_label_pointing_past_its_sector_is_a_stack_error() -> None:
 
 
 def test_the_facts_panel_lists_the_layers_of_the_lvm_demo() -> None:
-    from diskplan.model import demos
+    from diskplan.model.teach import demos
     from diskplan.ui.explain import facts
 
     s = demos.find("lvm-partition")
@@ -399,7 +399,7 @@ def test_the_facts_panel_lists_the_layers_of_the_lvm_demo() -> None:
 
 def test_a_pv_on_the_page_but_off_its_lvs_stripe() -> None:
     """pe_start 1 MiB + 4 KiB with 8 KiB stripes: on 4 KiB pages, so only the stripe finding, with its sum."""
-    from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+    from diskplan.model.formats.lvmformat import StripedVg, pv_header_pieces
 
     head = bytearray(2 * MiB)
     for off, data in pv_header_pieces(StripedVg("vg", 64 * MiB, MiB + 4096, 4 * MiB, 8192), 0):

@@ -1,5 +1,5 @@
 """The planner's stack panel and facts rows judge a layer's data start as the findings do: counted from the
-device's alignment offset (model.stackfindings.offset_mod, the one home of that sum). On a drive with an
+device's alignment offset (model.findings.stackfindings.offset_mod, the one home of that sum). On a drive with an
 offset the panel once took the plain remainder and called an aligned pe_start misaligned."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
+from diskplan.model.findings.codes import NOTICE
+from diskplan.model.findings.stackfindings import judged
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.stack import Layer
-from diskplan.model.stackfindings import judged
 from diskplan.model.table import new_table
 from diskplan.ui.explain import stack_rows, stack_walk
 

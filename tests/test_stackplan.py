@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import need_tool, run
 from diskplan.model import stack as S
-from diskplan.model import stackfindings as SF
+from diskplan.model.findings import stackfindings as SF
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.stackplan import LUKS_DEFAULT, Intent, IntentError, StackPlan, intent_of, plan_stack
@@ -348,8 +348,8 @@ def test_the_lvm_raid5_demo_carries_a_pv_pvs_reads_and_its_numbers(tmp_path: Pat
     4 MiB extents; check finds only the extent notice; stack says the PV is as planned and the extents differ
     (exit 0: nothing to move); and the exercise's numbers are the demo's own."""
     from diskplan.backend.demo_image import build
-    from diskplan.model import demos
-    from diskplan.model.exercise import GOALS
+    from diskplan.model.teach import demos
+    from diskplan.model.teach.exercise import GOALS
 
     need_tool("pvs")
     s = demos.find("lvm-raid5")

@@ -1,4 +1,4 @@
-"""What each tool would say (model.toolsay), checked against the tools themselves: `parted align-check opt|min`
+"""What each tool would say (model.findings.toolsay), checked against the tools themselves: `parted align-check opt|min`
 with and without -s, the Start and End columns of `parted print`, the warnings of `fdisk -l` and the cautions of
 `sgdisk -v`, on sfdisk-made images (starts at 34, 63, 2048 and odd ones), a 4Kn loop device, a sparse image
 of 320 GB (gdisk's forced 8-sector alignment) and the corpus. `check --json` carries the same texts."""
@@ -19,9 +19,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Partition
+from diskplan.model.findings.toolsay import fdisk_warning, gdisk_alignment, parted_compact, tool_say
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
-from diskplan.model.toolsay import fdisk_warning, gdisk_alignment, parted_compact, tool_say
 from helpers.tools import CORPUS, need_tool, run
 
 GiB = 1024**3
@@ -216,7 +216,7 @@ def test_corpus_tools_agree(name: str, tmp_path: pathlib.Path) -> None:
 
 
 def test_the_explain_panel_says_what_the_tools_say() -> None:
-    from diskplan.model.findings import analyze
+    from diskplan.model.findings.placement import analyze
     from diskplan.model.grain import optimal_grain
     from diskplan.model.table import new_table
     from diskplan.ui.cells import MapContent

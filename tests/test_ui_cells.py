@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Partition, State
-from diskplan.model.findings import analyze
+from diskplan.model.findings.placement import analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.table import new_table, no_table

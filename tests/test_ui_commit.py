@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskplan.backend.reader import read
-from diskplan.backend.write import Host, Verdict
-from diskplan.model import demos
+from diskplan.backend.read.reader import read
+from diskplan.backend.write.steps import Host, Verdict
 from diskplan.model.extent import State
+from diskplan.model.teach import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.explain import fold_path

@@ -11,7 +11,7 @@ from rich.console import Console
 from textual import _border
 
 from diskplan.discovery.udev import DiskInfo
-from diskplan.model import demos
+from diskplan.model.teach import demos
 from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import CONSOLE, UNICODE, console_wanted
@@ -88,8 +88,8 @@ def test_every_planning_screen_of_the_console_profile_is_cp437(tmp_path) -> None
     proposed / deleted / selected partitions told apart by glyphs (no colour needed)."""
     import subprocess
 
-    from diskplan.backend.reader import read
-    from diskplan.backend.write import Host
+    from diskplan.backend.read.reader import read
+    from diskplan.backend.write.steps import Host
     from diskplan.ui.commit_screen import CommitScreen
 
     image = tmp_path / "disk.img"

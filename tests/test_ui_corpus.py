@@ -10,10 +10,10 @@ import pathlib
 
 import pytest
 
-from diskplan.backend.reader import ReadError, read
+from diskplan.backend.read.reader import ReadError, read
 from diskplan.cli.planner import CliSource, parser
 from diskplan.model.extent import Role
-from diskplan.model.report import build_report
+from diskplan.model.findings.report import build_report
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.cells import MapContent
 from diskplan.ui.explain import explain, status

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from diskplan.backend.demo_image import build
 from diskplan.cli.planner import CliSource, parser
 from diskplan.discovery.udev import DiskInfo, Watcher, list_disks, probe_table
-from diskplan.model import demos
+from diskplan.model.teach import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.screens import DevicePicker
 from helpers.pilot import wait_for

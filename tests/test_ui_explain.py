@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from diskplan.model import demos
 from diskplan.model.extent import Extent, Partition
-from diskplan.model.findings import analyze
+from diskplan.model.findings.placement import analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.table import new_table, no_table
+from diskplan.model.teach import demos
 from diskplan.ui.cells import MapContent
 from diskplan.ui.explain import blocks_touched, explain, facts, physical_block_extent, status
 from diskplan.ui.screens import parse_position

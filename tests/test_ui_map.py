@@ -8,8 +8,8 @@ import pytest
 from rich.style import Style
 from textual.message import Message
 
-from diskplan.model import demos
 from diskplan.model.extent import Partition, State
+from diskplan.model.teach import demos
 from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.panels import ViewsPanel

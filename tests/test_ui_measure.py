@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import PATTERN
-from diskplan.backend.write import Host
+from diskplan.backend.write.steps import Host
 from diskplan.ui import measure_screen
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.measure_screen import MeasureScreen

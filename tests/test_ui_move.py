@@ -308,7 +308,7 @@ async def test_two_partitions_that_need_each_others_place_are_refused_before_any
     """Partitions 1 and 2 swap places and 3 moves left: 3 could go first, then neither 1 nor 2 can. The
     change list and w say so with data_steps' reason; the move dialog never opens, so 3 is not moved either.
     (The planner's own moves never jump over a neighbour; the swapped plan is put in as one step.)"""
-    from diskplan.model.plan import Outcome
+    from diskplan.model.plan.plan import Outcome
 
     size = 4 * MiB_SECTORS
     image = gpt_image(tmp_path / "swap.img", 2 * MiB_SECTORS, size)

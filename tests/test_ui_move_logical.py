@@ -99,7 +99,7 @@ async def test_fix_my_layout_realigns_both_logical_partitions_in_an_order_the_ch
         tmp_path: pathlib.Path) -> None:
     """A off any partition: 6 goes left past its own EBR (which moves to 38849, after partition 5), 5 goes right;
     the dialog writes both, one after the other."""
-    from diskplan.backend.ebrchain import read_chain
+    from diskplan.backend.raw.ebrchain import read_chain
 
     need_tool("e2fsck")
     image, sums = dos_image(tmp_path)
@@ -139,7 +139,7 @@ def _dump_parts(image: pathlib.Path) -> dict[int, tuple[int, int, str]]:
 async def test_a_drag_past_the_extended_end_grows_it_in_the_same_plan(tmp_path: pathlib.Path) -> None:
     """Partition 6 (the last logical one, ext4) dragged past the extended partition's end (150062) into the free
     space after it: the plan grows the extended partition to the partition's new end, the change list says so,
-    and the move dialog writes it (backend.move grows it first). sfdisk --dump shows the extended grown exactly
+    and the move dialog writes it (backend.move.engine grows it first). sfdisk --dump shows the extended grown exactly
     that far and both logical partitions with their numbers; e2fsck finds both clean, every file whole."""
     need_tool("e2fsck")
     image, sums = dos_image(tmp_path)

@@ -7,9 +7,10 @@ import asyncio
 import pathlib
 from collections.abc import Callable
 
-from diskplan.backend import commit, write
-from diskplan.backend.reader import read
-from diskplan.model.plan import Plan
+from diskplan.backend.read.reader import read
+from diskplan.backend.write import commit
+from diskplan.backend.write import steps as write
+from diskplan.model.plan.plan import Plan
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.panels import ViewsPanel

@@ -8,10 +8,10 @@ import json
 
 from textual.widgets import Input
 
-from diskplan.model import demos
 from diskplan.model.extent import Extent, State
+from diskplan.model.formats.planfile import load_plan
 from diskplan.model.grain import SnapTarget
-from diskplan.model.planfile import load_plan
+from diskplan.model.teach import demos
 from diskplan.model.typenames import GPT_NAMES
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.dialogs import PartitionScreen, PathScreen, SnapScreen

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskplan.model.extent import Partition
-from diskplan.model.findings import analyze
+from diskplan.model.findings.placement import analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
-from diskplan.model.plan import Plan
+from diskplan.model.plan.plan import Plan
 from diskplan.model.table import new_table
 from diskplan.ui.cells import MapContent
 from diskplan.ui.planning import DragKind, Session, judging_grain

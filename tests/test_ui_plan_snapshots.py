@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from diskplan.backend.reader import read
-from diskplan.backend.write import Host
-from diskplan.model import demos
-from diskplan.model.fsresize import Limits
+from diskplan.backend.read.reader import read
+from diskplan.backend.write.steps import Host
+from diskplan.model.plan.fsresize import Limits
+from diskplan.model.teach import demos
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from diskplan.ui.target import Target

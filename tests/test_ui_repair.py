@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from diskplan.backend.write import Verdict
-from diskplan.model.plan import REPAIR_PENDING
+from diskplan.backend.write.steps import Verdict
+from diskplan.model.plan.plan import REPAIR_PENDING
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
 from helpers.images import damaged_gpt, sgdisk_clean

@@ -276,7 +276,7 @@ async def test_dragging_the_start_edge_left_moves_then_grows_an_ext4(tmp_path: p
 @run
 async def test_two_shrinks_and_moves_are_written_in_the_order_apply_uses(tmp_path: pathlib.Path) -> None:
     # Both start edges 2 MiB right (keys): every shrink first, then the moves (right: the last one first), as
-    # model.move.data_steps orders them for `diskplan apply`, not one partition after the other.
+    # model.plan.move.data_steps orders them for `diskplan apply`, not one partition after the other.
     sectors = 16 * MiB_SECTORS
     starts = (2048, 2048 + sectors + MiB_SECTORS)
     path = image(tmp_path / "two.img", [(s, sectors) for s in starts])

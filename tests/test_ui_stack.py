@@ -12,8 +12,8 @@ from rich.style import Style
 
 from diskplan.cli.options import open_target
 from diskplan.cli.planner import parser
-from diskplan.model.codes import LAYER_NOT_PAGE
-from diskplan.model.lvmformat import StripedVg, pv_header_pieces
+from diskplan.model.findings.codes import LAYER_NOT_PAGE
+from diskplan.model.formats.lvmformat import StripedVg, pv_header_pieces
 from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.glyphs import UNICODE, Glyphs
@@ -141,11 +141,11 @@ def test_a_misplaced_pe_start_is_marked_with_the_problem_style(tmp_path: Path) -
 
 def test_a_moved_or_proposed_partition_carries_no_layer_mark() -> None:
     """The layers were read where the partition lay: a plan that moves it, or a new table, hides the mark."""
-    from diskplan.model import demos
     from diskplan.model.extent import State
+    from diskplan.model.findings.stackfindings import data_starts
     from diskplan.model.grain import optimal_grain
-    from diskplan.model.stackfindings import data_starts
     from diskplan.model.table import new_table
+    from diskplan.model.teach import demos
     from diskplan.ui.cells import MapContent
 
     disk = demos.find("lvm-partition").planned_disk()

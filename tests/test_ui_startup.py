@@ -13,9 +13,9 @@ from diskplan.ui.panels import KeysFooter
 from helpers.images import damaged_gpt
 from helpers.pilot import image_target, wait_for
 
-LATER = ("diskplan.backend.commit", "diskplan.backend.write", "diskplan.backend.tablewrite",
-         "diskplan.backend.gptrepair", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
-         "diskplan.model.planfile")
+LATER = ("diskplan.backend.write.commit", "diskplan.backend.write.steps", "diskplan.backend.write.tablewrite",
+         "diskplan.backend.write.gptrepair", "diskplan.ui.commit_screen", "diskplan.ui.dialogs", "diskplan.ui.screens",
+         "diskplan.model.formats.planfile")
 
 
 def test_the_planner_module_leaves_dialogs_plan_files_and_the_commit_for_later() -> None:

@@ -9,14 +9,14 @@ import pathlib
 
 from textual.widgets import DataTable, Input
 
-from diskplan.backend.reader import read
+from diskplan.backend.read.reader import read
 from diskplan.discovery.udev import DiskInfo
-from diskplan.model import demos
 from diskplan.model.disk import Disk
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
-from diskplan.model.plan import Plan
+from diskplan.model.plan.plan import Plan
 from diskplan.model.table import new_table, no_table
+from diskplan.model.teach import demos
 from diskplan.model.value import replace
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.cells import Kind, MapContent

@@ -180,8 +180,8 @@ def test_a_non_default_field_after_a_default_is_refused() -> None:
 def test_check_defines_its_values_without_importing_dataclasses() -> None:
     """What the value classes are for: `diskplan check` (the parent process; its reading child is forked) imports
     neither dataclasses nor the inspect module dataclasses imports."""
-    code = ("import sys, diskplan.cli.main, diskplan.cli.check, diskplan.backend.reader, diskplan.model.report, "
-            "diskplan.cli.checkjson, diskplan.backend.gptcheck; "
+    code = ("import sys, diskplan.cli.main, diskplan.cli.check, diskplan.backend.read.reader, "
+            "diskplan.model.findings.report, diskplan.cli.checkjson, diskplan.backend.raw.gptcheck; "
             "print(sorted({'dataclasses', 'inspect', 'typing'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

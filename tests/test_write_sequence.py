@@ -1,4 +1,4 @@
-"""The one sequence every write follows (backend.write.Write.run), seen through a kind of write that only
+"""The one sequence every write follows (backend.write.steps.Write.run), seen through a kind of write that only
 records what it is asked to do: a stop before writing takes no lock, the checks again run under the lock,
 nothing is written without a backup, the write runs with Ctrl-C ignored, and the backup is sealed after
 it. The real kinds (table commit, GPT repair, restore) are tested on real disks in test_commit.py,
@@ -12,8 +12,8 @@ import subprocess
 from dataclasses import dataclass
 
 from conftest import need_tool
-from diskplan.backend import backup as bk
-from diskplan.backend.write import ConfirmedByName, DiskState, Host, Verdict, Write, WriteOutcome
+from diskplan.backend.write import backup as bk
+from diskplan.backend.write.steps import ConfirmedByName, DiskState, Host, Verdict, Write, WriteOutcome
 from diskplan.model.extent import Extent
 from diskplan.model.value import replace
 

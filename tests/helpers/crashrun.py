@@ -112,7 +112,7 @@ def main() -> None:
     def _run(cmd, *args, **kwargs):
         """A filesystem's resize tool writes the image through a loop device, out of this process's sight:
         its changes are recorded as one external event, flushed (a crash inside the tool is the tool's to
-        survive, see backend.resize)."""
+        survive, see backend.move.resize)."""
         if not (isinstance(cmd, list | tuple) and cmd and os.path.basename(str(cmd[0])) in RESIZERS):
             return real_run(cmd, *args, **kwargs)
         before = {w: _blocks(w) for w in images}

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from diskplan.backend.write import Host
+from diskplan.backend.write.steps import Host
 from diskplan.discovery import inuse
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR, MiB

@@ -15,13 +15,13 @@ from typing import Any
 from rich.console import Console
 from textual.pilot import Pilot
 
-from diskplan.backend.reader import read
-from diskplan.model import demos
+from diskplan.backend.read.reader import read
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
 from diskplan.model.geometry import Geometry
-from diskplan.model.plan import Plan
+from diskplan.model.plan.plan import Plan
 from diskplan.model.table import new_table
+from diskplan.model.teach import demos
 from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen

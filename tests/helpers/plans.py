@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Partition, Role, State
+from diskplan.model.formats.planfile import PlanSpec
 from diskplan.model.geometry import Geometry
-from diskplan.model.planfile import PlanSpec
 from diskplan.model.table import new_table
 
 GPT_TYPES = [t.gpt for t in ptypes.TYPES if t.gpt] + ["3B8F8425-20E0-4F3B-907F-1A25A76F98E8"]  # + /srv

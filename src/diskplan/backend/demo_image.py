@@ -16,9 +16,9 @@ import tempfile
 import threading
 
 from diskplan.backend import loopdev
-from diskplan.backend.isolate import IsolatedFailure, run_isolated
-from diskplan.model.demos import Scenario
+from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.model.extent import Partition
+from diskplan.model.teach.demos import Scenario
 from diskplan.model.value import value
 
 
@@ -35,13 +35,13 @@ class DemoImage:
 
 
 def _write(path: str, label: str, partitions: tuple[Partition, ...]) -> None:
-    from diskplan.backend.libparted import write_table  # only in the child: keeps parted out of the parent
+    from diskplan.backend.parted.libparted import write_table  # only in the child: keeps parted out of the parent
 
     write_table(path, label, partitions)
 
 
 def _write_pv(device: str, scenario: Scenario) -> None:
-    """The LVM2 PV headers a scenario carries (model.lvmformat), after the table: ``pvs`` reads them."""
+    """The LVM2 PV headers a scenario carries (model.formats.lvmformat), after the table: ``pvs`` reads them."""
     pieces = scenario.pv_pieces()
     if not pieces:
         return

@@ -16,10 +16,10 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 
-from diskplan.backend.lock import whole_disk
-from diskplan.backend.write import ConfirmedByName, half_moved, identity, read_only_reason
+from diskplan.backend.write.lock import whole_disk
+from diskplan.backend.write.steps import ConfirmedByName, half_moved, identity, read_only_reason
 from diskplan.model.disk import Disk
-from diskplan.model.measure import Offset, Result, Test
+from diskplan.model.teach.measure import Offset, Result, Test
 from diskplan.model.units import MiB
 from diskplan.model.value import value
 
@@ -31,7 +31,7 @@ FILL_CHUNK = MiB
 
 @value
 class Ask(ConfirmedByName):
-    """The confirmation of a measurement's writes (backend.write.Asked): the exact byte range, the word."""
+    """The confirmation of a measurement's writes (backend.write.steps.Asked): the exact byte range, the word."""
 
     kind: str
     target: str

@@ -1,4 +1,4 @@
-"""Timing the labs of ``diskplan measure --lab`` (model.lab): parallel sequential direct I/O (the fio job),
+"""Timing the labs of ``diskplan measure --lab`` (model.teach.lab): parallel sequential direct I/O (the fio job),
 synced writes (pg_test_fsync), a metadata pattern (bonnie++'s creates), parallel 1 MiB direct writes (dd).
 
 Like backend.iotime, it writes only inside the byte range it is given, from ``base``; choosing and confirming
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from diskplan.backend.iotime import open_direct, pattern_buffer
-from diskplan.model.lab import DD_BLOCK, DD_EACH, DD_WRITERS, SSD_DEPTH, SSD_JOBS, SSD_SLICE
+from diskplan.model.teach.lab import DD_BLOCK, DD_EACH, DD_WRITERS, SSD_DEPTH, SSD_JOBS, SSD_SLICE
 from diskplan.model.units import KiB
 
 

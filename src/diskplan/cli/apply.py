@@ -5,7 +5,7 @@ nothing without ``--yes``. With ``--yes``: checks that nothing uses the disk, sa
 table (its path is printed), writes with one libparted commit, tells the kernel, reads the table back and
 compares it with the plan. On a block device, when run from a terminal, the device name must be typed too.
 A plan whose ``keeps`` entries put a partition elsewhere or make it another size moves and resizes it with
-its data instead, step by step (cli.applymoves, backend.planmoves).
+its data instead, step by step (cli.applymoves, backend.move.planmoves).
 
 Exit status (model.exitstatus): 0 written, nothing to do, or shown without --yes; 1 refused (unsafe, invalid
 for this disk, or not confirmed: nothing written); 2 the plan or the target could not be read (nothing
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.commit import execute, prepare
-from diskplan.backend.planread import read_plan_text
-from diskplan.backend.proposal_text import proposal_lines
-from diskplan.backend.write import CommitError, Proposal, Verdict, WriteOutcome, preload
+from diskplan.backend.read.planread import read_plan_text
+from diskplan.backend.write.commit import execute, prepare
+from diskplan.backend.write.proposal_text import proposal_lines
+from diskplan.backend.write.steps import CommitError, Proposal, Verdict, WriteOutcome, preload
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model.exitstatus import WRITES
-from diskplan.model.planfile import PlanFileError, load_plan, placed_on, table_from_spec
+from diskplan.model.formats.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "cyan", "flag": "bold yellow",
          "op:label": "bold red", "op:delete": "red", "op:create": "green", "op:change": "yellow",
@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def render_proposal(p: Proposal, console: Out) -> None:
-    """The proposal's lines (backend.proposal_text), styled for a terminal."""
+    """The proposal's lines (backend.write.proposal_text), styled for a terminal."""
     for line in proposal_lines(p):
         console.print(*((text, STYLE.get(role, "")) for text, role in line))
 

@@ -1,23 +1,23 @@
 """``diskplan apply`` for a plan that keeps partitions with their content (``keeps``) and moves or resizes
 them: every step shown sector-exact, in the order it runs, with the bytes copied and an estimate; one
-confirmation; then the steps one at a time (backend.planmoves), each with its progress and outcome."""
+confirmation; then the steps one at a time (backend.move.planmoves), each with its progress and outcome."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 
-from diskplan.backend.move import MoveOutcome, MoveProposal
-from diskplan.backend.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
-from diskplan.backend.planrest import RestPlan, fingerprint_now, fingerprints_after
-from diskplan.backend.write import CommitError, Host, Verdict
+from diskplan.backend.move.engine import MoveOutcome, MoveProposal
+from diskplan.backend.move.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
+from diskplan.backend.move.planrest import RestPlan, fingerprint_now, fingerprints_after
+from diskplan.backend.write.steps import CommitError, Host, Verdict
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.move import render_move
 from diskplan.cli.resize import render
 from diskplan.cli.textout import Out
 from diskplan.model.disk import Disk
-from diskplan.model.planfile import PlanSpec
+from diskplan.model.formats.planfile import PlanSpec
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes, human_duration
 
@@ -79,7 +79,7 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
 
 def finish_line(rest: RestPlan, outcomes: list[MoveOutcome], n: int, after: list[str], target: str,
                 err: Out) -> None:
-    """Say the one command that finishes a plan stopped part-way (its rest saved by backend.planrest), or
+    """Say the one command that finishes a plan stopped part-way (its rest saved by backend.move.planrest), or
     remove the rest plan when every step is done or none (then the plan itself still applies)."""
     done = sum(o.verdict is Verdict.WRITTEN for o in outcomes)
     last = outcomes[-1]

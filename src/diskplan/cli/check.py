@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from diskplan.model.disk import Disk
+    from diskplan.model.findings.report import Report
     from diskplan.model.geometry import Geometry
-    from diskplan.model.report import Report
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
     imported while they run."""
     # What the reading children build their answers with, imported once here (they inherit it; on a busy
     # machine the cores are not free to import it side by side); the rest comes while they read.
-    import diskplan.backend.gptcheck
+    import diskplan.backend.raw.gptcheck
     import diskplan.model.disk  # noqa: F401
 
     opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
@@ -73,7 +73,7 @@ def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Repo
 
 
 def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
-    from diskplan.model.report import build_report
+    from diskplan.model.findings.report import build_report
 
     try:
         disk = opened if isinstance(opened, TargetError) else apply_overrides(opened, args)
@@ -86,7 +86,7 @@ def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Rep
 
 def _whole_check(args: argparse.Namespace, as_json: bool, target: str) -> object:
     """In a child: one target's whole check, as ``checked`` gives it, or with ``as_json`` its json_result."""
-    from diskplan.backend.gptcheck import one_look
+    from diskplan.backend.raw.gptcheck import one_look
 
     with one_look():  # libparted's types, the survey and the JSON read the GPT once
         result = _reported(open_target_here(target, filesystems=False), args)
@@ -103,13 +103,13 @@ def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: b
     gathers the answers. A target whose child crashed or hung is checked again here, the usual way."""
     # What a whole check imports, imported once here: every child inherits it instead of importing it again
     # (on a busy machine the cores are not free to do that side by side).
-    import diskplan.backend.libparted
-    import diskplan.backend.reader
-    import diskplan.backend.stack
+    import diskplan.backend.parted.libparted
+    import diskplan.backend.read.reader
+    import diskplan.backend.read.stack
     import diskplan.cli.checkjson
     import diskplan.discovery.topology
-    import diskplan.model.stackfindings  # noqa: F401
-    from diskplan.backend.isolate import IsolatedFailure, IsolatedMap
+    import diskplan.model.findings.stackfindings  # noqa: F401
+    from diskplan.backend.parted.isolate import IsolatedFailure, IsolatedMap
 
     lanes = min(os.cpu_count() or 1, MAX_LANES)
     answers = iter(IsolatedMap(functools.partial(_whole_check, args, as_json), targets, timeout=CHECK_TIMEOUT,
@@ -153,7 +153,7 @@ def _check(argv: list[str]) -> int:
     many = len(args.target) >= FLEET
     # The reads (or whole checks) run from here on, while the output's modules are imported.
     reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args)
-    from diskplan.backend.gptcheck import one_look
+    from diskplan.backend.raw.gptcheck import one_look
 
     with one_look():  # this process writes nothing: the survey and the JSON read each GPT once
         return _json_output(args, reports, many) if args.json else _text_output(reports)
@@ -161,7 +161,7 @@ def _check(argv: list[str]) -> int:
 
 def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
     from diskplan.cli.checkjson import as_text, json_result
-    from diskplan.model.report import CHECK_FORMAT, CHECK_VERSION
+    from diskplan.model.findings.report import CHECK_FORMAT, CHECK_VERSION
 
     results = list(reports) if many else [json_result(r) for r in reports]
     for _, _, error in results:

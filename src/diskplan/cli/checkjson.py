@@ -8,11 +8,11 @@ try:  # the C function json.encoder wraps: importing the json package (its decod
 except ImportError:  # an interpreter without the _json accelerator
     from json.encoder import encode_basestring_ascii as _quoted
 
-from diskplan.backend.gptattrs import raw_entries
-from diskplan.backend.gptcheck import check_gpt
+from diskplan.backend.raw.gptattrs import raw_entries
+from diskplan.backend.raw.gptcheck import check_gpt
+from diskplan.model.findings.report import Report, report_json
+from diskplan.model.findings.toolsay import tools_say
 from diskplan.model.geometry import Geometry
-from diskplan.model.report import Report, report_json
-from diskplan.model.toolsay import tools_say
 
 
 def tools_json(report: Report, reported: Geometry) -> dict[str, object]:

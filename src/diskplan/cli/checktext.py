@@ -10,11 +10,11 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from diskplan.model.extent import Role
+from diskplan.model.findings.report import Report
+from diskplan.model.findings.stackfindings import walk_lines
+from diskplan.model.findings.toolsay import tools_say
 from diskplan.model.geometry import Geometry
-from diskplan.model.report import Report
 from diskplan.model.safetext import safe
-from diskplan.model.stackfindings import walk_lines
-from diskplan.model.toolsay import tools_say
 from diskplan.model.units import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "notice": "cyan"}
@@ -96,7 +96,7 @@ def render(report: Report, console: Console, reported: Geometry | None = None) -
 
 
 def render_tools(report: Report, console: Console, reported: Geometry) -> None:
-    """What parted, fdisk and sgdisk would print about each partition (model.toolsay)."""
+    """What parted, fdisk and sgdisk would print about each partition (model.findings.toolsay)."""
     says = tools_say(reported, report.disk.table)
     if not says:
         return

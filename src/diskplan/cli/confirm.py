@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from diskplan.backend.write import Asked, Progress
+from diskplan.backend.write.steps import Asked, Progress
 from diskplan.cli.textout import Out
 
 

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from diskplan.backend.datamove import Progress
-from diskplan.backend.move import MoveOutcome
+from diskplan.backend.move.datamove import Progress
+from diskplan.backend.move.engine import MoveOutcome
 from diskplan.cli.textout import Out
 from diskplan.model.exitstatus import Exit
 from diskplan.model.units import human_bytes

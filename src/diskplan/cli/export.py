@@ -1,7 +1,7 @@
 """``diskplan export TARGET|PLAN --format json|sfdisk|parted|ansible|ignition|repart``: a table (read from a disk
 or image) or a plan file (JSON plan, relative or exact, or ``sfdisk --dump`` text), printed as a JSON plan, an
 sfdisk script, parted commands, an Ansible playbook, an Ignition config or systemd-repart.d files (``-o DIR``).
-``--layout-only`` and ``--relative`` print the layout alone, to copy onto another disk (model.layoutcopy).
+``--layout-only`` and ``--relative`` print the layout alone, to copy onto another disk (model.formats.layoutcopy).
 
 Exit status: 0 printed, 2 the target or plan could not be read or expressed.
 """
@@ -13,17 +13,25 @@ import os
 import stat
 import sys
 
-from diskplan.backend.gptattrs import partition_guids
-from diskplan.backend.planread import read_plan_text
-from diskplan.backend.tableid import disk_fingerprint
+from diskplan.backend.raw.gptattrs import partition_guids
+from diskplan.backend.raw.tableid import disk_fingerprint
+from diskplan.backend.read.planread import read_plan_text
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import write_document
-from diskplan.model import planfile
-from diskplan.model.ansible import to_ansible
-from diskplan.model.ignition import to_ignition
-from diskplan.model.layoutcopy import layout_only, relative_layout
-from diskplan.model.planfile import PlanFileError, PlanSpec, load_plan, spec_from_table, to_json, to_parted, to_sfdisk
-from diskplan.model.repart import repart_files, to_repart
+from diskplan.model.formats import planfile
+from diskplan.model.formats.ansible import to_ansible
+from diskplan.model.formats.ignition import to_ignition
+from diskplan.model.formats.layoutcopy import layout_only, relative_layout
+from diskplan.model.formats.planfile import (
+    PlanFileError,
+    PlanSpec,
+    load_plan,
+    spec_from_table,
+    to_json,
+    to_parted,
+    to_sfdisk,
+)
+from diskplan.model.formats.repart import repart_files, to_repart
 from diskplan.model.safetext import safe, safe_name
 from diskplan.model.value import replace
 
@@ -92,7 +100,7 @@ def _read_plan(path: str) -> PlanSpec:
 
 def load_source(source: str, copy: str = "") -> tuple[PlanSpec, str]:
     """The plan and the device name scripts should use by default. ``copy``: "layout" or "relative" for the
-    layout alone (model.layoutcopy), "" for the disk's own plan (every partition kept, made_against)."""
+    layout alone (model.formats.layoutcopy), "" for the disk's own plan (every partition kept, made_against)."""
     if source == "-" or _is_plan_file(source):
         spec = _read_plan(source)
         if copy == "relative" and spec.relative is None:

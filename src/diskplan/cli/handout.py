@@ -13,14 +13,14 @@ from __future__ import annotations
 import base64
 import html
 
-from diskplan.model import findings as F
-from diskplan.model.demos import Scenario
 from diskplan.model.disk import Disk
-from diskplan.model.exercise import GOALS
 from diskplan.model.extent import Partition
-from diskplan.model.findings import Finding
+from diskplan.model.findings import placement as F
+from diskplan.model.findings.placement import Finding
+from diskplan.model.findings.stackfindings import offset_mod, with_stack_findings
 from diskplan.model.grain import Grain, optimal_grain
-from diskplan.model.stackfindings import offset_mod, with_stack_findings
+from diskplan.model.teach.demos import Scenario
+from diskplan.model.teach.exercise import GOALS
 from diskplan.model.units import human_bytes, human_si
 from diskplan.model.value import value
 

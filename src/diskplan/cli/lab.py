@@ -1,4 +1,4 @@
-"""``diskplan measure --lab NAME``: run one experiment's pattern (model.lab) in the bytes measure chose and the
+"""``diskplan measure --lab NAME``: run one experiment's pattern (model.teach.lab) in the bytes measure chose and the
 user confirmed, at the aligned offset and as from LBA 34 or 63, and print the experiment's number beside the
 student's, with a line where this device cannot show the effect."""
 
@@ -11,7 +11,7 @@ from diskplan.backend import labrun
 from diskplan.cli.textout import Out
 from diskplan.discovery.devicekind import DeviceKind
 from diskplan.discovery.topology import set_scheduler, topology
-from diskplan.model.lab import SSD_DEPTH, SSD_JOBS, Lab, fio_job, stripe_arithmetic
+from diskplan.model.teach.lab import SSD_DEPTH, SSD_JOBS, Lab, fio_job, stripe_arithmetic
 from diskplan.model.units import human_bytes
 
 

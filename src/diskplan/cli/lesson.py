@@ -11,8 +11,8 @@ import sys
 
 from diskplan.cli.handout import lesson, markdown, page_html
 from diskplan.cli.textout import write_document
-from diskplan.model import demos
 from diskplan.model.safetext import safe
+from diskplan.model.teach import demos
 
 FORMATS = ("markdown", "html")
 

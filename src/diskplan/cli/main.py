@@ -90,7 +90,7 @@ def interrupted() -> str:
     """What a Ctrl+C that reached the top can truthfully say: "nothing was written" only while no write
     has saved its backup (each does before its first sector; the module is not even imported by commands
     that never write)."""
-    backup = sys.modules.get("diskplan.backend.backup")
+    backup = sys.modules.get("diskplan.backend.write.backup")
     saved: list[str] = getattr(backup, "SAVED", [])
     if not saved:
         return "diskplan: interrupted; nothing was written."

@@ -29,8 +29,8 @@ from diskplan.backend.iotime import (
     measure,
     measure_refusals,
 )
-from diskplan.backend.lock import LockBusy, take
-from diskplan.backend.write import half_moved
+from diskplan.backend.write.lock import LockBusy, take
+from diskplan.backend.write.steps import half_moved
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import Out, consoles
@@ -38,9 +38,9 @@ from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.discovery.inuse import culprits, loops_backed_by
 from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES, Exit
-from diskplan.model.lab import LABS
-from diskplan.model.lab import find as find_lab
-from diskplan.model.measure import (
+from diskplan.model.teach.lab import LABS
+from diskplan.model.teach.lab import find as find_lab
+from diskplan.model.teach.measure import (
     READ_TESTS,
     WRITE_TESTS,
     Result,

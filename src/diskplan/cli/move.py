@@ -2,7 +2,7 @@
 
 Without --yes: shows what would move (sectors, bytes, direction, an estimate) and writes nothing.
 With --yes: checks the filesystem, backs up the table, copies with a journal, reads the data back,
-rewrites the table entry and checks the filesystem again (backend.move). Ctrl+C stops between chunks;
+rewrites the table entry and checks the filesystem again (backend.move.engine). Ctrl+C stops between chunks;
 ``diskplan resume TARGET`` finishes an interrupted move. The realign and resume commands share this.
 
 Exit status (model.exitstatus): 0 moved, nothing to do, or shown without --yes; 1 refused or not confirmed
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
-from diskplan.backend.write import CommitError, Host, preload
+from diskplan.backend.move.engine import MoveOutcome, MoveProposal, execute_move, placement, prepare_move
+from diskplan.backend.write.steps import CommitError, Host, preload
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, add_open_writers, host, open_target
@@ -109,7 +109,7 @@ def move_and_resize(args: argparse.Namespace, disk: Disk, to: int, new: int, old
     """``move --size``: two writes, each whole and safe on its own, in the order that always has room:
     shrink then move, or move then grow. Interrupted in between, the same command does what is left (the
     step already done is "nothing to do")."""
-    from diskplan.backend.resize import execute_resize, prepare_resize
+    from diskplan.backend.move.resize import execute_resize, prepare_resize
     from diskplan.cli.resize import render
 
     target, number = args.target, args.partition

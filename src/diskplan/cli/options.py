@@ -7,8 +7,8 @@ from collections.abc import Generator, Sequence
 
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
-    from diskplan.backend.readahead import ReadError
-    from diskplan.backend.write import Host
+    from diskplan.backend.parted.readahead import ReadError
+    from diskplan.backend.write.steps import Host
     from diskplan.model.disk import Disk
     from diskplan.model.sizes import Amount
 
@@ -90,7 +90,7 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_overrides(disk: Disk, args: argparse.Namespace) -> Disk:
-    from diskplan.model.stackfindings import with_stack_findings
+    from diskplan.model.findings.stackfindings import with_stack_findings
 
     ss = disk.geometry.logical
 
@@ -123,19 +123,19 @@ def open_targets(
     paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True
 ) -> Generator[Disk | TargetError, None, None]:
     """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
-    of them all start at once, in ``lanes`` children side by side (backend.reader.read_many);
+    of them all start at once, in ``lanes`` children side by side (backend.read.reader.read_many);
     ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty)."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
-    from diskplan.backend import readahead
-    from diskplan.backend.filekind import target_problem
+    from diskplan.backend.parted import readahead
+    from diskplan.backend.raw.filekind import target_problem
 
     problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
     readable = [path for path, why in zip(paths, problems, strict=True) if not why]
     reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
     # The reads run in their children while the rest of the reader, and the model, are imported here.
-    import diskplan.backend.stack
+    import diskplan.backend.read.stack
     import diskplan.discovery.topology  # noqa: F401 (for _dressed)
-    from diskplan.backend.reader import survey
+    from diskplan.backend.read.reader import survey
 
     disks = survey(readable, reads)
 
@@ -155,10 +155,10 @@ def open_targets(
 
 
 def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
-    """``open_target`` with libparted in this very process (backend.reader.read_here): only in a process
+    """``open_target`` with libparted in this very process (backend.read.reader.read_here): only in a process
     that is itself an isolated child."""
-    from diskplan.backend.filekind import target_problem
-    from diskplan.backend.reader import read_here
+    from diskplan.backend.raw.filekind import target_problem
+    from diskplan.backend.read.reader import read_here
 
     problem = target_problem(path)
     if problem:
@@ -168,7 +168,7 @@ def open_target_here(path: str, filesystems: bool = True) -> Disk | TargetError:
 
 def _finished(path: str, read: Disk | ReadError, args: argparse.Namespace | None) -> Disk | TargetError:
     """What was read, dressed (``_dressed``), or the TargetError saying why there is nothing to plan on."""
-    from diskplan.backend.readahead import ReadError
+    from diskplan.backend.parted.readahead import ReadError
 
     if isinstance(read, ReadError):
         return TargetError(f"{path}: {read}")
@@ -180,7 +180,7 @@ def _finished(path: str, read: Disk | ReadError, args: argparse.Namespace | None
 
 def _dressed(path: str, disk: Disk, args: argparse.Namespace | None) -> Disk:
     """``disk`` as read, with its sysfs topology, its stacks, then the user's overrides."""
-    from diskplan.backend.stack import read_stacks
+    from diskplan.backend.read.stack import read_stacks
     from diskplan.discovery.topology import topology
     from diskplan.model.value import replace
 
@@ -217,7 +217,7 @@ def host(args: argparse.Namespace | None = None) -> Host:
     ``args``: a write command's, whose --allow-open-writers (``add_open_writers``) is honoured."""
     import functools
 
-    from diskplan.backend.write import Host
+    from diskplan.backend.write.steps import Host
     from diskplan.discovery import inuse
 
     allowed = bool(getattr(args, "allow_open_writers", False))

@@ -17,14 +17,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from diskplan.cli.options import TargetError, add_overrides, apply_overrides, open_target
-from diskplan.model import demos
 from diskplan.model.safetext import safe
+from diskplan.model.teach import demos
 from diskplan.ui.glyphs import console_wanted, mono_wanted
 from diskplan.ui.target import Target
 
 if TYPE_CHECKING:  # the backend is imported when a disk is opened (a demo's in a forked child)
     from diskplan.backend.demo_image import DemoImage
-    from diskplan.backend.isolate import Child
+    from diskplan.backend.parted.isolate import Child
 
 
 DESCRIPTION = ("See where every partition lies on the disk's physical blocks, and why a misaligned one "
@@ -93,7 +93,7 @@ class CliSource:
 
     def prefetch(self, kind: str, name: str) -> None:
         """Open a demo (``kind`` "demo") or a disk ("path") in a forked child. Fork before any thread starts."""
-        from diskplan.backend.isolate import start_isolated
+        from diskplan.backend.parted.isolate import start_isolated
 
         if kind == "demo":
             name = demos.find(name).name
@@ -106,7 +106,7 @@ class CliSource:
         # libparted runs in children of this child (a write, a read): imported here once, they inherit it
         # instead of each importing it again.
         with contextlib.suppress(ImportError):
-            import diskplan.backend.libparted  # noqa: F401
+            import diskplan.backend.parted.libparted  # noqa: F401
         try:
             target: Target | str = self._open_demo(name) if kind == "demo" else self._open_path(name)
         except Exception as exc:
@@ -114,7 +114,7 @@ class CliSource:
         return target, self.workspace.built(name) if kind == "demo" else None
 
     def _collect(self, key: tuple[str, str], timeout: float) -> Target:
-        from diskplan.backend.isolate import IsolatedFailure
+        from diskplan.backend.parted.isolate import IsolatedFailure
 
         child = self._early.pop(key)
         try:
@@ -207,7 +207,7 @@ def main(argv: list[str]) -> int:
         print("diskplan: --exercise opens a demo: give --demo NAME too", file=sys.stderr)
         return 2
     elif args.target:
-        from diskplan.backend.filekind import target_problem  # stat only: no libparted in this process
+        from diskplan.backend.raw.filekind import target_problem  # stat only: no libparted in this process
 
         problem = target_problem(args.target)  # the cheap checks; the read happens in the planner
         if problem:

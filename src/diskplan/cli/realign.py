@@ -1,7 +1,7 @@
 """``diskplan realign TARGET [--partition N] [--yes]``: move misaligned partitions, data and all, to the
 nearest grain boundary the free space around them allows (size unchanged: the filesystem's bytes move
 as they are, so any filesystem can be realigned). When no boundary leaves room, the filesystem shrinks
-first, by the planner's rule (model.move.realign_shrinking: the nearest boundary, whole physical blocks,
+first, by the planner's rule (model.plan.move.realign_shrinking: the nearest boundary, whole physical blocks,
 never below the minimum its tool reports), then moves: `diskplan move --size`'s two writes.
 
 Without --partition, every primary or GPT partition whose start is off the grain (1 MiB, the physical
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.move import execute_move, logical_window, prepare_move
-from diskplan.backend.resize import content_limits
-from diskplan.backend.write import CommitError, preload
+from diskplan.backend.move.engine import execute_move, logical_window, prepare_move
+from diskplan.backend.move.resize import content_limits
+from diskplan.backend.write.steps import CommitError, preload
 from diskplan.cli.move import move_and_resize, run
 from diskplan.cli.options import TargetError, add_open_writers, add_overrides, host, open_target
 from diskplan.cli.textout import consoles
@@ -24,7 +24,7 @@ from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES, Exit
 from diskplan.model.extent import Role
 from diskplan.model.grain import optimal_grain
-from diskplan.model.move import free_around, realign_shrinking, realign_start
+from diskplan.model.plan.move import free_around, realign_shrinking, realign_start
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes
 
@@ -62,7 +62,7 @@ def choices(disk: Disk, only: int | None) -> tuple[list[tuple[int, int, int]], l
         if p.role is Role.EXTENDED:
             notes.append(f"partition {p.number} is the extended partition: not realigned (its logical ones are)")
             continue
-        if p.role is Role.LOGICAL:  # between its neighbours in the EBR chain (model.ebrmove)
+        if p.role is Role.LOGICAL:  # between its neighbours in the EBR chain (model.plan.ebrmove)
             area = logical_window(disk.source, disk, p.number)
             if isinstance(area, str):
                 notes.append(f"partition {p.number}: {area}")
@@ -92,7 +92,7 @@ def has_errors(target: str, disk: Disk, number: int) -> str:
     """Why a move of partition ``number`` will be refused because its filesystem has errors ("" when it is
     clean, or cannot be checked here: the move says why itself). The write checks again under its lock;
     this is for the dry run, which otherwise proposes a move that the write refuses."""
-    from diskplan.backend import fscheck
+    from diskplan.backend.fs import fscheck
 
     p = disk.table.by_number(number)
     if p is None:

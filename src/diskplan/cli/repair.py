@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.gptrepair import execute_repair, prepare_repair
-from diskplan.backend.proposal_text import headline
-from diskplan.backend.reader import ReadError, read
-from diskplan.backend.write import CommitError, Proposal, Verdict, preload
+from diskplan.backend.read.reader import ReadError, read
+from diskplan.backend.write.gptrepair import execute_repair, prepare_repair
+from diskplan.backend.write.proposal_text import headline
+from diskplan.backend.write.steps import CommitError, Proposal, Verdict, preload
 from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
 from diskplan.model import ptypes
-from diskplan.model.codes import NEEDS_REPAIR
 from diskplan.model.exitstatus import WRITES
+from diskplan.model.findings.codes import NEEDS_REPAIR
 from diskplan.model.safetext import columns
 from diskplan.model.units import human_bytes
 

@@ -1,5 +1,5 @@
 """``diskplan resize TARGET --partition N --size SIZE [--yes]``: grow or shrink a partition and the
-filesystem in it, its start unchanged (backend.resize).
+filesystem in it, its start unchanged (backend.move.resize).
 
 Without --yes: shows the filesystem, the old and new size, the smallest size a shrink can reach and the
 steps in their order, and writes nothing. Exit status (model.exitstatus): 0 resized, nothing to do, or
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
-from diskplan.backend.write import CommitError, preload
+from diskplan.backend.move.resize import ResizeProposal, execute_resize, prepare_resize
+from diskplan.backend.write.steps import CommitError, preload
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import UNSTOPPABLE, progress_display, render_outcome, stop_on_interrupt
 from diskplan.cli.options import TargetError, add_open_writers, host, open_target

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.restore import RestoreProposal, execute_restore, prepare_restore
-from diskplan.backend.write import CommitError
+from diskplan.backend.write.restore import RestoreProposal, execute_restore, prepare_restore
+from diskplan.backend.write.steps import CommitError
 from diskplan.cli.apply import render_outcome
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import add_open_writers, host

@@ -1,6 +1,6 @@
 """``diskplan resume TARGET [--yes] [--journal PATH] [--rollback]``: finish a move that was interrupted (a
-crash, a power cut, Ctrl+C, an I/O error), from its journal (backend.move says what it does at each point),
-or, with ``--rollback`` and while no byte of its old place was overwritten, put it back (backend.moveundo).
+crash, a power cut, Ctrl+C, an I/O error), from its journal (backend.move.engine says what it does at each point),
+or, with ``--rollback`` and while no byte of its old place was overwritten, put it back (backend.move.moveundo).
 
 Exit status (model.exitstatus): 0 finished, nothing to resume, or shown without --yes; 1 refused or not
 confirmed (nothing written); 2 the target or the journal could not be read; 3 failed or stopped again.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from diskplan.backend.move import NothingToResume, execute_resume, prepare_resume
-from diskplan.backend.moveundo import execute_rollback
-from diskplan.backend.write import CommitError, preload
+from diskplan.backend.move.engine import NothingToResume, execute_resume, prepare_resume
+from diskplan.backend.move.moveundo import execute_rollback
+from diskplan.backend.write.steps import CommitError, preload
 from diskplan.cli.dataprogress import ROLLBACK_UNSTOPPABLE
 from diskplan.cli.move import run
 from diskplan.cli.options import host

@@ -21,12 +21,12 @@ import signal
 import socket
 import sys
 
-from diskplan.backend.movejournal import MOVES_ENV
+from diskplan.backend.move.movejournal import MOVES_ENV
 from diskplan.cli.options import TargetError
 from diskplan.cli.planner import CliSource, run_planner
 from diskplan.cli.planner import parser as planner_parser
-from diskplan.model import demos
 from diskplan.model.safetext import safe
+from diskplan.model.teach import demos
 from diskplan.ui.target import Target
 
 DEFAULT_HOST = "127.0.0.1"

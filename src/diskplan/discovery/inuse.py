@@ -464,7 +464,7 @@ def _holder(path: str, pid: str, proc_root: str) -> str:
 def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> list[Use]:
     """Locks on ``files`` (``_file_key`` of each image file or device node -> its name) from /proc/locks:
     a BSD flock (a partitioner, mkfs --lock, another diskplan), a POSIX or OFD lock (QEMU's on its disk
-    image). This process's own BSD lock (backend.lock, held while it writes) is no use; nor is a waiter
+    image). This process's own BSD lock (backend.write.lock, held while it writes) is no use; nor is a waiter
     (``->``), which holds nothing yet."""
     me = str(os.getpid())
     held: dict[tuple[str, str, str], str] = {}
@@ -485,7 +485,7 @@ def locks(files: dict[tuple[int, int, int], str], proc_root: str = "/proc") -> l
     for (path, kind, pid), mode in held.items():
         who = _holder(path, pid, proc_root)
         # udev holds a shared lock on a whole disk for the moment it probes it (after every write): the
-        # write lock waits for it (backend.lock), so it is said but refuses nothing.
+        # write lock waits for it (backend.write.lock), so it is said but refuses nothing.
         probing = kind == "FLOCK" and mode == "read" and who.split(" (pid")[0] in UDEV
         what = f"{LOCK_KINDS.get(kind, 'a ' + kind)} ({mode}) held by {who}"
         out.append(Use(path, "locked", what + (" while it probes the disk; the write waits for it" if probing else ""),

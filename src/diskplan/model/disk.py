@@ -8,8 +8,8 @@ from diskplan.model.value import field, replace, value
 
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # only named here: a libparted reader's child builds a Disk without importing them
-    from diskplan.model.findings import Finding
-    from diskplan.model.repair import GptRepair
+    from diskplan.model.findings.placement import Finding
+    from diskplan.model.plan.repair import GptRepair
     from diskplan.model.stack import Layer
 
 
@@ -36,12 +36,12 @@ class Disk:
     filesystem: str = ""  # a filesystem found on the whole disk (no table)
     messages: tuple[str, ...] = field(default=())  # what libparted or our own checks said while reading
     # What the reader found about the table itself (damage, hybrid MBR, unreadable label): stable codes
-    # from model.tablefindings; ``partition`` set when one partition is concerned.
+    # from model.findings.tablefindings; ``partition`` set when one partition is concerned.
     findings: tuple[Finding, ...] = field(default=())
     views: tuple[Table, ...] = field(default=())  # other readings of the same sectors: a hybrid MBR's half
     repair: GptRepair | None = None  # a repair the plan can offer (nothing is written until commit)
     # What sits inside each partition (number -> layers, 0 for a table-less disk): LVM, md, LUKS, a
-    # filesystem's stripe hints (model.stack); read by backend.stack, read-only.
+    # filesystem's stripe hints (model.stack); read by backend.read.stack, read-only.
     stacks: tuple[tuple[int, tuple[Layer, ...]], ...] = field(default=())
 
     def stack(self, number: int) -> tuple[Layer, ...]:

@@ -3,7 +3,7 @@
 Type codes are canonical so plans compare equal whatever the user typed: a GPT type is its GUID in upper
 case, an MBR type is "0x" and two lower-case hex digits. Flags here are *attributes*, not types: on GPT
 libparted 3.5 reports many types as flags ("esp", "lvm", "swap"...); those are folded into the type, and only
-real attribute bits stay flags (named as libparted names them, so backend.libparted can set them):
+real attribute bits stay flags (named as libparted names them, so backend.parted.libparted can set them):
 
 =================  ==========================================  =====================
 flag               meaning                                     sfdisk ``attrs=``

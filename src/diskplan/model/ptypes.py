@@ -3,7 +3,7 @@
 libparted 3.5 (Debian 12) cannot set a type GUID or MBR id directly (pyparted needs parted > 3.5 for
 that); it derives them from a flag or a filesystem type. ``flag``/``fs`` say which one yields the type.
 Any other GPT type (by GUID, libfdisk name or alias) is written into the raw entries right after
-libparted's commit (backend.gptpatch).
+libparted's commit (backend.raw.gptpatch).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What sits inside a partition: LVM2 physical volumes, md RAID 1.x, LUKS1/LUKS2 and ext4/XFS stripe hints.
 
-Pure parsing, bytes in and facts out (``backend.stack`` does the reading, read-only). Each layer says
+Pure parsing, bytes in and facts out (``backend.read.stack`` does the reading, read-only). Each layer says
 where its own data begins, relative to where the layer begins, so the absolute byte where data lands is
 the partition start plus every offset above it: the arithmetic ``stackfindings`` checks against the
 page, the grain and the stripe. Formats, from their documentation and sources:

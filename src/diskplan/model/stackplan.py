@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from math import lcm
 
-from diskplan.model.codes import LAYER_NOT_PAGE, LAYER_NOT_STRIPE
+from diskplan.model.findings.codes import LAYER_NOT_PAGE, LAYER_NOT_STRIPE
+from diskplan.model.findings.stackfindings import device_stripe
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.stack import PARITY, STRIPED_LEVELS, Layer, md_data_disks
-from diskplan.model.stackfindings import device_stripe
 from diskplan.model.units import KiB, MiB, human_bytes
 from diskplan.model.value import field, value
 
@@ -377,7 +377,7 @@ def compare(geom: Geometry, start_lba: int, size_bytes: int, layers: tuple[Layer
             intent: Intent | None = None, dev: str = "PART") -> tuple[StackPlan, tuple[Verdict, ...]]:
     """The plan the existing ``layers`` were built for (their own intent, unless ``intent``) and, layer by
     layer, what its command would have made against what is there, judged as ``check`` judges it."""
-    from diskplan.model.stackfindings import REMAKE, judged
+    from diskplan.model.findings.stackfindings import REMAKE, judged
 
     plan = plan_stack(geom, start_lba, size_bytes, intent or intent_of(layers), dev)
     out: list[Verdict] = []

@@ -34,9 +34,9 @@ class Table:
     # regions only guess where they are); empty when not read. A logical data move keeps them occupied.
     ebrs: tuple[int, ...] = ()
     # What a plan file names that libparted makes up, written over it after the commit: a GPT's usable area
-    # (``first_usable``/``last_usable`` as the plan's first_lba/last_lba say; backend.gptpatch) and the disk
+    # (``first_usable``/``last_usable`` as the plan's first_lba/last_lba say; backend.raw.gptpatch) and the disk
     # id an sfdisk script's label-id: names (GPT: the disk GUID; msdos: the disk signature, "0x1234abcd";
-    # backend.mbrid). False and "" for a table read from a disk and for a plan naming none.
+    # backend.raw.mbrid). False and "" for a table read from a disk and for a plan naming none.
     usable_named: bool = field(default=False, compare=False)
     disk_id: str = field(default="", compare=False)
 

@@ -18,13 +18,13 @@ from textual.containers import Horizontal
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
-from diskplan.model import demos
 from diskplan.model.extent import Role, State
+from diskplan.model.findings.report import table_findings as findings_of_table
+from diskplan.model.findings.stackfindings import data_starts
 from diskplan.model.grain import Grain, SnapTarget
-from diskplan.model.plan import Outcome
-from diskplan.model.report import table_findings as findings_of_table
+from diskplan.model.plan.plan import Outcome
 from diskplan.model.safetext import safe
-from diskplan.model.stackfindings import data_starts
+from diskplan.model.teach import demos
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace
 from diskplan.ui import textual_private
@@ -60,10 +60,10 @@ if TYPE_CHECKING:  # the commit, the pickers and the help are imported when firs
     from textual.notifications import SeverityLevel
     from textual.theme import Theme
 
-    from diskplan.backend.write import Host
+    from diskplan.backend.write.steps import Host
     from diskplan.discovery.udev import DiskInfo
     from diskplan.model.disk import Disk
-    from diskplan.model.findings import Finding
+    from diskplan.model.findings.placement import Finding
     from diskplan.ui.settings import Settings
 
 # What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
@@ -197,8 +197,8 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         there, often unreadably."""
         super().__init__()
         # Disks are read (and written) by forked children, started from worker threads: the zygote that
-        # forks them is forked now, while this process has one thread (backend.isolate).
-        from diskplan.backend.isolate import prepare_for_threads
+        # forks them is forked now, while this process has one thread (backend.parted.isolate).
+        from diskplan.backend.parted.isolate import prepare_for_threads
 
         prepare_for_threads()
         self.served = served
@@ -448,7 +448,7 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
     @work(thread=True, exclusive=True, group="load")
     def reread(self, path: str) -> None:
         """Read the disk again after a write; the plan starts again from it."""
-        from diskplan.backend.reader import ReadError, read
+        from diskplan.backend.read.reader import ReadError, read
 
         try:
             disk = read(path)

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import NamedTuple
 
-from diskplan.model.codes import END_NOT_PHYSICAL, ERROR, NOTICE, PAST_END, SEVERITY_RANK, WARNING
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import Finding
+from diskplan.model.findings.codes import END_NOT_PHYSICAL, ERROR, NOTICE, PAST_END, SEVERITY_RANK, WARNING
+from diskplan.model.findings.placement import Finding
+from diskplan.model.findings.stackfindings import DataStart
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, mib_grain, page_grain
 from diskplan.model.safetext import safe
-from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Region, Table
 from diskplan.model.value import replace, value
 

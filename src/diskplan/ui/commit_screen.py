@@ -1,7 +1,7 @@
 """Writing the plan: every operation and the resulting table, sector-exact, with the device's model and size;
 the confirmation (a block device's name, or "yes" for an image file); progress; and the outcome.
 
-``backend.commit`` does the work; it reads and writes the disk, so it runs in worker threads and this
+``backend.write.commit`` does the work; it reads and writes the disk, so it runs in worker threads and this
 screen only shows what they report. Nothing is written before the answer is accepted, and once the
 write has begun the screen cannot be left until the outcome is known.
 """
@@ -18,11 +18,11 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.commit import execute, prepare
-from diskplan.backend.proposal_text import proposal_lines
-from diskplan.backend.write import CommitError, Host, Proposal, Verdict, WriteOutcome
-from diskplan.model.operations import Changes
-from diskplan.model.repair import GptRepair
+from diskplan.backend.write.commit import execute, prepare
+from diskplan.backend.write.proposal_text import proposal_lines
+from diskplan.backend.write.steps import CommitError, Host, Proposal, Verdict, WriteOutcome
+from diskplan.model.plan.operations import Changes
+from diskplan.model.plan.repair import GptRepair
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
 from diskplan.ui.dialogs import FORM_CSS
@@ -38,7 +38,7 @@ VERDICT_STYLE = {Verdict.WRITTEN: "bold $success", Verdict.NOTHING: "bold $succe
 
 
 def proposal_text(p: Proposal, model_hint: str = "") -> Content:
-    """What will be written, the lines ``diskplan apply`` prints (backend.proposal_text), then what
+    """What will be written, the lines ``diskplan apply`` prints (backend.write.proposal_text), then what
     refuses it. ``model_hint``: the model the planner knows when the target cannot say (an image file, a
     demo)."""
     parts: list[str | tuple[str, str]] = []
@@ -188,7 +188,7 @@ class CommitScreen(ModalScreen[WriteOutcome | None]):
         try:
             outcome = execute(p, answer, self.host, progress=progress)
         except Exception as exc:  # execute reports failures itself; this is for the unforeseen
-            from diskplan.backend.write import DiskState
+            from diskplan.backend.write.steps import DiskState
 
             reason = " ".join(str(exc).split()) or type(exc).__name__
             outcome = WriteOutcome(Verdict.FAILED, f"the write failed: {reason}", DiskState.UNKNOWN, target=p.target)

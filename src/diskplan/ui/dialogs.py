@@ -26,10 +26,10 @@ from textual.widgets.option_list import Option
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Extent, Partition, Role
 from diskplan.model.grain import SnapTarget, bytes_grain, mib_grain, optimal_grain, physical_grain, user_grain
-from diskplan.model.plan import Outcome, Plan
+from diskplan.model.plan.plan import Outcome, Plan
+from diskplan.model.plan.snap import Gap
 from diskplan.model.safetext import safe
 from diskplan.model.sizes import SizeError, format_size, parse_lba, parse_size
-from diskplan.model.snap import Gap
 from diskplan.model.typenames import GPT_NAMES
 from diskplan.model.units import human_bytes
 

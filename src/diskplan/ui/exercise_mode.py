@@ -1,5 +1,5 @@
 """A demo opened as an exercise ("fix this layout"): the goal beside the lesson, ``k`` judges the present plan
-(model.exercise.check) and says what is still wrong or, once right, what the experiment measured; ``Enter``
+(model.teach.exercise.check) and says what is still wrong or, once right, what the experiment measured; ``Enter``
 walks through the goal's steps, moving the cursor and the zoom with one line of why per step. A mixin of
 ``PlannerApp``, which declares the bindings; what it needs from the app is ``PlannerView``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from diskplan.model.exercise import GOALS, Goal, Verdict, check
+from diskplan.model.teach.exercise import GOALS, Goal, Verdict, check
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import re
 
-from diskplan.model.codes import NOTICE
 from diskplan.model.disk import Disk, content_phrase
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import nearby_starts
+from diskplan.model.findings.codes import NOTICE
+from diskplan.model.findings.placement import nearby_starts
+from diskplan.model.findings.stackfindings import NAMES, DataStart, judged, offset_mod, place, walk_lines
+from diskplan.model.findings.toolsay import tool_say
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, libfdisk_grain, libparted_optimum, mib_grain
 from diskplan.model.ptypes import describe
 from diskplan.model.safetext import safe
 from diskplan.model.stack import Layer
-from diskplan.model.stackfindings import NAMES, DataStart, judged, offset_mod, place, walk_lines
 from diskplan.model.table import Table, gpt_entry_sectors
-from diskplan.model.toolsay import tool_say
 from diskplan.model.units import MiB, human_bytes, human_si, plural
 from diskplan.model.value import value
 from diskplan.ui.cells import Item, Kind
@@ -213,7 +213,7 @@ def stack_walk(geom: Geometry, start_lba: int, stack: tuple[Layer, ...], grain: 
 
 def _data_sums(geom: Geometry, data: int, grain: Grain) -> str:
     """A data start's remainders on the page and on the grain, counted from the alignment offset as the
-    findings count them (model.stackfindings.offset_mod)."""
+    findings count them (model.findings.stackfindings.offset_mod)."""
     page, _ = offset_mod(geom, data, geom.page)
     on_grain, _ = offset_mod(geom, data, grain.sectors * geom.logical)
     return f"{page}, {on_grain}"

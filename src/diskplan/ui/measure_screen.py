@@ -25,11 +25,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, holes_note, measure, measure_refusals
-from diskplan.backend.lock import LockBusy, take
-from diskplan.backend.write import Host
+from diskplan.backend.write.lock import LockBusy, take
+from diskplan.backend.write.steps import Host
 from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.model.disk import Disk
-from diskplan.model.measure import (
+from diskplan.model.safetext import safe
+from diskplan.model.teach.measure import (
     READ_TESTS,
     WRITE_TESTS,
     Result,
@@ -41,7 +42,6 @@ from diskplan.model.measure import (
     report,
     span,
 )
-from diskplan.model.safetext import safe
 from diskplan.model.units import MiB, plural
 from diskplan.model.value import value
 from diskplan.ui.commit_screen import progress_bar

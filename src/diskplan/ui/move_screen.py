@@ -1,10 +1,10 @@
 """Moving and resizing partitions that hold data, from the planner: a plan whose only changes are data moves
 and resizes, or the unfinished move a journal records (resume).
 
-``backend.move`` does the work (check, back up, journal, copy, verify, rewrite the entry, check again),
-and ``backend.resize`` a resize (check, back up, the filesystem's own tool and the entry in the safe order,
+``backend.move.engine`` does the work (check, back up, journal, copy, verify, rewrite the entry, check again),
+and ``backend.move.resize`` a resize (check, back up, the filesystem's own tool and the entry in the safe order,
 check again); one write at a time, in the order ``diskplan apply`` writes the same plan (``Changes.steps``, from
-model.move.data_steps: every shrink, then the moves each into room the ones before left, then the grows), each
+model.plan.move.data_steps: every shrink, then the moves each into room the ones before left, then the grows), each
 under the disk's write lock, in a worker thread. This screen lists them sector-exact, asks for the
 device's name (or "yes" for an image), and shows the progress: bytes, rate and time left. Esc during the
 copy stops at the next chunk boundary: the partition is then half-moved, its table entry still points at
@@ -25,13 +25,20 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from diskplan.backend.move import MoveOutcome, MoveProposal, execute_move, execute_resume, prepare_move, prepare_resume
-from diskplan.backend.planmoves import table_after
-from diskplan.backend.resize import ResizeProposal, execute_resize, prepare_resize
-from diskplan.backend.write import CommitError, Host, Verdict, read_target
-from diskplan.model.fsresize import doing
-from diskplan.model.move import DataStep
-from diskplan.model.operations import Changes, Operation
+from diskplan.backend.move.engine import (
+    MoveOutcome,
+    MoveProposal,
+    execute_move,
+    execute_resume,
+    prepare_move,
+    prepare_resume,
+)
+from diskplan.backend.move.planmoves import table_after
+from diskplan.backend.move.resize import ResizeProposal, execute_resize, prepare_resize
+from diskplan.backend.write.steps import CommitError, Host, Verdict, read_target
+from diskplan.model.plan.fsresize import doing
+from diskplan.model.plan.move import DataStep
+from diskplan.model.plan.operations import Changes, Operation
 from diskplan.model.safetext import safe
 from diskplan.model.units import human_bytes, human_duration
 from diskplan.model.value import replace

@@ -17,12 +17,12 @@ from textual.visual import VisualType
 from textual.widget import Widget
 from textual.widgets import Static
 
-from diskplan.model import demos
-from diskplan.model.findings import Finding
+from diskplan.model.findings.placement import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
-from diskplan.model.plan import History, Plan
+from diskplan.model.plan.plan import History, Plan
 from diskplan.model.safetext import safe
+from diskplan.model.teach import demos
 from diskplan.model.units import human_bytes, human_duration
 from diskplan.ui.cells import Item
 from diskplan.ui.explain import Line, facts, shorten, terminal_options
@@ -331,7 +331,7 @@ class ViewsPanel(VerticalScroll, can_focus=True):
                      rate: tuple[float, str] = (200e6, "a disk of unknown speed")) -> None:
         """The pending changes against the table on disk, the snapping target, and what undo/redo would do.
         ``writable``: why the plan cannot be written from here ("" when it can); ``rate``: the bytes/s a
-        data move is estimated at, and what that assumes (backend.devspeed)."""
+        data move is estimated at, and what that assumes (backend.move.devspeed)."""
         changes = plan.changes()  # the operations the write dialog lists and the commit executes
         parts: list[str | tuple[str, str]] = []
         if changes:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual import work
 
 from diskplan.model.extent import State
-from diskplan.model.plan import Outcome, Plan
+from diskplan.model.plan.plan import Outcome, Plan
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace
 from diskplan.ui.cells import Item
@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
 
-    from diskplan.backend.move import MoveOutcome
-    from diskplan.backend.write import Host, WriteOutcome
-    from diskplan.model.fsresize import Limits
+    from diskplan.backend.move.engine import MoveOutcome
+    from diskplan.backend.write.steps import Host, WriteOutcome
     from diskplan.model.grain import Grain
+    from diskplan.model.plan.fsresize import Limits
     from diskplan.ui.dialogs import SnapChoice
     from diskplan.ui.sectormap import SectorMap
     from diskplan.ui.target import Target
@@ -84,7 +84,7 @@ else:
 
 
 def default_host() -> Host:
-    from diskplan.backend.write import Host
+    from diskplan.backend.write.steps import Host
     from diskplan.discovery import inuse
 
     return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
@@ -398,10 +398,10 @@ class PlanActions(_Base):
             realign()
 
     def measure(self, numbers: list[int], then: Callable[[], None] | None = None) -> None:
-        """Find out what the content of existing partitions ``numbers`` allows (backend.resize.content_limits:
+        """Find out what the content of existing partitions ``numbers`` allows (backend.move.resize.content_limits:
         blkid, the tool's minimum), in a worker: the tools may take a moment and the model stays pure.
         ``then``: called on the UI thread once all are known."""
-        from diskplan.model.fsresize import Limits
+        from diskplan.model.plan.fsresize import Limits
 
         s = self.session
         if s is None:
@@ -424,8 +424,8 @@ class PlanActions(_Base):
     @work(thread=True, group="measure")
     def _measure_worker(self, session: Session, path: str, todo: list[tuple[int, int, int]], ss: int,
                         then: Callable[[], None] | None) -> None:
-        from diskplan.backend.resize import content_limits
-        from diskplan.model.fsresize import Limits
+        from diskplan.backend.move.resize import content_limits
+        from diskplan.model.plan.fsresize import Limits
 
         for n, start, size in todo:
             try:
@@ -451,8 +451,8 @@ class PlanActions(_Base):
             self.show_drag()
 
     def move_rate(self) -> tuple[float, str]:
-        """The bytes/s a data move on the open disk is estimated at (backend.devspeed), once per disk."""
-        from diskplan.backend.devspeed import UNKNOWN, assumed_rate
+        """The bytes/s a data move on the open disk is estimated at (backend.move.devspeed), once per disk."""
+        from diskplan.backend.move.devspeed import UNKNOWN, assumed_rate
 
         path = self.target.path if self.target is not None else ""
         if self._rate is None or self._rate[0] != path:
@@ -615,7 +615,7 @@ class PlanActions(_Base):
     def _made_against(self, s: Session) -> str | None:
         """The fingerprint of the disk's table the plan starts from, which `diskplan apply` checks; None
         for a disk without a file or device (a demo shown from the model)."""
-        from diskplan.backend.tableid import table_fingerprint
+        from diskplan.backend.raw.tableid import table_fingerprint
 
         if self.target is None or not self.target.path:
             return None
@@ -623,7 +623,7 @@ class PlanActions(_Base):
 
     def _guids(self) -> dict[int, str]:
         """The GPT unique GUIDs of the open disk's partitions (a saved plan's ``keeps`` name them)."""
-        from diskplan.backend.gptattrs import partition_guids
+        from diskplan.backend.raw.gptattrs import partition_guids
 
         if self.target is None or not self.target.path:
             return {}
@@ -634,7 +634,7 @@ class PlanActions(_Base):
 
     def action_save_plan(self, then: Callable[[], object] | None = None) -> None:
         """Save the plan as a JSON file; ``then``: what to do once it is saved (not when cancelled)."""
-        from diskplan.model.planfile import PlanFileError, save_plan
+        from diskplan.model.formats.planfile import PlanFileError, save_plan
         from diskplan.ui.dialogs import PathScreen
 
         s = self._plan_session()
@@ -668,7 +668,7 @@ class PlanActions(_Base):
             self._default_plan_path(), save), saved)
 
     def action_load_plan(self) -> None:
-        from diskplan.model.planfile import PlanFileError, load_into
+        from diskplan.model.formats.planfile import PlanFileError, load_into
         from diskplan.ui.dialogs import PathScreen
 
         s = self._plan_session()
@@ -676,7 +676,7 @@ class PlanActions(_Base):
             return
 
         def load(path: str) -> str | None:
-            from diskplan.backend.planread import read_plan_text
+            from diskplan.backend.read.planread import read_plan_text
 
             try:  # bounded, and never a wait on a FIFO
                 text = read_plan_text(os.path.expanduser(path))
@@ -723,7 +723,7 @@ class PlanActions(_Base):
         self.push_confirmation(screen, self._written)
 
     def _write_moves(self, plan: Plan) -> None:
-        """A plan of data moves: backend.move runs them one at a time (ui.move_screen). Table changes are
+        """A plan of data moves: backend.move.engine runs them one at a time (ui.move_screen). Table changes are
         written by the commit first, on their own: the engine moves a partition against the table on disk."""
         from diskplan.ui.move_screen import MoveScreen
 
@@ -736,10 +736,10 @@ class PlanActions(_Base):
         self.push_confirmation(screen, self._moved)
 
     def offer_resume(self) -> bool:
-        """Whether the open disk has an unfinished data move (its journal, backend.movejournal); if so, say so
+        """Whether the open disk has an unfinished data move (its journal, backend.move.movejournal); if so, say so
         once and offer M. The footer follows."""
-        from diskplan.backend.movejournal import unfinished
-        from diskplan.backend.write import identity
+        from diskplan.backend.move.movejournal import unfinished
+        from diskplan.backend.write.steps import identity
 
         path = self.target.path if self.target is not None else ""
         found = ""
@@ -773,7 +773,7 @@ class PlanActions(_Base):
         self.push_confirmation(screen, self._moved)
 
     def _moved(self, outcome: MoveOutcome | None) -> None:
-        from diskplan.backend.write import Verdict
+        from diskplan.backend.write.steps import Verdict
 
         if outcome is None or self.target is None:
             return
@@ -786,7 +786,7 @@ class PlanActions(_Base):
             self.reread(self.target.path)
 
     def _written(self, outcome: WriteOutcome | None) -> None:
-        from diskplan.backend.write import Verdict
+        from diskplan.backend.write.steps import Verdict
 
         if outcome is None or self.target is None:
             return

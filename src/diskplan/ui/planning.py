@@ -12,14 +12,14 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from diskplan.model.codes import SEVERITY_RANK, SHARED_BLOCK
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.findings import Finding, analyze
-from diskplan.model.fsresize import Limits
+from diskplan.model.findings.codes import SEVERITY_RANK, SHARED_BLOCK
+from diskplan.model.findings.placement import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
-from diskplan.model.plan import Edge, History, Outcome, Plan, Snap
-from diskplan.model.repair import GptRepair
+from diskplan.model.plan.fsresize import Limits
+from diskplan.model.plan.plan import Edge, History, Outcome, Plan, Snap
+from diskplan.model.plan.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.model.value import replace, value
@@ -142,7 +142,7 @@ class Session:
         """``reader``: what the reader found about partitions (kept while they stay on the disk as they are);
         ``offer``: the repair the disk offers (``Disk.repair``), which the plan can make a pending change."""
         self.history = History(Plan.open(geometry, table, target, offer=offer))
-        # What each existing partition's content allows (backend.resize.content_limits, measured in a worker
+        # What each existing partition's content allows (backend.move.resize.content_limits, measured in a worker
         # when a resize or a shrinking realign first needs it): valid while the disk is as read.
         self.limits: dict[int, Limits] = {}
         self._reader = reader

@@ -15,10 +15,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from diskplan.model import demos, sizes
+from diskplan.model import sizes
 from diskplan.model.geometry import Geometry
 from diskplan.model.safetext import safe
 from diskplan.model.table import Table
+from diskplan.model.teach import demos
 from diskplan.model.units import human_bytes
 from diskplan.ui.explain import shorten
 from diskplan.ui.glyphs import Glyphs

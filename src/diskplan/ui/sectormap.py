@@ -28,10 +28,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from diskplan.model.extent import Extent, Partition, State
-from diskplan.model.findings import Finding, analyze
+from diskplan.model.findings.placement import Finding, analyze
+from diskplan.model.findings.stackfindings import DataStart
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, optimal_grain
-from diskplan.model.stackfindings import DataStart
 from diskplan.model.table import Table
 from diskplan.model.value import value
 from diskplan.ui.cells import EBR_GAP, Cell, Grid, Item, Kind, MapContent

@@ -53,7 +53,7 @@ class ModelSource:
         return self.open_demo(name) if kind == "demo" else None  # a demo is built from the model: no wait
 
     def open_demo(self, name: str) -> Target:
-        from diskplan.model.demos import find
+        from diskplan.model.teach.demos import find
 
         s = find(name)
         return Target(s.planned_disk(), f"demo {s.name}", s.lesson, "shown from the model, no image written", s.name)

@@ -1,0 +1,1 @@
+"""Teaching: the demo disks, exercises and what measure's numbers mean."""
