@@ -332,7 +332,7 @@ def test_ignition_through_sgdisk_writes_what_apply_writes(tmp_path: pathlib.Path
 
 def test_the_refusal_of_a_relative_plan_offers_only_formats_that_hold_it() -> None:
     """`a parted script` (not "an"), and Ignition offered only when no size is a percentage (it refuses them)."""
-    from diskplan.cli.export import render
+    from diskplan.model.formats.registry import render
 
     for fmt, text, offered in (("parted", HALVES, "--format ansible or repart)"),
                                ("sfdisk", '{"label": "gpt", "partitions": [{"size": "1GiB"}, {"size": "rest"}]}',
@@ -345,3 +345,18 @@ def test_the_refusal_of_a_relative_plan_offers_only_formats_that_hold_it() -> No
             said.endswith(offered), said
         if "ignition" in offered:
             assert render(spec, "ignition", "/dev/sda")  # what it offers, it prints
+
+
+def test_export_offers_and_renders_exactly_the_registry_s_formats() -> None:
+    """One registry (model.formats.registry): export's --format choices are its names, each renders, and a name
+    it does not know is refused rather than rendered as repart (the old if-chain's fallback)."""
+    from diskplan.cli.export import parser
+    from diskplan.model.formats.registry import FORMATS, render
+
+    choices = next(a.choices for a in parser()._actions if a.dest == "format")
+    assert list(choices) == list(FORMATS) == ["json", "sfdisk", "parted", "ansible", "ignition", "repart"]
+    spec = load_plan('{"label": "gpt", "partitions": [{"start": 2048, "size": 4096, "type": "linux"}]}')
+    texts = {name: render(spec, name, "/dev/sda") for name in FORMATS}
+    assert len(set(texts.values())) == len(FORMATS) and all(texts.values())
+    with pytest.raises(PlanFileError, match="unknown export format 'yaml'"):
+        render(spec, "yaml", "/dev/sda")

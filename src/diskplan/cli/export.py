@@ -18,24 +18,19 @@ from diskplan.backend.raw.tableid import disk_fingerprint
 from diskplan.backend.read.planread import read_plan_text
 from diskplan.cli.options import TargetError, open_target
 from diskplan.cli.textout import write_document
-from diskplan.model.formats import planfile
-from diskplan.model.formats.ansible import to_ansible
-from diskplan.model.formats.ignition import to_ignition
+from diskplan.model.formats import planfile, registry
 from diskplan.model.formats.layoutcopy import layout_only, relative_layout
 from diskplan.model.formats.planfile import (
     PlanFileError,
     PlanSpec,
     load_plan,
     spec_from_table,
-    to_json,
-    to_parted,
-    to_sfdisk,
 )
-from diskplan.model.formats.repart import repart_files, to_repart
-from diskplan.model.safetext import safe, safe_name
+from diskplan.model.formats.repart import repart_files
+from diskplan.model.safetext import safe
 from diskplan.model.value import replace
 
-FORMATS = ("json", "sfdisk", "parted", "ansible", "ignition", "repart")
+FORMATS = tuple(registry.FORMATS)
 PLAN_PROBE_BYTES = 1 << 16
 
 
@@ -119,30 +114,6 @@ def load_source(source: str, copy: str = "") -> tuple[PlanSpec, str]:
         raise PlanFileError(f"{source}: {exc}") from exc
 
 
-def render(spec: PlanSpec, fmt: str, device: str) -> str:
-    if fmt == "json":
-        return to_json(spec)
-    if fmt in ("sfdisk", "parted") and spec.relative is not None:
-        # Ignition sizes are MiB, never a share: offered only to a plan without percentages
-        others = "ansible or repart" if any(w.size.percent is not None for w in spec.relative) \
-            else "ansible, ignition or repart"
-        raise PlanFileError(f"{'an' if fmt == 'sfdisk' else 'a'} {fmt} script is in exact sectors, and this plan's "
-                            "sizes are relative: `diskplan apply PLAN DISK` resolves it on a disk, then "
-                            f"`diskplan export DISK` prints it (or use --format {others})")
-    # A script names the device in comments and commands: a control character in an image's file name is
-    # shown escaped (model.safetext), as every other command shows it, never sent raw to a terminal; the
-    # bytes of a name that is not UTF-8 stay as they are.
-    if fmt == "sfdisk":
-        return to_sfdisk(spec, safe_name(device))
-    if fmt == "parted":
-        return to_parted(spec, safe_name(device))
-    if fmt == "ansible":
-        return to_ansible(spec, device)
-    if fmt == "ignition":
-        return to_ignition(spec, device if device != "DEVICE" else "/dev/DEVICE")  # Ignition wants a path
-    return to_repart(spec)
-
-
 def write_repart(spec: PlanSpec, directory: str) -> list[str]:
     """The .conf files in ``directory`` (made if missing); refused when it holds .conf files already, which
     repart would read beside them."""
@@ -170,7 +141,7 @@ def main(argv: list[str]) -> int:
             print(f"diskplan export: wrote {len(names)} file(s) to {safe(args.output)}: {', '.join(names)}",
                   file=sys.stderr)
             return 0
-        text = render(spec, args.format, args.device or default_device)
+        text = registry.render(spec, args.format, args.device or default_device)
         if args.output:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
