@@ -1,4 +1,4 @@
-"""One registry of finding codes (model.findings.codes): the README documents exactly its codes, with their
+"""One registry of finding codes (model.findings.codes): docs/check.md documents exactly its codes, with their
 severities and lines, and no other module spells a code out."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ ROW = re.compile(r"^\| `([a-z0-9-]+)` \| (error|warning|notice) \| (.+) \|$")
 
 
 def readme_codes(text: str) -> dict[str, tuple[str, str]]:
-    """The README's table of codes: code -> (severity, when)."""
+    """docs/check.md's table of codes: code -> (severity, when)."""
     start = text.index("| code | severity | when |")
     rows = text[start:].split("\n\n", 1)[0].splitlines()[2:]
     out: dict[str, tuple[str, str]] = {}
@@ -26,15 +26,15 @@ def readme_codes(text: str) -> dict[str, tuple[str, str]]:
 
 
 def test_the_readme_documents_every_code_and_no_other() -> None:
-    documented = readme_codes((ROOT / "README.md").read_text())
+    documented = readme_codes((ROOT / "docs" / "check.md").read_text())
     registered = {c.code: (c.severity, c.when) for c in CODES.values()}
     assert sorted(set(documented) - set(registered)) == [], "documented but not in model/findings/codes.py"
-    assert sorted(set(registered) - set(documented)) == [], "in model/findings/codes.py but not in the README"
+    assert sorted(set(registered) - set(documented)) == [], "in model/findings/codes.py but not in docs/check.md"
     assert documented == registered
 
 
 def test_a_missing_row_is_noticed() -> None:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "check.md").read_text()
     without = "\n".join(line for line in text.splitlines() if not line.startswith("| `tiny-disk` |"))
     assert set(CODES) - set(readme_codes(without)) == {"tiny-disk"}
 

@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("target", nargs="+", help="block device or image file (several: each is checked)")
     p.add_argument("--json", action="store_true", help="print one JSON object; for several targets one document "
-                   "with a list of them (see README.md)")
+                   "with a list of them (see docs/check.md)")
     add_overrides(p)
     return p
 

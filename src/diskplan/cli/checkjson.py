@@ -1,5 +1,5 @@
 """``diskplan check --json``'s objects: the report as JSON, what the other tools would say, and each GPT
-partition's unique GUID and attribute bits from the raw entries (README.md documents them)."""
+partition's unique GUID and attribute bits from the raw entries (docs/check.md documents them)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from diskplan.model.geometry import Geometry
 
 
 def tools_json(report: Report, reported: Geometry) -> dict[str, object]:
-    """``check --json``: each partition gets a ``tools`` object (README.md)."""
+    """``check --json``: each partition gets a ``tools`` object (docs/check.md)."""
     out = report_json(report)
     says = tools_say(reported, report.disk.table)
     partitions = out["partitions"]

@@ -1,8 +1,8 @@
-"""Every finding code in one registry: the code, its severity and the README's line for it.
+"""Every finding code in one registry: the code, its severity and its line in docs/check.md.
 
 Codes are part of ``diskplan check --json`` and must stay stable. Severities: ``error`` the table is
 invalid or unsafe; ``warning`` costs real I/O (read-modify-write) or hides part of the table;
-``notice`` worth knowing, costs nothing measurable on this disk as configured. The README's table of
+``notice`` worth knowing, costs nothing measurable on this disk as configured. docs/check.md's table of
 codes is this registry, row for row (tests/test_codes.py compares them).
 """
 

@@ -99,7 +99,7 @@ CHECK_VERSION = 1
 
 
 def report_json(report: Report) -> dict[str, object]:
-    """The stable ``diskplan check --json`` object (documented in README.md)."""
+    """The stable ``diskplan check --json`` object (documented in docs/check.md)."""
     disk, geom = report.disk, report.disk.geometry
     return {
         "format": CHECK_FORMAT,

@@ -1,4 +1,4 @@
-"""Plan files: the wanted table as JSON (documented in README.md), ``sfdisk --dump`` text read as a plan,
+"""Plan files: the wanted table as JSON (documented in docs/plans.md), ``sfdisk --dump`` text read as a plan,
 and the same plan written as an sfdisk script or as parted commands.
 
 JSON plan, format version 1 (``to_json`` writes every field; ``load_plan`` needs only the starred ones)::
