@@ -123,9 +123,6 @@ class Geometry:
             ssd=self.ssd if ssd is None else ssd,
         )
 
-    def lba_to_bytes(self, lba: int) -> int:
-        return lba * self.logical
-
     def physical_block_of(self, lba: int) -> int:
         """Index of the physical block holding ``lba``, counted from the alignment offset."""
         return (lba * self.logical - self.alignment_offset % self.physical) // self.physical

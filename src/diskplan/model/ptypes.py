@@ -25,8 +25,10 @@ class PartType:
     fs: str | None = None  # libparted filesystem type that selects it
 
 
+LINUX_FS_GUID = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"  # the type most partitions carry: named once, here
+
 TYPES: tuple[PartType, ...] = (
-    PartType("Linux filesystem", "0FC63DAF-8483-4772-8E79-3D69D8477DE4", 0x83, None, "ext2"),
+    PartType("Linux filesystem", LINUX_FS_GUID, 0x83, None, "ext2"),
     PartType("EFI system", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", 0xEF, "esp"),
     PartType("Linux swap", "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F", 0x82, "swap", "linux-swap(v1)"),
     PartType("Linux LVM", "E6D6D379-F507-44C2-A23C-238F2A3DF928", 0x8E, "lvm"),

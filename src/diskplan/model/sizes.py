@@ -32,7 +32,6 @@ from fractions import Fraction
 from diskplan.model.extent import Extent
 from diskplan.model.geometry import Geometry
 from diskplan.model.table import Table
-from diskplan.model.units import human_bytes, human_si
 from diskplan.model.value import replace, value
 
 
@@ -209,12 +208,6 @@ def format_size(sectors: int, geom: Geometry, unit: str) -> str:
         if back.denominator == 1 and -(-back.numerator // geom.logical) == sectors:
             return f"{text}{canonical}"
     return f"{sectors}s"
-
-
-def describe_sectors(sectors: int, geom: Geometry) -> str:
-    """"204800 s = 104,857,600 B (100 MiB, 104.9 MB)": the same amount in every family."""
-    nbytes = sectors * geom.logical
-    return f"{sectors:,} s = {nbytes:,} B ({human_bytes(nbytes)}, {human_si(nbytes)})"
 
 
 def parse_position(text: str, geom: Geometry, table: Table | None = None) -> SizeInput:

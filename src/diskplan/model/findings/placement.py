@@ -383,10 +383,3 @@ def _pair_findings(geom: Geometry, live: list[Partition]) -> Iterable[Finding]:
         for p in live:
             if p.role is Role.PRIMARY and p.extent.overlaps(e.extent):
                 yield overlap(e, p)
-
-
-def worst(findings: Iterable[Finding]) -> str | None:
-    ranks = [SEVERITY_RANK[f.severity] for f in findings]
-    if not ranks:
-        return None
-    return next(s for s, r in SEVERITY_RANK.items() if r == min(ranks))

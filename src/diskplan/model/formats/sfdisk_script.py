@@ -28,7 +28,7 @@ _SUFFIXES = "KMGTPEZY"
 _NUMBER = re.compile(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)(?:\.([0-9]+))?([KMGTPEZYkmgtpezy](?:iB|ib|B|b)?)?")
 # libfdisk's shortcuts and aliases (dos.c and gpt.c's parttype_cuts): (shortcut, alias, dos id, gpt GUID)
 _CUTS = (
-    ("L", "linux", 0x83, "0FC63DAF-8483-4772-8E79-3D69D8477DE4"),
+    ("L", "linux", 0x83, ptypes.LINUX_FS_GUID),
     ("S", "swap", 0x82, "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"),
     ("E", "extended", 0x05, None),  # deprecated shortcut (0x0e is "e"), still read in scripts
     ("Ex", "extended", 0x05, None),
@@ -38,7 +38,7 @@ _CUTS = (
     ("V", "lvm", 0x8E, "E6D6D379-F507-44C2-A23C-238F2A3DF928"),
     ("X", "linuxex", 0x85, None),
 )
-LINUX_GUID = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+LINUX_GUID = ptypes.LINUX_FS_GUID
 _GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 

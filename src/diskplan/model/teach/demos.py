@@ -12,11 +12,12 @@ from diskplan.model.disk import Disk
 from diskplan.model.extent import Partition
 from diskplan.model.formats.lvmformat import StripedVg, pv_header_pieces
 from diskplan.model.geometry import Geometry
+from diskplan.model.ptypes import LINUX_FS_GUID
 from diskplan.model.stack import Layer, walk
 from diskplan.model.table import Table, new_table, no_table
 from diskplan.model.value import field, replace, value
 
-LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+LINUX = LINUX_FS_GUID
 ESP = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 SWAP = "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"
 HOME = "933AC7E1-2EB4-4F13-B844-0E14E2AEF915"

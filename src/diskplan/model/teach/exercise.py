@@ -317,8 +317,3 @@ GOALS: dict[str, Goal] = {g.demo: g for g in (
         ),
     ),
 )}
-
-
-def goal_for(demo: str) -> Goal:
-    """The exercise of the demo called ``demo`` (its canonical name)."""
-    return GOALS[demo]
