@@ -15,6 +15,7 @@ import os
 import stat
 import struct
 
+from diskplan.backend.filekind import block_sysdir
 from diskplan.backend.rawtable import read_bytes
 from diskplan.backend.tableid import table_id, weak
 from diskplan.model.value import value
@@ -53,13 +54,9 @@ def _sector_size(path: str) -> int:
 def serial(path: str) -> str:
     """The hardware serial number (or world-wide name) of the block device ``path``; "" when it has none (a
     loop device, an image file) or it cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    base = block_sysdir(path)
+    if base is None:
         return ""
-    if not stat.S_ISBLK(st.st_mode):
-        return ""
-    base = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     for name in SERIAL_FILES:
         try:
             with open(os.path.join(base, name), "rb") as f:
