@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -367,6 +370,42 @@ def test_a_plan_stopped_between_steps_says_the_one_command_that_finishes_it(tmp_
     assert done.returncode == 0 and "step 2" not in done.stdout, done.stdout + done.stderr
     d.intact(1, 30720, 20480)
     d.intact(2, 51200, 20480)
+
+
+def test_a_step_the_kernel_does_not_see_stops_the_plan_as_a_failure(loop_device, tmp_path) -> None:
+    """Step 1 is written, but the kernel cannot show partition 2 at its new place (a partition 2 of its own
+    stands elsewhere, held open): exit status 3 at once, step 2 never starts (it would be checked against the
+    kernel's old partitions), and the message names the rest plan that finishes it once the kernel is told."""
+    need_tool("addpart")
+    d = Img(tmp_path, [(2048, 20480), (22528, 20480)], mib=64)
+    d.dev = loop_device(d.path)
+    plan = d.plan(place(place(d.export(), 1, 30720), 2, 51200))
+    env = state_env(d.state, DISKPLAN_MOVE_KILL="table:1:STOP")  # step 1's entry rewritten, the kernel not told
+    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "apply", plan, d.dev, "--yes"], text=True, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    held = -1
+    try:
+        deadline = time.monotonic() + 240
+        while pathlib.Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        run("addpart", d.dev, "2", "22528", "1024")  # where the hidden partition 2 was, 1024 sectors
+        held = os.open(f"{d.dev}p2", os.O_RDONLY)  # the kernel cannot remove it while it is open
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+        if held >= 0:
+            os.close(held)
+    assert proc.returncode == 3, out + err
+    assert (out + err).count("moved and verified: partition 2") == 1, out + err  # step 1 only, said as a failure
+    assert "moved and verified" not in out, out
+    assert "error: the kernel could not be told" in err and "partition 2 is in use" in err, err
+    assert "step 2 of 2" not in err and d.table()[1]["start"] == 2048, out + err  # partition 1 untouched, shown
+    assert "to finish the plan: diskplan apply " in err, err
 
 
 def test_the_rest_plan_is_refused_on_another_disk(tmp_path) -> None:

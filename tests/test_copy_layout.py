@@ -145,3 +145,18 @@ def test_layout_only_onto_a_smaller_disk_is_refused_before_anything_is_written(
 ) -> None:
     said = refused(sparse_image, tmp_path, 1024 * MiB, "--layout-only")
     assert "too small" in said or "past" in said
+
+
+def test_layout_only_of_an_sfdisk_dump_drops_its_ids_without_a_note(tmp_path: pathlib.Path) -> None:
+    """A dump names the disk's GUID and each partition's (label-id:, uuid=): a copy of the layout has ids of its
+    own, so export says nothing of leaving them out (it does for the plain export, which is not a copy)."""
+    dump = tmp_path / "a.sfdisk"
+    dump.write_text("label: gpt\nlabel-id: 1B2E7C36-9C3F-4D8E-9E0B-5F1A2B3C4D5E\nunit: sectors\nfirst-lba: 2048\n"
+                    "last-lba: 204766\nsector-size: 512\n\n"
+                    "/dev/sdx1 : start=2048, size=4096, type=L, uuid=11111111-2222-3333-4444-555555555555\n")
+    plain = diskplan("export", str(dump))
+    assert plain.returncode == 0 and "label-id 1B2E7C36" in plain.stderr and "uuid= of partition 1" in plain.stderr
+    for how in ("json", "sfdisk"):
+        copy = diskplan("export", str(dump), "--layout-only", "--format", how)
+        assert copy.returncode == 0 and copy.stderr == "", copy.stderr
+        assert "1B2E7C36" not in copy.stdout and "11111111" not in copy.stdout

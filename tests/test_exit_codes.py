@@ -4,6 +4,7 @@ that began and failed or was stopped. Each command as a user types it, on an ima
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import subprocess
@@ -11,6 +12,7 @@ import sys
 
 import pytest
 
+from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES, Exit
 from helpers.cli import KEEP_1_SWAP_3, plan_file
 from helpers.tools import REPO, run
@@ -166,3 +168,35 @@ def test_realign_takes_a_backup_path_like_move(tmp_path: pathlib.Path) -> None:
     got = _dp("realign", str(img), "--yes", "--backup", str(backup))
     assert got.returncode == Exit.OK, got.stdout + got.stderr
     assert backup.exists() and str(backup) in got.stdout + got.stderr
+
+
+def test_realign_stopped_part_way_by_an_unreadable_disk_is_a_failure_not_unreadable(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two partitions to realign; the first moves, then the disk cannot be read again for the second: a write
+    stopped part-way (3, the message says what is done), not 2, which says nothing was written."""
+    from diskplan.cli import options, realign
+    from diskplan.cli.options import TargetError
+
+    img = tmp_path / "two.img"
+    with open(img, "wb") as f:
+        f.truncate(64 * MiB)
+    run("sfdisk", "-q", str(img), input="label: gpt\nfirst-lba: 34\nstart=34, size=8192\nstart=30000, size=8192\n")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(tmp_path / "state" / "moves"))
+    reads: list[str] = []
+    real = options.open_target
+
+    def once(path: str, args: argparse.Namespace | None = None) -> Disk:
+        reads.append(path)
+        if len(reads) > 1:
+            raise TargetError(f"{path}: Input/output error")
+        return real(path, args)
+
+    monkeypatch.setattr(realign, "open_target", once)
+    code = realign.main([str(img), "--yes"])
+    said = capsys.readouterr()
+    assert code == Exit.FAILED, said.out + said.err
+    assert "moved and verified" in said.out and "the moves before it are done" in said.err, said.out + said.err
+    starts = run("sfdisk", "--dump", str(img))
+    assert "start=        2048" in starts or "start=       30720" in starts, starts  # one of them moved

@@ -354,6 +354,7 @@ def test_export_offers_and_renders_exactly_the_registry_s_formats() -> None:
     from diskplan.model.formats.registry import FORMATS, render
 
     choices = next(a.choices for a in parser()._actions if a.dest == "format")
+    assert choices is not None
     assert list(choices) == list(FORMATS) == ["json", "sfdisk", "parted", "ansible", "ignition", "repart"]
     spec = load_plan('{"label": "gpt", "partitions": [{"start": 2048, "size": 4096, "type": "linux"}]}')
     texts = {name: render(spec, name, "/dev/sda") for name in FORMATS}

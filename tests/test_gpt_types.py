@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
+from diskplan.backend.raw import kernelparts
 from diskplan.backend.write import commit
 from diskplan.backend.write.steps import DiskState, Verdict
-from diskplan.discovery import inuse
 from diskplan.model.extent import Partition
 from diskplan.model.formats.planfile import PlanFileError, load_plan
 from diskplan.model.table import Table
@@ -194,7 +194,7 @@ def test_a_4096_byte_sector_loop_device(
     assert _sgdisk_info(dev, 1) == ("B921B045-1DF0-41C3-AF44-4C6F280D3FAE", 1 << 60 | 1 << 1)
     assert _sgdisk_info(dev, 2) == ("6E11A4E7-FBCA-4DED-B9E9-E1A512BB664E", 1 << 48 | 1)
     assert sgdisk_clean(dev)
-    assert inuse.kernel_partitions(dev) == {1: (256 * 8, 256 * 8), 2: (512 * 8, 512 * 8)}
+    assert kernelparts.kernel_list(dev) == {1: (256 * 8, 256 * 8), 2: (512 * 8, 512 * 8)}
     blkid = run(need_tool("blkid"), "-p", "-o", "value", "-s", "PART_ENTRY_TYPE", f"{dev}p1")  # what udev sees
     assert blkid.strip().upper() == "B921B045-1DF0-41C3-AF44-4C6F280D3FAE"
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import pytest
 
+from diskplan.backend.raw import kernelparts
 from diskplan.backend.read.reader import read
 from diskplan.backend.write import gptrepair, restore
 from diskplan.backend.write.steps import DiskState, Verdict
-from diskplan.discovery import inuse
 from diskplan.model.findings.codes import GPT_BACKUP_NOT_AT_END
 from helpers.cli import diskplan
 from helpers.images import HOST, file_sha, sfdisk_parts, sgdisk_clean
@@ -129,7 +129,7 @@ def test_a_grown_4096_byte_sector_loop_device(
     assert _last_usable(dev) == 128 * MiB // 4096 - 6 > old_last
     assert sfdisk_parts(dev) == parts
     disk = read(dev)
-    assert inuse.kernel_partitions(dev) == {p.number: (p.start * 8, p.size * 8) for p in disk.table.partitions}
+    assert kernelparts.kernel_list(dev) == {p.number: (p.start * 8, p.size * 8) for p in disk.table.partitions}
 
 
 @pytest.mark.parametrize("grow", [1, 3])

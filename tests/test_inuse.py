@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from diskplan.backend.raw import kernelparts
 from diskplan.discovery import inuse
 from diskplan.discovery.sysfs import sysfs_dir
 from helpers.images import digest, mounted, partx_update
@@ -154,13 +155,14 @@ def test_an_idle_loop_over_an_image_is_a_note_not_a_refusal(
 def test_kernel_partitions_follow_sysfs(
     sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
 ) -> None:
+    """The kernel's partition list (backend.kernelparts, which the write paths and the host's check share)."""
     img = sparse_image(64 * MiB)
-    assert inuse.kernel_partitions(str(img)) is None  # an image file has no kernel view
+    assert kernelparts.kernel_list(str(img)) is None  # an image file has no kernel view
     run(need_tool("sfdisk"), "-q", "--no-reread", str(img), input=TWO)
     dev = loop_device(img, sector_size=4096)
     run(need_tool("sfdisk"), "-q", "--no-reread", dev, input="label: gpt\nstart=256, size=512\n")
     partx_update(dev)
-    assert inuse.kernel_partitions(dev) == {1: (256 * 8, 512 * 8)}  # sysfs counts 512-byte units
+    assert kernelparts.kernel_list(dev) == {1: (256 * 8, 512 * 8)}  # sysfs counts 512-byte units
     assert [n.name for n in inuse.nodes(sysfs_dir(dev) or "")] == [os.path.basename(dev),
                                                                             f"{os.path.basename(dev)}p1"]
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import pytest
 
+from diskplan.backend.raw import kernelparts
 from diskplan.backend.read.reader import read
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write import commit, gptrepair, restore
 from diskplan.backend.write.steps import DiskState, Verdict
-from diskplan.discovery import inuse
 from diskplan.model.extent import Extent
 from diskplan.model.findings.codes import GPT_BACKUP_DAMAGED
 from diskplan.model.plan.plan import History, Plan
@@ -244,7 +244,7 @@ def test_loop_device_repair_and_the_kernel_is_told(
     dump = sfdisk_dump(dev)
     poke(dev, 0, bytes(sector_size))  # no protective MBR: the kernel reads no GPT behind it
     partx_update(dev)
-    assert not inuse.kernel_partitions(dev)
+    assert not kernelparts.kernel_list(dev)
     o_shown = diskplan("repair", dev)
     assert o_shown.returncode == 0 and "protective MBR" in o_shown.stdout
     done = diskplan("repair", dev, "--yes", "--backup", str(tmp_path / "b.dpbackup"))  # no terminal: --yes confirms
@@ -253,7 +253,7 @@ def test_loop_device_repair_and_the_kernel_is_told(
     assert sgdisk_clean(dev) and sfdisk_dump(dev) == dump
     disk = read(dev)
     k = sector_size // 512
-    assert inuse.kernel_partitions(dev) == {p.number: (p.start * k, p.size * k) for p in disk.table.partitions}
+    assert kernelparts.kernel_list(dev) == {p.number: (p.start * k, p.size * k) for p in disk.table.partitions}
 
 
 def test_a_mounted_partition_refuses_the_repair(

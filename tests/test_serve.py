@@ -296,20 +296,24 @@ async def test_the_served_help_leaves_out_the_device_picker_and_plan_files() -> 
 
 
 def _planners(tmp: pathlib.Path) -> dict[int, dict[str, str]]:
-    """The served planners whose temporary directories lie under ``tmp`` (pid -> environment)."""
-    found = {}
+    """The served planners whose temporary directories lie under ``tmp`` (pid -> environment). A planner's
+    own forks (backend.isolate's zygote and the children it forks) share its command line and environment:
+    they are counted with it, not as planners of their own, unless their planner is gone (then they are
+    left behind, and counted)."""
+    found, parent = {}, {}
     for entry in pathlib.Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
             cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         env = dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e)
         if b"diskplan.cli.serve" in cmdline and env.get("TMPDIR", "").startswith(str(tmp)):
-            found[int(entry.name)] = env
-    return found
+            found[int(entry.name)], parent[int(entry.name)] = env, ppid
+    return {pid: env for pid, env in found.items() if parent[pid] not in found}
 
 
 def _rss(pid: int) -> int:

@@ -18,7 +18,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from diskplan.backend.move.engine import MoveOutcome, execute_move
 from diskplan.model.value import replace
+from diskplan.ui import move_screen
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.move_screen import Meter, MoveScreen
 from diskplan.ui.panels import ViewsPanel
@@ -234,6 +236,41 @@ async def test_realigning_every_partition_moves_them_in_an_order_the_disk_allows
         assert len(screen.finished) == 1 and "partition 2" in screen.finished[0]
     assert [(n, s) for n, s, _, _, _ in sfdisk_parts(image)] == [(1, 2048), (2, 18432)]
     assert {n: digest(image, s, size, SECTOR) for n, s in ((1, 2048), (2, 18432))} == sums
+
+
+@run
+async def test_a_move_the_kernel_does_not_see_stops_the_next_and_says_so(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first of two moves is written, but the kernel does not show the partition where the table has it
+    (as on a block device whose partition is held open; an image has no kernel view, so the real move's outcome
+    is given that answer): an error in the dialog, as `diskplan move` prints it, and the second move is not
+    started (it would be checked against the kernel's old partitions)."""
+    size = 8 * MiB_SECTORS
+    image = gpt_image(tmp_path / "two.img", 34, size)
+    script = f"start={34 + size + 100}, size={size}, type={LINUX}\n"
+    run_tool(need_tool("sfdisk"), "--quiet", "--no-reread", "--append", str(image), input=script)
+    said = "the kernel could not be told (partition 2 is in use, the kernel cannot remove it)"
+    moves: list[int] = []
+
+    def unseen(p: Any, *args: Any, **kwargs: Any) -> MoveOutcome:
+        moves.append(p.number)
+        return replace(execute_move(p, *args, **kwargs), kernel=said)
+
+    monkeypatch.setattr(move_screen, "execute_move", unseen)
+    app = PlannerApp(start=image_target(image), host=HOST)
+    async with app.run_test(size=SIZE) as pilot:
+        smap = await started(app, pilot)
+        smap.move_to(40 * MiB_SECTORS)
+        await pilot.press("A")  # partition 2 moves first, then 1 into the room it leaves
+        screen = await confirm(app, pilot)
+        await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
+                       what="the move's outcome")
+        shown = "\n".join(str(w.render()) for w in screen.query("Static"))
+        assert moves == [2] and not screen.finished, (moves, screen.finished)
+        assert f"error: {said}" in " ".join(shown.split()), shown
+        await pilot.press("enter")
+    assert [(n, s) for n, s, _, _, _ in sfdisk_parts(image)] == [(1, 34), (2, 18432)]
 
 
 def test_the_progress_line_says_bytes_rate_and_time_left() -> None:

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from diskplan.backend.raw import kernelparts
 from diskplan.backend.write.steps import Host
 from diskplan.discovery import inuse
 from helpers.tools import need_tool, run
 from helpers.units import SECTOR, MiB
 
-HOST = Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
+HOST = Host(users=inuse.find_users, kernel_partitions=kernelparts.kernel_list)
 _SFDISK_LINE = re.compile(r"^(\S+) : start=\s*(\d+), size=\s*(\d+), type=([0-9A-Fa-f-]+)(.*)$")
 
 

@@ -213,13 +213,15 @@ def add_open_writers(parser: argparse.ArgumentParser) -> None:
 
 
 def host(args: argparse.Namespace | None = None) -> Host:
-    """What only discovery can tell the backend: who uses a disk, and the kernel's partition list.
-    ``args``: a write command's, whose --allow-open-writers (``add_open_writers``) is honoured."""
+    """Who uses a disk (discovery, which the backend may not import) and the kernel's partition list (read
+    by backend.kernelparts, which tells the kernel a written table: one reader for both). ``args``: a write
+    command's, whose --allow-open-writers (``add_open_writers``) is honoured."""
     import functools
 
+    from diskplan.backend.raw import kernelparts
     from diskplan.backend.write.steps import Host
     from diskplan.discovery import inuse
 
     allowed = bool(getattr(args, "allow_open_writers", False))
     return Host(users=functools.partial(inuse.find_users, writers_allowed=allowed),
-                kernel_partitions=inuse.kernel_partitions)
+                kernel_partitions=kernelparts.kernel_list)

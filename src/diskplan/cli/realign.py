@@ -156,7 +156,10 @@ def main(argv: list[str]) -> int:
                            h=host(args))
         except (CommitError, TargetError) as exc:
             err.print(f"diskplan realign: {exc}")
-            return Exit.UNREADABLE
+            if i and args.yes:  # moves before it are written: stopped part-way (3), as apply's plan steps say it
+                err.print(f"the moves before it are done, each whole; partition {number} was not moved")
+                return Exit.FAILED
+            return Exit.UNREADABLE  # nothing written
         if code != Exit.OK and args.yes:
             return code
         worst = max(worst, code)

@@ -551,19 +551,6 @@ def find_users(path: str, sys_root: str = "/sys", proc_root: str = "/proc", writ
     return sorted(uses, key=lambda u: not u.blocking)
 
 
-def kernel_partitions(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]] | None:
-    """Partition number -> (start, size) in 512-byte units as the kernel uses them now (None: a file)."""
-    sysdir = sysfs_dir(path, sys_root)
-    if sysdir is None:
-        return None
-    out = {}
-    for node in nodes(sysdir)[1:]:
-        number, start, size = (read(os.path.join(node.sysdir, f)) for f in ("partition", "start", "size"))
-        if number and start and size and number.isdigit() and start.isdigit() and size.isdigit():
-            out[int(number)] = (int(start), int(size))
-    return out
-
-
 def culprits(path: str) -> list[str]:
     """One line per blocking use of ``path``: what a refusal names."""
     return [str(u) for u in find_users(path) if u.blocking]

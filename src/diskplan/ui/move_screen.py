@@ -286,7 +286,7 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
             except Exception as exc:  # the engine reports its failures itself; this is for the unforeseen
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 outcome = MoveOutcome(Verdict.FAILED, f"the move failed: {reason}", self.path, resumable=True)
-            if outcome.verdict is not Verdict.WRITTEN:
+            if not outcome.complete:  # failed, or written but the kernel does not see it (exit status 3)
                 self.retry_from = i if outcome.io_error and outcome.resumable else -1
                 break
             if i + 1 < count:
@@ -315,6 +315,8 @@ class MoveScreen(ModalScreen[MoveOutcome | None]):
                   (safe(o.message) + "\n", VERDICT_STYLE[o.verdict])]
         for line in o.details:
             parts.append(f"  {safe(line)}\n")
+        if o.kernel:  # written, but the kernel's partition list is not the table's: an error, as in `diskplan move`
+            parts.append((f"error: {safe(o.kernel)}\n", "$error"))
         if o.backup_path:  # a long path breaks after a "/", never mid-name
             body = self.query_one("#move-body", VerticalScroll)
             width = body.content_region.width - body.styles.scrollbar_size_vertical

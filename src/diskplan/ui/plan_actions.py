@@ -84,10 +84,11 @@ else:
 
 
 def default_host() -> Host:
+    from diskplan.backend.raw import kernelparts
     from diskplan.backend.write.steps import Host
     from diskplan.discovery import inuse
 
-    return Host(users=inuse.find_users, kernel_partitions=inuse.kernel_partitions)
+    return Host(users=inuse.find_users, kernel_partitions=kernelparts.kernel_list)
 
 
 def unnested(model: str) -> str:

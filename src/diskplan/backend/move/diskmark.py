@@ -10,16 +10,14 @@ signature 0) nor a serial is recognised by its path and size, as before: there i
 
 from __future__ import annotations
 
-import fcntl
 import os
-import stat
-import struct
 
+from diskplan.backend.raw.filekind import block_sysdir
 from diskplan.backend.raw.rawtable import read_bytes
 from diskplan.backend.raw.tableid import table_id, weak
+from diskplan.backend.read.probe import device_facts
 from diskplan.model.value import value
 
-BLKSSZGET = 0x1268
 # Where the kernel shows a disk's serial number, by kind of disk (NVMe, virtio, SCSI/SATA's VPD page 0x80,
 # then the world-wide identifiers). The backend reads them itself: it may not import discovery.
 SERIAL_FILES = ("device/serial", "serial", "device/vpd_pg80", "device/wwid", "wwid")
@@ -39,27 +37,12 @@ class DiskMark:
         return weak(self.table_id) and not self.serial
 
 
-def _sector_size(path: str) -> int:
-    """The logical sector size a table on ``path`` is written in (an image file: 512)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISBLK(os.fstat(fd).st_mode):
-            return 512
-        return int(struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, bytes(4)))[0])
-    finally:
-        os.close(fd)
-
-
 def serial(path: str) -> str:
     """The hardware serial number (or world-wide name) of the block device ``path``; "" when it has none (a
     loop device, an image file) or it cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    base = block_sysdir(path)
+    if base is None:
         return ""
-    if not stat.S_ISBLK(st.st_mode):
-        return ""
-    base = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     for name in SERIAL_FILES:
         try:
             with open(os.path.join(base, name), "rb") as f:
@@ -76,7 +59,7 @@ def serial(path: str) -> str:
 
 def disk_mark(path: str, size: int) -> DiskMark:
     """``path``'s mark now; raises OSError when it cannot be read."""
-    ss = _sector_size(path)
+    ss = device_facts(path).logical  # the sector size a table on it is written in (an image file: 512)
     sectors = size // ss
 
     def read(lba: int, count: int) -> bytes:

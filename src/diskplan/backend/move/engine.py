@@ -195,6 +195,13 @@ class MoveOutcome:
         return kernel_exit(self.verdict, self.kernel)
 
     @property
+    def complete(self) -> bool:
+        """Written, and the kernel sees the partition as written: a step after it may run. A step the kernel
+        does not see as written stops a sequence (a plan's steps, the planner's moves) as a failure does: the
+        next step would be checked against the kernel's old partitions."""
+        return self.exit_code == 0 and self.verdict is Verdict.WRITTEN
+
+    @property
     def resume_command(self) -> str:
         return f"diskplan resume {self.target} --yes" if self.resumable else ""
 

@@ -287,6 +287,6 @@ def execute_plan_moves(
             o = replace(o, message=f"{where}: {o.message} (steps 1..{i - 1} are done, each whole)")
         outcomes.append(o)
         finished(o)
-        if o.verdict is not Verdict.WRITTEN:
+        if not o.complete:  # failed, or written but the kernel does not see it: the next step waits
             break
     return outcomes

@@ -7,8 +7,7 @@ back), as backend.raw.gptpatch does for a GPT's ids."""
 from __future__ import annotations
 
 from diskplan.backend.raw import sectorio
-
-AT = 440  # the signature's offset in the MBR
+from diskplan.backend.raw.rawtable import MBR_SIGNATURE_AT, mbr_signature
 
 
 class SignatureError(Exception):
@@ -17,7 +16,7 @@ class SignatureError(Exception):
 
 def signature(sector0: bytes) -> str:
     """The disk signature of an MBR sector, as "0x1234abcd"."""
-    return f"0x{int.from_bytes(sector0[AT : AT + 4], 'little'):08x}"
+    return f"0x{mbr_signature(sector0):08x}"
 
 
 def current(path: str, sector_size: int) -> str:
@@ -36,7 +35,7 @@ def write_signature(path: str, sector_size: int, wanted: str) -> tuple[str, ...]
     if before == wanted:
         return ()
     raw = bytearray(sector)
-    raw[AT : AT + 4] = int(wanted, 16).to_bytes(4, "little")
+    raw[MBR_SIGNATURE_AT : MBR_SIGNATURE_AT + 4] = int(wanted, 16).to_bytes(4, "little")
     sectorio.write_sectors(path, [(0, bytes(raw))], sector_size)
     if signature(sectorio.read_sectors(path, 0, 1, sector_size)) != wanted:
         raise SignatureError(f"the disk id {wanted} does not read back from sector 0")

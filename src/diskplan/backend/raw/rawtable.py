@@ -20,9 +20,12 @@ class MbrEntry:
     size: int
 
 
+MBR_SIGNATURE_AT = 440  # the MBR's disk identifier: 4 bytes, little-endian
+
+
 def mbr_signature(sector0: bytes) -> int:
     """The MBR's 32-bit disk identifier (bytes 440..443, little-endian): sfdisk's label-id, Linux's PTUUID."""
-    return int.from_bytes(sector0[440:444], "little")
+    return int.from_bytes(sector0[MBR_SIGNATURE_AT : MBR_SIGNATURE_AT + 4], "little")
 
 
 def mbr_entries(sector0: bytes) -> list[MbrEntry]:

@@ -67,8 +67,9 @@ class Usage(Protocol):
 
 @value
 class Host:
-    """What only discovery can answer: who uses ``path``, and the kernel's partition list for it
-    (number -> (start, size) in 512-byte units; None for an image file)."""
+    """Who uses ``path`` (what only discovery can answer), and the kernel's partition list for it (number ->
+    (start, size) in 512-byte units; None for an image file): backend.kernelparts.kernel_list, the reader the
+    kernel is told with, or a stand-in (the default: no kernel to ask)."""
 
     users: Callable[[str], Sequence[Usage]]
     kernel_partitions: Callable[[str], Mapping[int, tuple[int, int]] | None] = lambda path: None

@@ -22,8 +22,11 @@ _UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)
 
 
 def layout_only(spec: PlanSpec) -> PlanSpec:
-    """The plan's partitions as new ones, for any disk big enough: nothing that names this disk."""
-    return replace(spec, keeps=(), made_against=None, sectors=None, first_lba=None, last_lba=None)
+    """The plan's partitions as new ones, for any disk big enough: nothing that names this disk (nor the ids an
+    sfdisk script gives it, ``label-id:`` and ``uuid=``: a copy has its own, and export's notes that they are
+    not carried would only be noise)."""
+    return replace(spec, keeps=(), made_against=None, sectors=None, first_lba=None, last_lba=None, label_id="",
+                   guids=())
 
 
 def in_bytes(amount: int) -> str:
