@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TESTS=(tests/test_ui_startup.py tests/test_ui_plan.py tests/test_apply_cli.py tests/test_check_output.py
+TESTS=(tests/test_ui_startup.py tests/test_apply_cli.py tests/test_check_output.py
        tests/test_isolate_threads.py tests/test_textual_private.py)
 
 newest=""
