@@ -27,14 +27,15 @@ def serve(image: str, mountpoint: str, rules_path: str) -> None:
     class Faulty(fuse.Operations):  # type: ignore[misc]
         def __init__(self) -> None:
             self.fd = os.open(image, os.O_RDWR)
-            self.stamp = 0.0
+            self.stamp: tuple[int, int] = (0, 0)
             self.rules: list[dict[str, Any]] = []
 
         def _rules(self) -> list[dict[str, Any]]:
-            try:
-                stamp = os.stat(rules_path).st_mtime_ns
+            try:  # fail() replaces the file: a new inode, even within one tick of a coarse clock
+                st = os.stat(rules_path)
             except OSError:
                 return []
+            stamp = (st.st_ino, st.st_mtime_ns)
             if stamp != self.stamp:
                 self.stamp = stamp
                 with open(rules_path) as f:
