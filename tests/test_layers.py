@@ -4,6 +4,7 @@ fresh interpreter that importing the model pulls in none of textual, parted or p
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
 import subprocess
@@ -24,10 +25,16 @@ OWNERS = {"parted": {"backend/parted/libparted.py"}, "_ped": {"backend/parted/li
           "pyudev": {"discovery/udev.py"}}
 
 
+@functools.cache
+def _tree(path: pathlib.Path) -> ast.Module:
+    """A source file parsed once for all the checks below (the sources do not change during a run; the
+    checkers' own tests write theirs under a fresh tmp_path)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -52,9 +59,9 @@ def test_no_module_imports_up_a_layer() -> None:
 def test_one_owner_per_outside_library() -> None:
     bad = []
     for path in sorted(SRC.rglob("*.py")):
-        rel = str(path.relative_to(SRC))
+        rel, names = str(path.relative_to(SRC)), _imports(path)
         for lib, owners in OWNERS.items():
-            if _hits(_imports(path), {lib}) and rel not in owners:
+            if _hits(names, {lib}) and rel not in owners:
                 bad.append(f"{rel} imports {lib}; only {sorted(owners)} may")
     assert not bad, "\n".join(bad)
 
@@ -100,7 +107,7 @@ def import_graph(root: pathlib.Path = SRC) -> dict[str, set[str]]:
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
