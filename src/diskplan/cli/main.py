@@ -13,7 +13,6 @@ import gc
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Callable
 
@@ -80,6 +79,8 @@ def _run(argv: list[str]) -> int:
 def _reader_gone() -> int:
     """The reader of standard output closed it (``diskplan export | head -1``): end quietly, with the status
     a shell gives a program that SIGPIPE ended (128 + 13), as other tools do."""
+    import signal  # here: its enums cost every command's start-up ~1 ms
+
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())  # what Python would still flush at exit goes nowhere, silently
     os.close(devnull)

@@ -14,15 +14,18 @@ import faulthandler
 import os
 import pickle
 import select
-import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 
+# socket and signal are imported where used, by the zygote and on a crash: ~4 ms of `check`'s start-up (signal
+# builds its enums as it is imported) that a command reading without threads never needs.
+SIGKILL = 9  # signal.SIGKILL on Linux
+
 # `check` runs without importing typing (~3.5 ms): the generics exist for the type checker only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from typing import Any, Generic, TypeVar
 
     T = TypeVar("T")
@@ -85,7 +88,7 @@ class _Proc:
         if self.pid <= 0:  # no child (the zygote died before forking one): never kill(-1), which is everyone
             return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(self.pid, SIGKILL)
 
     def wait(self) -> int:
         """Its wait status (as os.waitpid gives it); -1 when the zygote could not say."""
@@ -114,6 +117,8 @@ def _ended_by(status: int) -> IsolatedFailure | None:
     if status == -1:
         return IsolatedFailure("the reader ended without an answer")
     if os.WIFSIGNALED(status):
+        import signal
+
         sig = os.WTERMSIG(status)
         return IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
     return None
@@ -265,6 +270,8 @@ class _Zygote:
     _failed = False
 
     def __init__(self) -> None:
+        import socket
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:  # the zygote: never returns
@@ -302,6 +309,8 @@ class _Zygote:
         r, w = os.pipe()
         status_r, status_w = os.pipe()
         try:
+            import socket
+
             socket.send_fds(self._sock, [b"job"], [job_r, w, status_w])
         except OSError:
             for fd in (job_r, job_w, r, w, status_r, status_w):
@@ -325,6 +334,9 @@ class _Zygote:
 
 def _zygote_loop(sock: socket.socket) -> None:
     """The zygote's life: fork a watcher per request until this process's end of the socket closes."""
+    import signal
+    import socket
+
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -347,6 +359,8 @@ def _zygote_loop(sock: socket.socket) -> None:
 
 def _watch(job_r: int, w: int, status_w: int) -> None:
     """The watcher: fork the child, report its pid, wait for it, report its wait status, exit."""
+    import signal
+
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     pid = os.fork()
     if pid == 0:
