@@ -147,3 +147,30 @@ def test_check_imports_neither_socket_nor_signal_nor_platform(sparse_image) -> N
                             "print(' '.join(sorted({'socket', 'signal', 'platform'} & set(sys.modules))))"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == ""
+
+
+# --- syncs in the reading child --------------------------------------------------------------------------------
+
+
+def _synced_in_a_reading_child() -> str:
+    from diskplan.backend.parted import readonly
+
+    if not readonly.forbid_writes():
+        return "no filter"
+    r, _ = os.pipe()
+    os.fsync(r)  # the kernel refuses a pipe (EINVAL): only the filter's answer comes back as done
+    os.fdatasync(r)
+    return "synced"
+
+
+def test_the_reading_child_syncs_nothing() -> None:
+    """libparted fsyncs the device as it closes it (twice a read: a drive's cache flush on a disk); the read-only
+    child answers every sync at once. A pipe shows it: syncing one fails, except where the filter answers."""
+    from diskplan.backend.parted import isolate
+
+    if os.uname().machine != "x86_64":
+        pytest.skip("the read-only filter is x86-64's")
+    r, _ = os.pipe()
+    with pytest.raises(OSError):
+        os.fsync(r)
+    assert isolate.run_isolated(_synced_in_a_reading_child) == "synced"
