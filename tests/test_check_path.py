@@ -4,7 +4,8 @@ processes it starts, and the modules it never needs. Each was a cost measured on
 - libparted (Debian's) runs ``sh -c "dmidecode -s system-manufacturer"`` as it loads, unless PARTED_GPT_APPLE
   answers: backend.parted.gptapple answers where the answer is known, so a check starts its reading child and
   nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
-- socket and signal (the zygote's, a crash report's), platform (one machine name) are not imported.
+- socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
+  body (the answers travel through its C functions) are not imported.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def test_the_environment_is_as_before_after_the_load(machine, monkeypatch) -> No
 # --- the modules it never needs ------------------------------------------------------------------------------
 
 
-def test_check_imports_neither_socket_nor_signal_nor_platform(sparse_image) -> None:
+def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_image) -> None:
     """The parent (seen by -X importtime) and the reading child (its imports: those of libparted's module)."""
     img = _gpt_image(sparse_image)
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "diskplan", "check", "--json", str(img)],
@@ -142,7 +143,7 @@ def test_check_imports_neither_socket_nor_signal_nor_platform(sparse_image) -> N
     assert proc.returncode in (0, 1), proc.stderr
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "diskplan.backend.parted.isolate" in imported  # the list is the real one
-    assert not {"socket", "signal", "platform", "selectors"} & imported
+    assert not {"socket", "signal", "platform", "selectors", "pickle"} & imported
     child = subprocess.run([sys.executable, "-c", "import sys, diskplan.backend.parted.libparted; "
                             "print(' '.join(sorted({'socket', 'signal', 'platform'} & set(sys.modules))))"],
                            capture_output=True, text=True, check=True)

@@ -12,11 +12,17 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
-import pickle
 import select
 import sys
 import time
 from collections.abc import Callable, Generator, Sequence
+
+try:  # the C functions the pickle module hands out: importing its Python body costs `check` ~2 ms
+    from _pickle import dumps as _dumps
+    from _pickle import loads as _loads
+except ImportError:  # an interpreter without the accelerator
+    from pickle import dumps as _dumps
+    from pickle import loads as _loads
 
 # socket and signal are imported where used, by the zygote and on a crash: ~4 ms of `check`'s start-up (signal
 # builds its enums as it is imported) that a command reading without threads never needs.
@@ -168,7 +174,7 @@ class Child(Generic[T]):
 def _unpickled(payload: bytes) -> Any:
     """What the child's call returned; IsolatedFailure for what it raised or a cut-off answer."""
     try:
-        result = pickle.loads(payload)
+        result = _loads(payload)
     except Exception as exc:
         raise IsolatedFailure("the reader ended without an answer") from exc
     if result[0] == "err":
@@ -186,9 +192,9 @@ def start_isolated(fn: Callable[..., T], *args: Any) -> Child[T]:
 def _answer(fn: Callable[..., T], *args: Any) -> bytes:
     """``fn(*args)`` pickled as ("ok", value) or ("err", exception type, message)."""
     try:
-        return pickle.dumps(("ok", fn(*args)))
+        return _dumps(("ok", fn(*args)))
     except BaseException as exc:
-        return pickle.dumps(("err", type(exc).__name__, str(exc) or type(exc).__name__))
+        return _dumps(("err", type(exc).__name__, str(exc) or type(exc).__name__))
 
 
 def _write_all(w: int, data: bytes) -> None:
@@ -302,7 +308,7 @@ class _Zygote:
         if getattr(job[1], "__module__", None) == "__main__":  # the zygote's __main__ may not have it yet
             return None
         try:
-            payload = pickle.dumps((job, dict(os.environ), os.getcwd()))
+            payload = _dumps((job, dict(os.environ), os.getcwd()))
         except Exception:  # a lambda or a local function: only a fork can run it
             return None
         job_r, job_w = os.pipe()
@@ -382,7 +388,7 @@ def _run_job(job_r: int, w: int) -> None:
     while chunk := os.read(job_r, 1 << 16):
         chunks.append(chunk)
     os.close(job_r)
-    job, environ, cwd = pickle.loads(b"".join(chunks))
+    job, environ, cwd = _loads(b"".join(chunks))
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)
