@@ -175,3 +175,20 @@ def test_the_reading_child_syncs_nothing() -> None:
     with pytest.raises(OSError):
         os.fsync(r)
     assert isolate.run_isolated(_synced_in_a_reading_child) == "synced"
+
+
+# --- what the parent compiles ----------------------------------------------------------------------------------
+
+
+def test_the_parent_compiles_no_init_of_what_it_only_receives(sparse_image) -> None:
+    """A value class's ``__init__`` is compiled at its first construction (model.value): check's parent receives
+    the partitions already made by its reading child (pickle calls no ``__init__``), so it never compiles theirs;
+    the report it makes itself has its own."""
+    img = _gpt_image(sparse_image)
+    code = ("import inspect, sys; from diskplan.cli import check; check.main(['--json', sys.argv[1]]); "
+            "from diskplan.model.extent import Partition; from diskplan.model.findings.report import PartitionReport; "
+            "print(*(inspect.getfullargspec(c.__init__).varargs or 'compiled' for c in (Partition, PartitionReport)), "
+            "file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, str(img)], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr.split() == ["args", "compiled"]
