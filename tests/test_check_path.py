@@ -22,7 +22,7 @@ from helpers.tools import need_tool, run
 
 
 def _gpt_image(sparse_image, partitions: int = 4) -> pathlib.Path:
-    img = sparse_image(256 << 20)
+    img: pathlib.Path = sparse_image(256 << 20)
     script = "label: gpt\n" + "".join(f"start={2048 + i * 4096}, size=4096\n" for i in range(partitions))
     run(need_tool("sfdisk"), "-q", str(img), input=script)
     return img
