@@ -83,6 +83,7 @@ from diskplan.backend.move.movejournal import (
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
+from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.raw.rawtable import mbr_entries
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
@@ -321,6 +322,7 @@ def in_use_or_half_moved(target: str, host: Host, size: int, sector_size: int, n
     return [*blocking, *half_moved(target, size)]
 
 
+@in_one_look  # the disk read once for every check below (backend.raw.look); nothing is written
 def prepare_move(
     target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
 ) -> MoveProposal:
@@ -459,7 +461,9 @@ def execute_move(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
+        # from the last in-use check to ``done`` or the stop: no other writer in between; the disk is seen afresh
+        # under the lock, then once until each write (backend.raw.look)
+        with held, fresh_look():
             now = recheck(p, host)
             if now:
                 return refused(base, now)
@@ -655,6 +659,7 @@ def _finish(
 # --- resuming ---------------------------------------------------------------------------------------
 
 
+@in_one_look  # the disk read once for every check (backend.raw.look); the lock's look sees it again
 def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollback: bool = False) -> MoveProposal:
     """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
     finishing it (or, ``rollback``, undoing it: backend.move.moveundo). Raises CommitError when there is none or
@@ -765,7 +770,7 @@ def with_journal(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:
+        with held, fresh_look():  # the disk seen afresh under the lock, then once until each write (backend.raw.look)
             now = recheck(p, host)
             if now:
                 return refused(base, now)

@@ -33,6 +33,7 @@ from diskplan.backend.move.engine import (
     placement,
 )
 from diskplan.backend.move.moveentry import Entry, EntryError, rewrite_entry
+from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
     Host,
@@ -95,6 +96,7 @@ class ResizeProposal:
         return accepts(self.kind, self.target, answer)
 
 
+@in_one_look  # the disk read once for every check (backend.raw.look); nothing is written
 def prepare_resize(
     target: str, number: int, length: int, host: Host, *, current: Disk | None = None
 ) -> ResizeProposal:
@@ -186,7 +188,7 @@ def execute_resize(
     if isinstance(held, MoveOutcome):
         return held
     ss, start = p.sector_size, p.entry.start
-    with held:
+    with held, fresh_look():  # the disk seen afresh under the lock, then once until each write (backend.raw.look)
         now = recheck(p, host)
         if now:
             return refused(base, now)

@@ -10,6 +10,8 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 
+from diskplan.backend.raw import look
+
 
 class DiskIOError(Exception):
     """Sectors could not be read or written (or the path is no disk or image file): one line for the user.
@@ -50,6 +52,10 @@ def pread_sectors(fd: int, lba: int, count: int, sector_size: int) -> bytes:
 
 
 def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
+    """The sectors as the disk holds them now (inside a look, through its one descriptor: backend.raw.look)."""
+    held = look.reading_fd(path, open_disk)
+    if held is not None:
+        return pread_sectors(held, lba, count, sector_size)
     fd = open_disk(path)
     try:
         return pread_sectors(fd, lba, count, sector_size)
@@ -59,6 +65,9 @@ def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
 
 def device_size(path: str) -> int:
     """The size of ``path`` in bytes. Raises OSError, or DiskIOError when it is no disk or image file."""
+    held = look.reading_fd(path, open_disk)
+    if held is not None:
+        return os.lseek(held, 0, os.SEEK_END)
     fd = open_disk(path)
     try:
         return os.lseek(fd, 0, os.SEEK_END)
@@ -76,7 +85,9 @@ def write_sectors(
 ) -> None:
     """Write each (LBA, whole sectors) to ``path`` (exclusively, for a block device: the kernel refuses
     while it is mounted or held), fsync, then drop those pages from the cache so a read-back reaches the
-    device. ``each(n)`` after the n-th run; ``after_first`` (tests: a fault) after the first."""
+    device. ``each(n)`` after the n-th run; ``after_first`` (tests: a fault) after the first. What a look judged
+    is forgotten (backend.raw.look): every check after this reads the disk again."""
+    look.forget()
     try:
         fd = open_disk(path, write=True)
     except OSError as exc:
@@ -100,3 +111,4 @@ def write_sectors(
         raise DiskIOError(f"writing {path} failed: {exc.strerror}") from exc
     finally:
         os.close(fd)
+        look.forget()  # also after a write cut short: part of it may have landed
