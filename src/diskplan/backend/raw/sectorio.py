@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from diskplan.backend.raw import look
 
@@ -51,28 +51,30 @@ def pread_sectors(fd: int, lba: int, count: int, sector_size: int) -> bytes:
     return out
 
 
-def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
-    """The sectors as the disk holds them now (inside a look, through its one descriptor: backend.raw.look)."""
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[int]:
+    """A descriptor that reads ``path`` as it is now: a look's one (backend.raw.look), else one opened for the
+    block and closed after it."""
     held = look.reading_fd(path, open_disk)
     if held is not None:
-        return pread_sectors(held, lba, count, sector_size)
+        yield held
+        return
     fd = open_disk(path)
     try:
-        return pread_sectors(fd, lba, count, sector_size)
+        yield fd
     finally:
         os.close(fd)
+
+
+def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
+    with reading(path) as fd:
+        return pread_sectors(fd, lba, count, sector_size)
 
 
 def device_size(path: str) -> int:
     """The size of ``path`` in bytes. Raises OSError, or DiskIOError when it is no disk or image file."""
-    held = look.reading_fd(path, open_disk)
-    if held is not None:
-        return os.lseek(held, 0, os.SEEK_END)
-    fd = open_disk(path)
-    try:
+    with reading(path) as fd:
         return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
 
 
 def write_sectors(
