@@ -13,11 +13,11 @@ import subprocess
 import sys
 
 import pytest
+
+from diskplan.backend.raw import gptcheck, look, sectorio
 from helpers.movedisk import state_env
 from helpers.tools import need_tool, run
 from helpers.units import MiB
-
-from diskplan.backend.raw import gptcheck, look, sectorio
 
 START, SIZE, TO = 2048, 16384, 40960
 MOST_OPENS = 40  # 27 when this was written (93 before the look): room for a check or two, not for a dozen
