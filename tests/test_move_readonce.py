@@ -60,31 +60,31 @@ def test_one_move_opens_its_disk_a_few_times(tmp_path) -> None:
         assert not spawned, spawned
 
 
+def _gpt(img: str) -> gptcheck.GptState:
+    state = gptcheck.check_gpt(img, 512, 64 * MiB // 512)
+    assert state is not None and state.backup.ok
+    return state
+
+
 def test_a_write_inside_a_look_is_seen_by_the_next_check(tmp_path) -> None:
     img = str(_image(tmp_path))
-    sectors = 64 * MiB // 512
     with look.one_look():
-        before = gptcheck.check_gpt(img, 512, sectors)
-        assert before is not None and before.primary.ok
-        assert gptcheck.check_gpt(img, 512, sectors) is before  # judged once within the look
+        before = _gpt(img)
+        assert before.primary.ok and _gpt(img) is before  # judged once within the look
         header = bytearray(sectorio.read_sectors(img, 1, 1, 512))
         header[16] ^= 0xFF  # the primary header's CRC no longer matches
         sectorio.write_sectors(img, [(1, bytes(header))], 512)
-        after = gptcheck.check_gpt(img, 512, sectors)
-        assert after is not None and not after.primary.ok and after.backup.ok
+        assert not _gpt(img).primary.ok
 
 
 def test_a_fresh_look_sees_a_change_made_behind_diskplan(tmp_path) -> None:
     """Another program writes (no diskplan write to forget by): a fresh look, as under the lock, reads again."""
     img = str(_image(tmp_path))
-    sectors = 64 * MiB // 512
     with look.one_look():
-        first = gptcheck.check_gpt(img, 512, sectors)
-        assert first is not None and first.primary.ok
+        first = _gpt(img)
         with open(img, "r+b") as f:
             f.seek(512 + 16)
             f.write(b"\0\0\0\0")
-        assert gptcheck.check_gpt(img, 512, sectors) is first  # the look's own view: by design
+        assert first.primary.ok and _gpt(img) is first  # the look's own view: by design
         with look.fresh_look():
-            now = gptcheck.check_gpt(img, 512, sectors)
-            assert now is not None and not now.primary.ok
+            assert not _gpt(img).primary.ok
