@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
@@ -37,22 +38,26 @@ class _Look:
         self.judged.clear()
 
 
-_now: _Look | None = None
+class _Current(threading.local):
+    look: _Look | None = None
+
+
+# Per thread: the planner prepares in worker threads while its main thread may read (or write) another disk.
+_current = _Current()
 
 
 @contextmanager
 def one_look() -> Iterator[None]:
     """Inside, each disk is opened once for reading and judged once (until a write: ``forget``). Nested looks
     are the outer one."""
-    global _now
-    if _now is not None:
+    if _current.look is not None:
         yield
         return
-    _now = _Look()
+    _current.look = look = _Look()
     try:
         yield
     finally:
-        look, _now = _now, None
+        _current.look = None
         look.close()
 
 
@@ -61,8 +66,8 @@ def fresh_look() -> Iterator[None]:
     """A look that sees the disk as it is now, whatever was seen before (under the lock, before writing):
     inside an outer look, its judgements are forgotten and its descriptors closed first (the path may name
     another file or device by now)."""
-    if _now is not None:
-        _now.close()
+    if _current.look is not None:
+        _current.look.close()
     with one_look():
         yield
 
@@ -81,25 +86,27 @@ def in_one_look(fn: Callable[P, T]) -> Callable[P, T]:
 def reading_fd(path: str, opener: Callable[[str], int]) -> int | None:
     """The look's descriptor for reading ``path`` (opened by ``opener`` on first use; it must stay open, so
     it is the look's to close); None outside a look (the caller opens and closes its own)."""
-    if _now is None:
+    now = _current.look
+    if now is None:
         return None
-    fd = _now.fds.get(path)
+    fd = now.fds.get(path)
     if fd is None:
-        fd = _now.fds[path] = opener(path)
+        fd = now.fds[path] = opener(path)
     return fd
 
 
 def judged(key: tuple[object, ...], judge: Callable[[], T]) -> T:
     """``judge()``, once per ``key`` within a look (every time outside one)."""
-    if _now is None:
+    now = _current.look
+    if now is None:
         return judge()
-    if key not in _now.judged:
-        _now.judged[key] = judge()
-    return _now.judged[key]  # type: ignore[return-value]
+    if key not in now.judged:
+        now.judged[key] = judge()
+    return now.judged[key]  # type: ignore[return-value]
 
 
 def forget() -> None:
     """After a write: whatever was judged from any disk's bytes is judged again when next asked (every disk,
     not only the one written: an image and a loop device over it are one disk under two names)."""
-    if _now is not None:
-        _now.judged.clear()
+    if _current.look is not None:
+        _current.look.judged.clear()
