@@ -24,6 +24,7 @@ from typing import ParamSpec, TypeVar
 
 T = TypeVar("T")
 P = ParamSpec("P")
+HELD = 16  # descriptors a look keeps open at most (a move needs one; `check` may look at a thousand images)
 
 
 class _Look:
@@ -91,6 +92,8 @@ def reading_fd(path: str, opener: Callable[[str], int]) -> int | None:
         return None
     fd = now.fds.get(path)
     if fd is None:
+        if len(now.fds) >= HELD:  # `check` of a fleet in one look: the oldest disk's descriptor goes
+            os.close(now.fds.pop(next(iter(now.fds))))
         fd = now.fds[path] = opener(path)
     return fd
 
