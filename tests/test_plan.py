@@ -12,8 +12,9 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.formats.planfile import PlanFileError, load_into, save_plan
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
+from diskplan.model.plan.history import History
 from diskplan.model.plan.operations import validate
-from diskplan.model.plan.plan import Edge, History, Outcome, Plan
+from diskplan.model.plan.plan import Edge, Outcome, Plan
 from diskplan.model.table import new_table
 from helpers.plans import GIB, LINUX, existing, ok, plan_on, refused
 
