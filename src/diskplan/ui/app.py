@@ -1,7 +1,7 @@
 """The planner application: the sector map with its status line, partition list, explanations, facts and
-pending changes. What changes the plan lives in plan_actions.py (a mixin that needs only its
-``PlannerView`` of this app); this module lays out the screen, opens disks, follows the cursor and shows
-what each step did."""
+pending changes. What changes the plan lives in plan_actions.py and the mixins it puts together
+(plan_base.py, move_actions.py, plan_files.py, write_actions.py), which need only their ``PlannerView`` of
+this app; this module lays out the screen, opens disks, follows the cursor and shows what each step did."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ from diskplan.ui.panels import (
     item_number,
 )
 from diskplan.ui.partlist import PartitionList
-from diskplan.ui.plan_actions import PlanActions, default_host
+from diskplan.ui.plan_actions import PlanActions
+from diskplan.ui.plan_base import default_host
 from diskplan.ui.planning import (
     DragKind,
     Preview,
