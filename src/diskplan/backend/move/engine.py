@@ -81,6 +81,7 @@ from diskplan.backend.move.movejournal import (
     unfinished,
 )
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
+from diskplan.backend.move.proposal import PartitionProposal
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
 from diskplan.backend.raw.look import fresh_look, in_one_look
@@ -91,8 +92,6 @@ from diskplan.backend.write.steps import (
     Host,
     Identity,
     Verdict,
-    accepts,
-    confirm_word,
     half_moved,
     identity,
     inform_kernel_child,
@@ -127,14 +126,9 @@ def movable_label(disk: Disk) -> str:
 
 
 @value
-class MoveProposal:
-    target: str
-    kind: str  # "block" or "file"
-    model: str
-    sectors: int
-    sector_size: int
-    number: int
-    entry: Entry | None
+class MoveProposal(PartitionProposal):
+    """Moving a partition with its data: what would be done, and what refuses it."""
+
     to: int
     plan: Schedule
     refusals: tuple[str, ...] = ()
@@ -161,10 +155,6 @@ class MoveProposal:
         return 3 * self.nbytes / self.rate if self.rate else 0.0
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         what = ("roll back the move on" if self.rollback else "finish the move on") if self.journal else (
             f"move partition {self.number} on")
@@ -174,9 +164,6 @@ class MoveProposal:
     def nothing(self) -> str:
         """Why there is nothing to move ("" when there is)."""
         return "" if self.plan.shift else f"nothing to do: partition {self.number} already starts at {self.to}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 @value
