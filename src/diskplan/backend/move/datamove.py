@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from diskplan.backend.faults import fault
+from diskplan.backend.raw import look
 from diskplan.model.plan.move import BATCH_BYTES, Read, Resume, Schedule, Step, Written
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, phase)
@@ -148,6 +149,7 @@ class Device:
         return view
 
     def write(self, lba: int, data: memoryview) -> None:
+        look.forget()  # a write: what a look judged of this disk is judged again (backend.raw.look)
         if os.environ.get("DISKPLAN_MOVE_KILL", "").startswith("torn:") and len(data) > self.sector_size:
             half = len(data) // 2 // self.sector_size * self.sector_size  # tests: the first half alone lands
             os.pwrite(self.fd, data[:half], lba * self.sector_size)

@@ -81,8 +81,10 @@ from diskplan.backend.move.movejournal import (
     unfinished,
 )
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
+from diskplan.backend.move.proposal import PartitionProposal
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
+from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.raw.rawtable import mbr_entries
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
@@ -90,8 +92,6 @@ from diskplan.backend.write.steps import (
     Host,
     Identity,
     Verdict,
-    accepts,
-    confirm_word,
     half_moved,
     identity,
     inform_kernel_child,
@@ -126,14 +126,9 @@ def movable_label(disk: Disk) -> str:
 
 
 @value
-class MoveProposal:
-    target: str
-    kind: str  # "block" or "file"
-    model: str
-    sectors: int
-    sector_size: int
-    number: int
-    entry: Entry | None
+class MoveProposal(PartitionProposal):
+    """Moving a partition with its data: what would be done, and what refuses it."""
+
     to: int
     plan: Schedule
     refusals: tuple[str, ...] = ()
@@ -160,10 +155,6 @@ class MoveProposal:
         return 3 * self.nbytes / self.rate if self.rate else 0.0
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         what = ("roll back the move on" if self.rollback else "finish the move on") if self.journal else (
             f"move partition {self.number} on")
@@ -173,9 +164,6 @@ class MoveProposal:
     def nothing(self) -> str:
         """Why there is nothing to move ("" when there is)."""
         return "" if self.plan.shift else f"nothing to do: partition {self.number} already starts at {self.to}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 @value
@@ -321,6 +309,7 @@ def in_use_or_half_moved(target: str, host: Host, size: int, sector_size: int, n
     return [*blocking, *half_moved(target, size)]
 
 
+@in_one_look  # the disk read once for every check below (backend.raw.look); nothing is written
 def prepare_move(
     target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
 ) -> MoveProposal:
@@ -459,7 +448,9 @@ def execute_move(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
+        # from the last in-use check to ``done`` or the stop: no other writer in between; the disk is seen afresh
+        # under the lock, then once until each write (backend.raw.look)
+        with held, fresh_look():
             now = recheck(p, host)
             if now:
                 return refused(base, now)
@@ -655,6 +646,7 @@ def _finish(
 # --- resuming ---------------------------------------------------------------------------------------
 
 
+@in_one_look  # the disk read once for every check (backend.raw.look); the lock's look sees it again
 def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollback: bool = False) -> MoveProposal:
     """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
     finishing it (or, ``rollback``, undoing it: backend.move.moveundo). Raises CommitError when there is none or
@@ -765,7 +757,7 @@ def with_journal(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:
+        with held, fresh_look():  # the disk seen afresh under the lock, then once until each write (backend.raw.look)
             now = recheck(p, host)
             if now:
                 return refused(base, now)
