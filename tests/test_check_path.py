@@ -2,8 +2,8 @@
 processes it starts, and the modules it never needs. Each was a cost measured on a 128-partition check.
 
 - libparted (Debian's) runs ``sh -c "dmidecode -s system-manufacturer"`` as it loads, unless PARTED_GPT_APPLE
-  answers: backend.parted.gptapple answers where the answer is known, so a check starts its reading child and
-  nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
+  answers: backend.parted answers where the answer is known (its ``__init__``), so a check starts its reading
+  child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
 - socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
   body (the answers travel through its C functions) are not imported.
 """
@@ -17,8 +17,9 @@ import sys
 
 import pytest
 
-from diskplan.backend.parted import gptapple
 from helpers.tools import need_tool, run
+
+ANSWER = "PARTED_GPT_APPLE"
 
 
 def _gpt_image(sparse_image, partitions: int = 4) -> pathlib.Path:
@@ -30,7 +31,7 @@ def _gpt_image(sparse_image, partitions: int = 4) -> pathlib.Path:
 
 def _without_answer() -> dict[str, str]:
     env = dict(os.environ)
-    env.pop(gptapple.VARIABLE, None)  # the user's own answer would hide what diskplan does
+    env.pop(ANSWER, None)  # set in this process when it imported backend.parted: the command must decide
     return env
 
 
@@ -39,7 +40,10 @@ def _without_answer() -> dict[str, str]:
 
 def test_a_check_starts_one_reading_child_and_runs_no_program(sparse_image, tmp_path: pathlib.Path) -> None:
     """strace counts the execs and forks of the whole process tree: the command itself, one forked reader."""
-    if gptapple.known_answer() is None:
+    asked = f"import os, diskplan.backend.parted; print(os.environ.get({ANSWER!r}, ''))"
+    decided = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, check=True,
+                             env=_without_answer())
+    if not decided.stdout.strip():
         pytest.skip("only dmidecode can tell whether this machine is a Mac (sys_vendor unreadable)")
     img = _gpt_image(sparse_image)
     log = tmp_path / "strace.log"
@@ -54,8 +58,7 @@ def test_a_check_starts_one_reading_child_and_runs_no_program(sparse_image, tmp_
     assert len(forks) == 1, forks  # the reading child, and it starts nothing
 
 
-def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: pathlib.Path,
-                                                                       monkeypatch) -> None:
+def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: pathlib.Path) -> None:
     """The other side of the same count: with no answer in the environment, libparted's load runs sh and
     dmidecode (so the test above counts something that happens, and the variable is what stops it)."""
     dmidecode = tmp_path / "bin" / "dmidecode"
@@ -66,70 +69,8 @@ def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: p
     subprocess.run([sys.executable, "-c", "import _ped"], check=True, env=env)
     assert (tmp_path / "asked").read_text() == "asked\n"
     (tmp_path / "asked").unlink()
-    subprocess.run([sys.executable, "-c", "import _ped"], check=True, env={**env, gptapple.VARIABLE: "0"})
+    subprocess.run([sys.executable, "-c", "import _ped"], check=True, env={**env, ANSWER: "0"})
     assert not (tmp_path / "asked").exists()
-
-
-# --- the answer ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def machine(tmp_path: pathlib.Path, monkeypatch):
-    """A machine of files: dmidecode on the PATH or not, its sources readable or not, a sys_vendor or none."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setattr(gptapple, "SOURCES", (str(tmp_path / "DMI"), str(tmp_path / "mem")))
-    monkeypatch.setattr(gptapple, "VENDOR", str(tmp_path / "sys_vendor"))
-
-    def make(*, dmidecode: bool = True, source: bool = True, vendor: str | None = None) -> None:
-        if dmidecode:
-            (bin_dir / "dmidecode").write_text("#!/bin/sh\n")
-            (bin_dir / "dmidecode").chmod(0o755)
-        if source:
-            (tmp_path / "DMI").write_bytes(b"\0")
-        if vendor is not None:
-            (tmp_path / "sys_vendor").write_text(vendor)
-
-    return make
-
-
-@pytest.mark.parametrize(("vendor", "answer"), [("Apple Inc.\n", "1"), ("APPLE COMPUTER, INC.\n", "1"),
-                                                ("Apple Inc.x\n", "1"), ("Dell Inc.\n", "0"), ("QEMU\n", "0"),
-                                                ("Apple\n", "0"), ("", "0")])
-def test_the_answer_is_libparted_s_own_test_of_the_manufacturer(machine, vendor: str, answer: str) -> None:
-    """libparted compares the line's start with "Apple Computer, Inc." (20 characters) or "Apple Inc." (10),
-    ignoring case."""
-    machine(vendor=vendor)
-    assert gptapple.known_answer() == answer
-
-
-def test_no_dmidecode_or_nothing_it_could_read_is_not_a_mac(machine) -> None:
-    """What dmidecode says then is nothing, which libparted takes as not a Mac, whatever sysfs says."""
-    machine(dmidecode=False, vendor="Apple Inc.\n")
-    assert gptapple.known_answer() == "0"
-
-
-def test_nothing_dmidecode_could_read_is_not_a_mac(machine) -> None:
-    machine(source=False, vendor="Apple Inc.\n")  # (not root: the firmware's tables are root's to read)
-    assert gptapple.known_answer() == "0"
-
-
-def test_an_unreadable_manufacturer_is_left_to_dmidecode(machine) -> None:
-    machine()
-    assert gptapple.known_answer() is None
-
-
-def test_the_environment_is_as_before_after_the_load(machine, monkeypatch) -> None:
-    machine(vendor="Dell Inc.\n")
-    monkeypatch.delenv(gptapple.VARIABLE, raising=False)
-    with gptapple.answered():
-        assert os.environ[gptapple.VARIABLE] == "0"
-    assert gptapple.VARIABLE not in os.environ
-    monkeypatch.setenv(gptapple.VARIABLE, "1")  # the user's own answer: never replaced, never removed
-    with gptapple.answered():
-        assert os.environ[gptapple.VARIABLE] == "1"
-    assert os.environ[gptapple.VARIABLE] == "1"
 
 
 # --- the modules it never needs ------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from diskplan.backend.parted import gptapple, isolate, readonly, siblings
+import _ped
+
+from diskplan.backend.parted import isolate, readonly, siblings
 from diskplan.backend.raw import kernelparts
 from diskplan.backend.raw.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.raw.rawtable import mbr_layout
@@ -24,9 +26,6 @@ from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.labels import attribute_flags, gpt_attribute_flags
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
-
-with gptapple.answered():  # libparted asks dmidecode as it loads, unless the answer is known (see gptapple)
-    import _ped
 
 
 class _PartedOnFirstUse:
