@@ -146,3 +146,26 @@ def test_a_journal_is_read_only_from_a_regular_file_and_only_so_far(tmp_path: pa
         f.truncate(path.stat().st_size + (64 << 20))
     with pytest.raises(mj.JournalDamaged, match="longer than its move"):
         mj.read(str(path))
+
+
+def test_a_journal_damaged_past_its_header_still_holds_the_disk(tmp_path: pathlib.Path) -> None:
+    """A bad line in the middle: resume cannot go on (exit 2, it says which line), and it must not say "nothing to
+    resume" while every other write (measure here) offers the hidden partition's bytes as free space."""
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    with open(path, "ab") as f:  # a record whose checksum fails, then an intact one: damaged, not torn
+        f.write(b"copy *00000000\n" + mj._line("R 0 00000000"))
+    with pytest.raises(mj.JournalDamaged):
+        mj.read(path)
+    assert mj.unfinished(str(img), SIZE) == [path]
+    assert half_moved(str(img), SIZE)
+    env = _env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path))
+    got = _diskplan("resume", str(img), env=env)
+    assert got.returncode == 2 and "damaged" in got.stderr and "nothing to do" not in got.stdout, got
+    got = _diskplan("measure", str(img), "--yes", "--rounds", "1", "--count", "1", env=env)
+    assert got.returncode == 1 and "is unfinished" in got.stdout + got.stderr, got
+    # a journal whose header itself is damaged names no disk: still skipped
+    with open(path, "r+b") as f:
+        f.seek(len(f.readline()) + 10)
+        f.write(b"#")
+    assert mj.unfinished(str(img), SIZE) == []
