@@ -169,3 +169,12 @@ def test_a_journal_damaged_past_its_header_still_holds_the_disk(tmp_path: pathli
         f.seek(len(f.readline()) + 10)
         f.write(b"#")
     assert mj.unfinished(str(img), SIZE) == []
+
+
+def test_measure_names_an_unfinished_move_once(tmp_path: pathlib.Path) -> None:
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    env = _env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path))
+    got = _diskplan("measure", str(img), "--rounds", "1", "--count", "1", env=env)
+    said = got.stdout + got.stderr
+    assert got.returncode == 1 and said.count("is unfinished") == 1, said
