@@ -320,6 +320,25 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> N
     assert "Traceback" not in err
 
 
+def test_an_internal_error_after_a_commit_does_not_say_nothing_was_written(monkeypatch, capsys) -> None:
+    from diskplan.backend.write import backup
+
+    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+    monkeypatch.setattr(backup, "SAVED", ["/var/backups/disk-1.dpbackup"])  # as a commit in the planner leaves it
+
+    async def go() -> None:
+        app = PlannerApp(start=target("modern"))
+        with pytest.raises(ValueError, match="boom"):
+            async with app.run_test(size=(80, 25)) as pilot:
+                await pilot.pause()
+                app._handle_exception(ValueError("boom"))
+                await pilot.pause()
+
+    asyncio.run(go())
+    err = " ".join(capsys.readouterr().err.split())
+    assert "nothing was written" not in err and "disk-1.dpbackup" in err and "diskplan check" in err, err
+
+
 def _big_target(sectors: int, count: int) -> Target:
     from diskplan.model.disk import Disk
     from diskplan.model.geometry import Geometry
