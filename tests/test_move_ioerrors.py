@@ -140,3 +140,25 @@ def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_
         assert digest(image, 2048, sectors, 512) == before
 
     drive()
+
+
+def test_a_failed_flush_is_never_tried_again(tmp_path: pathlib.Path) -> None:
+    """A second fdatasync after a failed one succeeds with nothing left to flush (the failed write-back's data
+    may be gone): the first failure must stop the copy (its group unrecorded, so resume writes it again)."""
+    pytest.importorskip("fuse", reason="fusepy (a test dependency) and libfuse2 are needed for a failing disk")
+    if not pathlib.Path("/dev/fuse").exists():
+        pytest.skip("no /dev/fuse here")
+    from diskplan.backend.move.datamove import Device, MoveIOError
+
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(1 << 20)
+    with FaultyDisk(img, tmp_path) as disk:
+        dev = Device(disk.dev, 512, 4096)
+        try:
+            dev.write(8, memoryview(dev.buffers[0])[:4096])
+            disk.fail({"op": "fsync", "start": 0, "end": 0, "times": 1})  # fails once, then answers
+            with pytest.raises(MoveIOError, match="syncing"):
+                dev.sync()
+        finally:
+            dev.close()
