@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -162,3 +163,36 @@ def test_a_failed_flush_is_never_tried_again(tmp_path: pathlib.Path) -> None:
                 dev.sync()
         finally:
             dev.close()
+
+
+def test_a_full_journal_disk_stops_the_move_resumably_not_as_an_internal_error(loop_device, tmp_path) -> None:
+    """The journal's slot (a small shift saves each chunk's old bytes) cannot be written: ENOSPC on the state
+    disk stops the move with that error (3), not "cannot close exported pointers exist"; resume finishes it."""
+    d = make_disk(loop_device, tmp_path, start=START, size=SIZE, disk_mib=64)
+    partuuid = entry(d)[2]
+    moves = d.state / "moves"
+    moves.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(moves)], check=True)
+    try:
+        got = diskplan(d, "move", d.dev, "--partition", "1", "--to", f"{START + 512}s", "--yes")
+        said = got.stdout + got.stderr
+        assert got.returncode == 3 and "No space left" in said and "internal error" not in said, said
+        subprocess.run(["mount", "-o", "remount,size=64m", str(moves)], check=True)
+        again = diskplan(d, "resume", d.dev, "--yes")
+        assert again.returncode == 0, again.stdout + again.stderr
+    finally:
+        subprocess.run(["umount", str(moves)], capture_output=True)
+    assert_intact(d, START + 512, partuuid)
+
+
+def test_closing_the_device_while_a_view_of_its_buffer_lives_does_not_mask_the_error(tmp_path) -> None:
+    """An error in the copy keeps the chunk's view alive in its traceback: closing the device then must not raise
+    BufferError ("cannot close exported pointers exist") over the error that ended the move."""
+    from diskplan.backend.move.datamove import Device
+
+    img = tmp_path / "disk.img"
+    img.write_bytes(bytes(1 << 16))
+    dev = Device(str(img), 512, 4096)
+    view = dev.read(0, 8)
+    dev.close()  # raised BufferError
+    assert len(view) == 4096

@@ -132,7 +132,10 @@ class Device:
             os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(self.fd)
         for b in self.buffers:
-            b.close()
+            # A view of a buffer may outlive the move (in the traceback of the error that ended it): the memory
+            # is then freed with the last view, and the error that matters is not masked by a BufferError.
+            with contextlib.suppress(BufferError):
+                b.close()
 
     def _buffered(self) -> None:
         """Leave O_DIRECT (an image on a filesystem whose blocks are larger than its sectors refuses

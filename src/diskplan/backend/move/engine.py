@@ -609,6 +609,10 @@ def _finish(
                            "resumable state (`diskplan resume` goes on once the disk answers again)")
         except SourceChanged as exc:
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
+        except OSError as exc:  # the journal or its slot (a full or failing state disk): no chunk goes unrecorded
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the move journal {journal.path} could not be written ({exc.strerror or exc}): the "
+                           f"move of {where} stopped in a resumable state (`diskplan resume` goes on once it can be)")
         finally:
             dev.close()
         if lost:
