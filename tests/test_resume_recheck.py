@@ -153,6 +153,29 @@ def test_an_msdos_twin_with_another_filesystem_is_refused(tmp_path: pathlib.Path
     assert sha256_at(twin, 0, 72 * 2048) == before
 
 
+def test_a_table_mark_is_no_proof_the_disk_kept_the_rewrite(tmp_path: pathlib.Path) -> None:
+    """Killed with "table" in the journal, then the table as it was before the move (the disk lost the rewrite in
+    its cache, or the old table was put back): resume must see the entry at its old place and rewrite it, not
+    say "moved and verified" over a table that still points at the old place."""
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    sectors = 72 * 2048
+    with open(image, "rb") as f:
+        head, tail = f.read(34 * 512), (f.seek((sectors - 33) * 512), f.read(33 * 512))[1]
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="record:4")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    assert journal_of(state).read_text().splitlines()[-1].startswith("table"), journal_of(state).read_text()
+    with open(image, "r+b") as f:
+        f.write(head)
+        f.seek((sectors - 33) * 512)
+        f.write(tail)
+    assert entry_of(image)[:2] == (90_000, SIZE)
+    done = dp(state, "resume", image, "--yes")
+    assert done.returncode == 0, out(done)
+    assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
+
+
 # --- 3. other dead ends ---------------------------------------------------------------------------------
 
 

@@ -623,7 +623,7 @@ def _finish(
                            "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
-    if "table" not in journal.marks:
+    if "table" not in journal.marks or not _entry_moved(h):
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
@@ -645,7 +645,8 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
                            f"entry could not be rewritten: {exc}")
         fault("table")
-        journal.append("table")
+        if "table" not in journal.marks:
+            journal.append("table")
     after = check_after(h.target, kind, h.to, h.length, ss, fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), base,
                         "moved", saying(progress), "checking the filesystem at its new place", " at its new place")
     if isinstance(after, MoveOutcome):
@@ -654,6 +655,16 @@ def _finish(
     journal.append("done")
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
+
+
+def _entry_moved(h: Header) -> bool:
+    """The disk holds the entry at its new place. The journal's "table" is a record, not proof: the disk may have
+    lost the rewrite in the crash (a write cache), or the old table been put back since."""
+    try:
+        return at_new_place(read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size,
+                                       hidden=True), h)
+    except (EntryError, ebrchain.ChainError, OSError, bk.BackupError):
+        return False  # read again by the rewrite, which says why
 
 
 # --- resuming ---------------------------------------------------------------------------------------
