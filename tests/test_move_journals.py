@@ -178,3 +178,24 @@ def test_measure_names_an_unfinished_move_once(tmp_path: pathlib.Path) -> None:
     got = _diskplan("measure", str(img), "--rounds", "1", "--count", "1", env=env)
     said = got.stdout + got.stderr
     assert got.returncode == 1 and said.count("is unfinished") == 1, said
+
+
+@pytest.mark.parametrize(("field", "bad"), [("sector_size", 0), ("chunk", 0), ("length", -5), ("start", "x"),
+                                            ("size", None), ("to", True)])
+def test_a_header_that_no_move_wrote_is_refused_not_an_internal_error(tmp_path: pathlib.Path, field: str,
+                                                                      bad: object) -> None:
+    """Its CRC is whole (``--journal`` names any file): a zero sector size or chunk, a negative length, a string
+    where a number goes are "cannot read" (exit 2), not a ZeroDivisionError or TypeError later."""
+    import json
+
+    img = _gpt(tmp_path / "disk.img")
+    path = pathlib.Path(_journal(img))
+    first, header = path.read_bytes().splitlines(keepends=True)[:2]
+    fields = json.loads(header.decode().rsplit(" *", 1)[0][len("header "):])
+    fields[field] = bad
+    path.write_bytes(first + mj._line("header " + json.dumps(fields, sort_keys=True)))
+    with pytest.raises(mj.JournalDamaged, match=f"header's {field}|not those of a move"):
+        mj.read(str(path))
+    if field == "sector_size":
+        got = _diskplan("resume", str(img), "--journal", str(path), env=_env(tmp_path / "home"))
+        assert got.returncode == 2 and "internal error" not in got.stderr and "cannot read" in got.stderr, got

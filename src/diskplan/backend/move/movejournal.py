@@ -310,9 +310,23 @@ def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
     return header, records, marks
 
 
+SECTOR_SIZES = (512, 1024, 2048, 4096)
+
+
 def _header(text: str) -> Header:
-    """The header line's text as a Header; raises TypeError or ValueError."""
-    return Header(**json.loads(text[len("header ") :]))
+    """The header line's text as a Header; raises TypeError or ValueError, also for a field of the wrong type or
+    a size no move can have (its CRC only says the line is whole, not that diskplan wrote it: ``--journal`` can
+    name any file), which would otherwise fail as an internal error wherever it is first used."""
+    h = Header(**json.loads(text[len("header ") :]))
+    for name, kind in Header.__annotations__.items():  # the fields, as strings (annotations are not evaluated)
+        want = {"int": int, "str": str, "bool": bool}[kind]
+        got = getattr(h, name)
+        if not isinstance(got, want) or (want is int and isinstance(got, bool)):
+            raise ValueError(f"the header's {name} is {got!r}, not {'an' if want is int else 'a'} {kind}")
+    if h.sector_size not in SECTOR_SIZES or min(h.chunk, h.length, h.number, h.size) <= 0 or min(h.start, h.to) < 0:
+        raise ValueError(f"the header's sizes are not those of a move (sector size {h.sector_size}, chunk {h.chunk}, "
+                         f"length {h.length}, number {h.number}, disk {h.size} B, {h.start} -> {h.to})")
+    return h
 
 
 def damaged_header(path: str) -> Header | None:
