@@ -318,7 +318,10 @@ def _internal_error(capsys) -> tuple[PlannerApp, str]:
 
 
 def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
+    from diskplan.backend.write import backup
+
     monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+    monkeypatch.setattr(backup, "SAVED", [])  # no write in this process (earlier tests' commits would be one)
     app, err = _internal_error(capsys)
     assert app.return_code == 1
     assert "diskplan: internal error: boom (nothing was written; run with DISKPLAN_DEBUG=1 for details)" in err
