@@ -13,7 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from helpers.faultydisk import FaultyDisk
-from helpers.movedisk import Disk, assert_intact, diskplan, entry, make_disk
+from helpers.movedisk import PY, Disk, assert_intact, diskplan, entry, make_disk, state_env
+from helpers.tools import need_tool
+from helpers.tools import run as tool_run
 
 START, SIZE, TO = 2048, 40960, 65536  # a 20 MiB ext4 moved right past itself: three 8 MiB chunks
 
@@ -196,3 +198,21 @@ def test_closing_the_device_while_a_view_of_its_buffer_lives_does_not_mask_the_e
     view = dev.read(0, 8)
     dev.close()  # raised BufferError
     assert len(view) == 4096
+
+
+def test_a_failed_flush_names_no_sector_minus_one(tmp_path) -> None:
+    """The copy's first fdatasync fails (strace injects EIO): the move stops resumably, and says so without an
+    "I/O error at sector -1" (a flush has no sector); resume finishes it."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    tool_run("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=20480, type=L\n")
+    env = state_env(tmp_path / "state")
+    got = subprocess.run([need_tool("strace"), "-f", "-o", "/dev/null", "-e", "inject=fdatasync:error=EIO:when=1",
+                          PY, "-m", "diskplan", "move", str(img), "-N", "1", "--to", "65536s", "--yes"],
+                         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert got.returncode == 3 and "syncing" in got.stderr and "resumable" in got.stderr, got.stderr
+    assert "sector -1" not in got.stderr, got.stderr
+    again = subprocess.run([PY, "-m", "diskplan", "resume", str(img), "--yes"], capture_output=True, text=True,
+                           env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr

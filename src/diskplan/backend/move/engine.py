@@ -603,9 +603,10 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
                            "half-moved and hidden from the system until `diskplan resume` finishes it")
-        except MoveIOError as exc:
+        except MoveIOError as exc:  # a failed flush has no sector (-1)
+            at_sector = f" at sector {exc.sector}" if exc.sector >= 0 else ""
             return replace(base, verdict=Verdict.FAILED, io_error=True,
-                           message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
+                           message=f"I/O error{at_sector}: {exc}; the move of {where} stopped in a "
                            "resumable state (`diskplan resume` goes on once the disk answers again)")
         except SourceChanged as exc:
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
