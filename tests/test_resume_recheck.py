@@ -226,3 +226,27 @@ def test_an_overlapping_move_whose_copy_never_began_rolls_back(tmp_path: pathlib
     done = dp(state, "resume", image, "--rollback", "--yes")
     assert done.returncode == 0 and "rolled back" in done.stdout, out(done)
     assert entry_of(image)[:2] == (34, SIZE) and sha256_at(image, 34, SIZE) == sha
+
+
+def test_a_journal_that_cannot_be_written_during_resume_is_not_called_a_torn_gpt(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """with_journal's catch for the torn-GPT rebuild covered the whole resume: an OSError from the journal's own
+    appends (a full state disk) was reported as "the torn GPT copy could not be rebuilt"."""
+    from diskplan.backend.move.engine import MoveOutcome, prepare_resume, with_journal
+    from diskplan.backend.move.movejournal import Journal
+    from diskplan.cli.options import host
+
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    assert dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="verified:1").returncode < 0
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(state / "moves"))  # where the CLI's move put it (state_env)
+    p = prepare_resume(image, host())
+    assert not p.refusals, p.refusals
+
+    def full(journal: Journal, base: MoveOutcome) -> MoveOutcome:  # as the journal's appends fail on a full disk
+        raise OSError(28, "No space left on device")
+
+    got = with_journal(p, p.confirm_word, host(), full)
+    assert "torn GPT" not in got.message and "No space left" in got.message and got.exit_code == 3, got.message
+    assert got.resume_command, got

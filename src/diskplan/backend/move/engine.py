@@ -792,15 +792,21 @@ def with_journal(
                     return refused(base, now)
                 # Only the disk checked and locked is written, whatever path the journal recorded.
                 journal.header = replace(journal.header, target=p.target)
-                mended = _mend(journal.header)
+                try:
+                    mended = _mend(journal.header)
+                except (EntryError, OSError, bk.BackupError) as exc:
+                    return replace(base, verdict=Verdict.FAILED,
+                                   message=f"the torn GPT copy could not be rebuilt: {exc}")
                 out = body(journal, replace(base, backup_path=journal.header.backup))
                 return replace(out, details=(mended, *out.details)) if mended else out
             finally:
                 journal.close()
     except (CommitError, JournalDamaged, JournalError) as exc:
         return replace(base, message=f"refused: {exc}")
-    except (EntryError, OSError, bk.BackupError) as exc:
-        return replace(base, verdict=Verdict.FAILED, message=f"the torn GPT copy could not be rebuilt: {exc}")
+    except OSError as exc:  # the journal's own appends (a full or failing state disk): each step is done again
+        again = f"diskplan resume {p.target}" + (" --rollback" if p.rollback else "")
+        return replace(base, verdict=Verdict.FAILED, resumable=not p.rollback, message=f"the move journal {p.journal} "
+                       f"could not be written ({exc.strerror or exc}): `{again}` goes on once it can be")
 
 
 def _mend(h: Header) -> str:
