@@ -199,3 +199,16 @@ def test_a_header_that_no_move_wrote_is_refused_not_an_internal_error(tmp_path: 
     if field == "sector_size":
         got = _diskplan("resume", str(img), "--journal", str(path), env=_env(tmp_path / "home"))
         assert got.returncode == 2 and "internal error" not in got.stderr and "cannot read" in got.stderr, got
+
+
+def test_a_journal_that_cannot_be_opened_is_one_line(tmp_path: pathlib.Path) -> None:
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    if subprocess.run(["chattr", "+i", path], capture_output=True).returncode != 0:
+        pytest.skip("no immutable files here")
+    try:
+        got = _diskplan("resume", str(img), env=_env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path)))
+    finally:
+        subprocess.run(["chattr", "-i", path], capture_output=True)
+    assert got.returncode == 2 and f"cannot open the move journal {path}: Operation not permitted" in got.stderr, got
+    assert "[Errno" not in got.stderr, got.stderr

@@ -684,8 +684,10 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         raise NothingToResume(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:
         j = Journal.open(paths[0])
-    except (JournalDamaged, OSError) as exc:
+    except JournalDamaged as exc:
         raise CommitError(str(exc)) from exc
+    except OSError as exc:  # opened for appending (an immutable file, a read-only mount): one line, not a repr
+        raise CommitError(f"cannot open the move journal {paths[0]}: {exc.strerror or exc}") from exc
     try:
         h = j.header
         done = resume_point(j.records).next
