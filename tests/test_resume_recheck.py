@@ -176,6 +176,23 @@ def test_a_table_mark_is_no_proof_the_disk_kept_the_rewrite(tmp_path: pathlib.Pa
     assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
 
 
+def test_a_verified_mark_is_no_proof_the_new_place_still_holds_the_data(tmp_path: pathlib.Path) -> None:
+    """Killed right after "verified", then the new place written over (the hidden entry's range looks free): resume
+    reads it back again and copies the changed chunk from its intact source, instead of pointing the entry at it."""
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="verified:1")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    assert journal_of(state).read_text().splitlines()[-1].startswith("verified")
+    with open(image, "r+b") as f:  # chunk 0's new place; same_data samples the last chunk's only
+        f.seek((2048 + 100) * 512)
+        f.write(os.urandom(4096))
+    done = dp(state, "resume", image, "--yes")
+    assert done.returncode == 0, out(done)
+    assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
+
+
 # --- 3. other dead ends ---------------------------------------------------------------------------------
 
 

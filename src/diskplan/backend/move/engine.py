@@ -624,6 +624,10 @@ def _finish(
                            "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
+    elif "table" not in journal.marks:  # "verified" is a record: read back again before the entry points there
+        failed = _read_back_again(journal, base, where, progress)
+        if failed is not None:
+            return failed
     if "table" not in journal.marks or not _entry_moved(h):
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
@@ -656,6 +660,32 @@ def _finish(
     journal.append("done")
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
+
+
+def _read_back_again(journal: Journal, base: MoveOutcome, where: str, progress: Progress | None) -> MoveOutcome | None:
+    """Resume after ``verified``: the new place read back again (something may have written the range the
+    hidden entry leaves looking free since the crash), a chunk that differs copied again from its source as the
+    first read-back does; None when all hold, else the failed outcome."""
+    h = journal.header
+    ss, plan = h.sector_size, Schedule(h.start, h.to, h.length, h.chunk)
+    try:
+        dev = Device(h.target, ss, plan.chunk * ss)
+    except OSError as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
+    try:
+        digests = resume_point(journal.records).digests
+        bad = mismatched(plan, dev, digests, ss, progress)
+        lost = recopy(plan, dev, digests, bad, ss) if bad else []
+    except MoveIOError as exc:
+        return replace(base, verdict=Verdict.FAILED, io_error=True, message=f"{exc}; the move of {where} stopped in "
+                       "a resumable state (`diskplan resume` goes on once the disk answers again)")
+    finally:
+        dev.close()
+    if lost:
+        return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(lost[:10]),
+                       message=f"{len(lost)} chunk(s) of {where} were changed at the new place after the move had "
+                       "verified them, and their source no longer holds them (listed below); the entry stays hidden")
+    return None
 
 
 def _entry_moved(h: Header) -> bool:
