@@ -245,9 +245,14 @@ class PlannerApp(PlanActions, DiskOpening, ExerciseActions, App[int]):
             return
         from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
 
+        from diskplan.backend.write import write_began
+
         detail = safe(" ".join(str(error).split())) or type(error).__name__
+        began = write_began()  # the planner may have written before (a commit, a move): then say so, not "nothing"
+        said = f"a write had begun, its backup {safe(began)}: `diskplan check` shows the disk now" if began else \
+            "nothing was written"
         textual_private.end_with_line(self, error, Text(
-            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"))
+            f"diskplan: internal error: {detail} ({said}; run with DISKPLAN_DEBUG=1 for details)"))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:

@@ -594,12 +594,17 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
                            "half-moved and hidden from the system until `diskplan resume` finishes it")
-        except MoveIOError as exc:
+        except MoveIOError as exc:  # a failed flush has no sector (-1)
+            at_sector = f" at sector {exc.sector}" if exc.sector >= 0 else ""
             return replace(base, verdict=Verdict.FAILED, io_error=True,
-                           message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
+                           message=f"I/O error{at_sector}: {exc}; the move of {where} stopped in a "
                            "resumable state (`diskplan resume` goes on once the disk answers again)")
         except SourceChanged as exc:
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
+        except OSError as exc:  # the journal or its slot (a full or failing state disk): no chunk goes unrecorded
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the move journal {journal.path} could not be written ({exc.strerror or exc}): the "
+                           f"move of {where} stopped in a resumable state (`diskplan resume` goes on once it can be)")
         finally:
             dev.close()
         if lost:
@@ -610,7 +615,11 @@ def _finish(
                            "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
-    if "table" not in journal.marks:
+    elif "table" not in journal.marks:  # "verified" is a record: read back again before the entry points there
+        failed = _read_back_again(journal, base, where, progress)
+        if failed is not None:
+            return failed
+    if "table" not in journal.marks or not _entry_moved(h):
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
@@ -632,7 +641,8 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
                            f"entry could not be rewritten: {exc}")
         fault("table")
-        journal.append("table")
+        if "table" not in journal.marks:
+            journal.append("table")
     after = check_after(h.target, kind, h.to, h.length, ss, fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), base,
                         "moved", saying(progress), "checking the filesystem at its new place", " at its new place")
     if isinstance(after, MoveOutcome):
@@ -641,6 +651,42 @@ def _finish(
     journal.append("done")
     return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
+
+
+def _read_back_again(journal: Journal, base: MoveOutcome, where: str, progress: Progress | None) -> MoveOutcome | None:
+    """Resume after ``verified``: the new place read back again (something may have written the range the
+    hidden entry leaves looking free since the crash), a chunk that differs copied again from its source as the
+    first read-back does; None when all hold, else the failed outcome."""
+    h = journal.header
+    ss, plan = h.sector_size, Schedule(h.start, h.to, h.length, h.chunk)
+    try:
+        dev = Device(h.target, ss, plan.chunk * ss)
+    except OSError as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
+    try:
+        digests = resume_point(journal.records).digests
+        bad = mismatched(plan, dev, digests, ss, progress)
+        lost = recopy(plan, dev, digests, bad, ss) if bad else []
+    except MoveIOError as exc:
+        return replace(base, verdict=Verdict.FAILED, io_error=True, message=f"{exc}; the move of {where} stopped in "
+                       "a resumable state (`diskplan resume` goes on once the disk answers again)")
+    finally:
+        dev.close()
+    if lost:
+        return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(lost[:10]),
+                       message=f"{len(lost)} chunk(s) of {where} were changed at the new place after the move had "
+                       "verified them, and their source no longer holds them (listed below); the entry stays hidden")
+    return None
+
+
+def _entry_moved(h: Header) -> bool:
+    """The disk holds the entry at its new place. The journal's "table" is a record, not proof: the disk may have
+    lost the rewrite in the crash (a write cache), or the old table been put back since."""
+    try:
+        return at_new_place(read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size,
+                                       hidden=True), h)
+    except (EntryError, ebrchain.ChainError, OSError, bk.BackupError):
+        return False  # read again by the rewrite, which says why
 
 
 # --- resuming ---------------------------------------------------------------------------------------
@@ -660,8 +706,10 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         raise NothingToResume(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:
         j = Journal.open(paths[0])
-    except (JournalDamaged, OSError) as exc:
+    except JournalDamaged as exc:
         raise CommitError(str(exc)) from exc
+    except OSError as exc:  # opened for appending (an immutable file, a read-only mount): one line, not a repr
+        raise CommitError(f"cannot open the move journal {paths[0]}: {exc.strerror or exc}") from exc
     try:
         h = j.header
         done = resume_point(j.records).next
@@ -768,15 +816,21 @@ def with_journal(
                     return refused(base, now)
                 # Only the disk checked and locked is written, whatever path the journal recorded.
                 journal.header = replace(journal.header, target=p.target)
-                mended = _mend(journal.header)
+                try:
+                    mended = _mend(journal.header)
+                except (EntryError, OSError, bk.BackupError) as exc:
+                    return replace(base, verdict=Verdict.FAILED,
+                                   message=f"the torn GPT copy could not be rebuilt: {exc}")
                 out = body(journal, replace(base, backup_path=journal.header.backup))
                 return replace(out, details=(mended, *out.details)) if mended else out
             finally:
                 journal.close()
     except (CommitError, JournalDamaged, JournalError) as exc:
         return replace(base, message=f"refused: {exc}")
-    except (EntryError, OSError, bk.BackupError) as exc:
-        return replace(base, verdict=Verdict.FAILED, message=f"the torn GPT copy could not be rebuilt: {exc}")
+    except OSError as exc:  # the journal's own appends (a full or failing state disk): each step is done again
+        again = f"diskplan resume {p.target}" + (" --rollback" if p.rollback else "")
+        return replace(base, verdict=Verdict.FAILED, resumable=not p.rollback, message=f"the move journal {p.journal} "
+                       f"could not be written ({exc.strerror or exc}): `{again}` goes on once it can be")
 
 
 def _mend(h: Header) -> str:
