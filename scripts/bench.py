@@ -12,8 +12,9 @@ It prints; it asserts nothing. Measured:
            scatter by tens of percent, the calls say whether the big disk costs more work)
   bytes    bytes written to an 80x25 terminal for one drag step, beside a full redraw's
   write    writing a 128-partition plan to an image: `diskplan apply --yes` vs `sfdisk` from a script
-  check    `diskplan check --json` on a 128-partition image vs `parted -s IMG unit s print`; 100 images in one
-           `check` call vs 100 calls of `sfdisk -J`
+  check    `diskplan check --json` on a 128-partition image vs `parted -s IMG unit s print` (wall time, and the CPU
+           time of each process tree beside it, with the load average: the machine is shared); 100 images in
+           one `check` call vs 100 calls of `sfdisk -J`
   move     moving 1 GiB on a loop device vs `dd bs=4M iflag=direct oflag=direct` (scripts/bench_move.py)
   plan     reading and checking a plan file of 200,000 msdos entries vs json.loads of the same text (the
            checks were quadratic: over 11 minutes)
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -139,18 +141,24 @@ def bench_check(runs: int) -> list[Row]:
                            check=True, capture_output=True)
             fleet.append(str(img))
 
-        def timed(cmds: list[list[str]]) -> float:
-            t0 = time.perf_counter()
+        def timed(cmds: list[list[str]]) -> tuple[float, float]:
+            """(wall time, CPU time of the whole process tree: each command and the children it waited for)."""
+            t0, cpu = time.perf_counter(), 0.0
             for cmd in cmds:
-                if subprocess.run(cmd, capture_output=True, env=term_env()).returncode not in (0, 1):
+                proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=term_env())
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                if proc.returncode not in (0, 1):
                     raise RuntimeError(f"{cmd[0]} failed")
-            return time.perf_counter() - t0
+                cpu += usage.ru_utime + usage.ru_stime
+            return time.perf_counter() - t0, cpu
 
         pairs = {
             "one": ([[*DISKPLAN, "check", "--json", str(big)]], [["parted", "-s", str(big), "unit", "s", "print"]]),
             "fleet": ([[*DISKPLAN, "check", "--json", *fleet]], [["sfdisk", "-J", img] for img in fleet]),
         }
-        med, repeats = {}, {"one": runs * 3, "fleet": runs}  # one image: ~0.1 s a run, and noise of a few ms
+        med, cpu, repeats = {}, {}, {"one": runs * 3, "fleet": runs}  # one image: ~0.1 s a run, noise of a few ms
+        load = os.getloadavg()[0]
         for key, (ours_cmds, floor_cmds) in pairs.items():
             ours, floor = [], []
             for i in range(repeats[key] + 1):
@@ -158,10 +166,15 @@ def bench_check(runs: int) -> list[Row]:
                 if i:  # the first pair warms caches
                     ours.append(o)
                     floor.append(t)
-            med[key] = statistics.median(ours), statistics.median(floor)
-    (a, b), (c, d) = med["one"], med["fleet"]
+            med[key] = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in floor)
+            cpu[key] = statistics.median(c for _, c in ours), statistics.median(c for _, c in floor)
+        load = max(load, os.getloadavg()[0])
+    (a, b), (c, d), (cpu_ours, cpu_floor) = med["one"], med["fleet"], cpu["one"]
     return [Row("check --json, 128 partitions", fmt_s(a), fmt_s(b) + " (parted print)", a / b, "<= 1.0x",
-                f"whole processes; median of {repeats['one']} interleaved pairs"),
+                f"whole processes; median of {repeats['one']} interleaved pairs; load average up to {load:.1f} "
+                f"on {os.cpu_count()} cores"),
+            Row("  the same, CPU time", fmt_s(cpu_ours), fmt_s(cpu_floor), cpu_ours / cpu_floor, "-",
+                "user+system of the process and the children it waited for (diskplan's reading child)"),
             Row("check 100 images in one call", fmt_s(c), fmt_s(d) + " (100x sfdisk -J)", c / d, "<= 1x",
                 "one process; whole checks in one child per core")]
 

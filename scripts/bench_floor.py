@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, Static
 from textual.widgets._footer import FooterKey
 
-BENCH_MARK = "\x1b]2;diskplan-first-frame\x07"  # as diskplan.ui.app writes it
+BENCH_MARK = "\x1b]2;diskplan-first-frame\x07"  # as diskplan.ui.opening writes it
 
 
 class Floor(App[None]):

@@ -1,5 +1,7 @@
-"""`check --json` writes its documents with its own serializer (checkjson.as_text, faster than json's indented
-one): it must give exactly what ``json.dumps(doc, indent=2)`` gives, for anything the documents can hold."""
+"""diskplan writes its indented JSON documents (`check --json`, `stack --json`, plan files, Ignition, the planner's
+settings) with its own writer (model.formats.jsontext.as_text, faster than json's indented one): it must give
+exactly what ``json.dumps(doc, indent=2)`` gives, with ``ensure_ascii`` and ``sort_keys`` as json has them, for
+anything the documents can hold."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskplan.cli.checkjson import as_text
+from diskplan.model.formats.jsontext import as_text
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 keys = st.text() | st.integers() | st.booleans() | st.none() | st.floats()  # json spells each as a string
@@ -21,6 +23,19 @@ documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st
 @given(documents)
 def test_as_text_is_json_dumps_indent_2(doc: object) -> None:
     assert as_text(doc) == json.dumps(doc, indent=2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(documents, st.booleans())
+def test_as_text_is_json_dumps_with_its_options(doc: object, ascii: bool) -> None:
+    assert as_text(doc, ascii=ascii) == json.dumps(doc, indent=2, ensure_ascii=ascii)
+    try:
+        expected = json.dumps(doc, indent=2, ensure_ascii=ascii, sort_keys=True)
+    except TypeError:  # keys json cannot order (a str beside an int): refused alike
+        with pytest.raises(TypeError):
+            as_text(doc, ascii=ascii, sort_keys=True)
+    else:
+        assert as_text(doc, ascii=ascii, sort_keys=True) == expected
 
 
 def test_as_text_refuses_what_json_refuses() -> None:
@@ -49,7 +64,7 @@ def test_check_json_imports_neither_the_json_package_nor_a_codec_it_needs_not(sp
     assert proc.returncode in (0, 1) and json.loads(proc.stdout)["partitions"][0]["name"] == "a"
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert not {"json", "json.decoder", "json.scanner", "encodings.cp500"} & imported
-    assert "diskplan.cli.checkjson" in imported  # the list is the real one
+    assert {"diskplan.cli.checkjson", "diskplan.model.formats.jsontext"} <= imported  # the list is the real one
 
 
 def test_a_128_partition_check_runs_no_garbage_collection(sparse_image, capsys) -> None:

@@ -15,7 +15,7 @@ from diskplan.model.formats.planfile import load_plan, save_plan, table_from_spe
 from diskplan.model.plan.fsresize import Limits
 from diskplan.model.plan.move import data_steps, kept_moves
 from diskplan.model.plan.plan import Edge, Plan
-from test_plan import GIB, existing, plan_on
+from helpers.plans import GIB, existing, plan_on
 
 MiB = 2048  # sectors
 EXT4 = Limits("ext4", True, True, MiB * 512)  # shrinks to 1 MiB, grows

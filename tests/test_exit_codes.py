@@ -99,6 +99,10 @@ def test_a_refusal_is_1_and_unreadable_input_is_2(tmp_path: pathlib.Path) -> Non
         "resize": ("resize", str(img), "--partition", "1", "--size", "1TiB", "--yes"),
         "measure": ("measure", f"{img}", "--yes", "--count", "4096"),  # more than the free space holds
         "restore": ("restore", _backup(_img(tmp_path, "other.img"), tmp_path), str(img), "--yes"),  # another disk
+        # a partition the disk does not have: invalid for this disk, alike in the three commands that take -N
+        "move -N 9": ("move", str(img), "--partition", "9", "--to", "2048s", "--yes"),
+        "resize -N 9": ("resize", str(img), "--partition", "9", "--size", "12MiB", "--yes"),
+        "realign -N 9": ("realign", str(img), "--partition", "9", "--yes"),
     }
     for name, args in refusals.items():
         got = _dp(*args)

@@ -88,6 +88,24 @@ def test_a_late_ctrl_c_does_not_claim_nothing_was_written(tmp_path, monkeypatch,
     assert main.main(["check", "x"], run=interrupt) == 2
     assert capsys.readouterr().err == "diskplan: interrupted; nothing was written.\n"
     monkeypatch.setattr(backup, "SAVED", [str(tmp_path / "disk-1.dpbackup")])
-    assert main.main(["check", "x"], run=interrupt) == 2
+    assert main.main(["check", "x"], run=interrupt) == 3  # a write began and was stopped (model.exitstatus)
     said = capsys.readouterr().err
     assert "nothing was written" not in said and "disk-1.dpbackup" in said and "diskplan check" in said
+
+
+def test_an_internal_error_after_a_write_began_is_3_and_says_so(tmp_path, monkeypatch, capsys) -> None:
+    """Exit 2 means "nothing written": an internal error after a write saved its backup is 3, and names it."""
+    from diskplan.backend.write import backup
+    from diskplan.cli import main
+
+    def boom(argv: list[str]) -> int:
+        raise ValueError("boom")
+
+    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+    monkeypatch.setattr(backup, "SAVED", [])
+    assert main.main(["apply", "x"], run=boom) == 2
+    assert "boom (internal error; run with" in capsys.readouterr().err
+    monkeypatch.setattr(backup, "SAVED", [str(tmp_path / "disk-1.dpbackup")])
+    assert main.main(["apply", "x"], run=boom) == 3
+    said = capsys.readouterr().err
+    assert "disk-1.dpbackup" in said and "diskplan check" in said

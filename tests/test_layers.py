@@ -228,3 +228,24 @@ def test_every_module_of_backend_and_model_lives_in_a_sub_package_or_says_why() 
     for layer, allowed in top.items():
         found = {p.stem for p in (SRC / layer).glob("*.py") if p.stem != "__init__"}
         assert found <= allowed, sorted(found - allowed)
+
+
+# The tests share code through tests/helpers/ (README, "Tests"), never by importing each other: a test module
+# imported by another runs its module-level set-up twice and ties two files that look independent.
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+def _test_modules_imported(path: pathlib.Path) -> set[str]:
+    return {n for n in _imports(path) if n.split(".")[0].startswith("test_")}
+
+
+def test_no_test_module_imports_another() -> None:
+    bad = [f"{p.relative_to(TESTS)} imports {sorted(hit)}" for p in sorted(TESTS.rglob("*.py"))
+           if (hit := _test_modules_imported(p))]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_test_import_check_sees_a_lazy_one(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "test_x.py"
+    bad.write_text("from helpers.plans import ok\n\ndef test_y():\n    from test_plan import GIB\n    import test_z\n")
+    assert _test_modules_imported(bad) == {"test_plan", "test_z"}

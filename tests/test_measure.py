@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 import pytest
@@ -355,3 +356,45 @@ def test_a_lab_writes_only_inside_the_range_it_shows(
     after = img.read_bytes()
     assert lo == 2 * MiB and after[:lo] == before[:lo] and after[hi:] == before[hi:]
     assert after[lo:hi] != before[lo:hi]
+
+
+def _lab_interrupted(after: str, wait: float, *args: str) -> subprocess.CompletedProcess[str]:
+    """``measure --lab`` sent SIGINT ``wait`` seconds after it printed a line containing ``after``."""
+    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "measure", "--yes", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if after in line:
+            break
+    time.sleep(wait)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_ctrl_c_in_a_lab_stops_its_threads_and_says_what_was_written(tmp_path: pathlib.Path) -> None:
+    """32 writer threads: Ctrl+C waits for them before their descriptor is closed (each wrote on to the closed
+    number, a traceback apiece), and exits 3 as measure does once test data was written."""
+    got = _lab_interrupted("what it cannot show", 1.0, "--scratch", str(tmp_path / "lab.bin"), "--lab", "ssd",
+                           "--seconds", "8")
+    if got.returncode == 2 and "direct I/O" in got.stderr:
+        pytest.skip(got.stderr.strip())
+    assert got.returncode == 3 and "lab data was written to bytes 0-" in got.stderr, got.stderr
+    assert "Traceback" not in got.stderr and "Exception in thread" not in got.stderr, got.stderr[-2000:]
+    assert not (tmp_path / "lab.bin").exists()
+
+
+def test_ctrl_c_in_the_scheduler_lab_after_writes_does_not_say_nothing_was_written(
+    sparse_image: Callable[..., pathlib.Path], loop_device: Callable[..., str]
+) -> None:
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    img.write_bytes(img.read_bytes() + bytes(16 * MiB))
+    run(need_tool("sfdisk"), "-q", str(img), input="label: gpt\nstart=2048, size=2048\n")
+    dev = loop_device(img)
+    sched = pathlib.Path(f"/sys/block/{os.path.basename(dev)}/queue/scheduler")
+    before = sched.read_text()
+    if os.geteuid() != 0 or len(before.split()) < 2:
+        pytest.skip("needs root and a device with two schedulers")
+    got = _lab_interrupted("schedulers offered", 3.0, dev, "--lab", "scheduler", "--seconds", "2")  # its writes
+    assert got.returncode == 3 and "lab data was written" in got.stderr, got.stderr
+    assert "nothing was written" not in got.stderr and sched.read_text() == before

@@ -19,6 +19,7 @@ import tempfile
 import pytest
 
 from helpers.movedisk import (
+    POINTS,
     Disk,
     View,
     assert_intact,
@@ -77,9 +78,6 @@ def test_overlapping_another_partition_is_refused(loop_device, tmp_path) -> None
 
 
 # --- killed anywhere, then resumed ------------------------------------------------------------------
-
-POINTS = ("record", "hidden", "read", "torn", "write", "synced", "verified", "table")
-
 
 def kill_and_resume(d: Disk, to: int, kill: str) -> None:
     partuuid = entry(d)[2]

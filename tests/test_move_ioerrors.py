@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from helpers.faultydisk import FaultyDisk
-from helpers.movedisk import Disk, assert_intact, diskplan, entry, make_disk
+from helpers.movedisk import PY, Disk, assert_intact, diskplan, entry, make_disk, state_env
+from helpers.tools import need_tool
+from helpers.tools import run as tool_run
 
 START, SIZE, TO = 2048, 40960, 65536  # a 20 MiB ext4 moved right past itself: three 8 MiB chunks
 
@@ -140,3 +143,76 @@ def test_the_planner_offers_retry_after_an_io_error_and_r_finishes_the_move(tmp_
         assert digest(image, 2048, sectors, 512) == before
 
     drive()
+
+
+def test_a_failed_flush_is_never_tried_again(tmp_path: pathlib.Path) -> None:
+    """A second fdatasync after a failed one succeeds with nothing left to flush (the failed write-back's data
+    may be gone): the first failure must stop the copy (its group unrecorded, so resume writes it again)."""
+    pytest.importorskip("fuse", reason="fusepy (a test dependency) and libfuse2 are needed for a failing disk")
+    if not pathlib.Path("/dev/fuse").exists():
+        pytest.skip("no /dev/fuse here")
+    from diskplan.backend.move.datamove import Device, MoveIOError
+
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(1 << 20)
+    with FaultyDisk(img, tmp_path) as disk:
+        dev = Device(disk.dev, 512, 4096)
+        try:
+            dev.write(8, memoryview(dev.buffers[0])[:4096])
+            disk.fail({"op": "fsync", "start": 0, "end": 0, "times": 1})  # fails once, then answers
+            with pytest.raises(MoveIOError, match="syncing"):
+                dev.sync()
+        finally:
+            dev.close()
+
+
+def test_a_full_journal_disk_stops_the_move_resumably_not_as_an_internal_error(loop_device, tmp_path) -> None:
+    """The journal's slot (a small shift saves each chunk's old bytes) cannot be written: ENOSPC on the state
+    disk stops the move with that error (3), not "cannot close exported pointers exist"; resume finishes it."""
+    d = make_disk(loop_device, tmp_path, start=START, size=SIZE, disk_mib=64)
+    partuuid = entry(d)[2]
+    moves = d.state / "moves"
+    moves.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(moves)], check=True)
+    try:
+        got = diskplan(d, "move", d.dev, "--partition", "1", "--to", f"{START + 512}s", "--yes")
+        said = got.stdout + got.stderr
+        assert got.returncode == 3 and "No space left" in said and "internal error" not in said, said
+        subprocess.run(["mount", "-o", "remount,size=64m", str(moves)], check=True)
+        again = diskplan(d, "resume", d.dev, "--yes")
+        assert again.returncode == 0, again.stdout + again.stderr
+    finally:
+        subprocess.run(["umount", str(moves)], capture_output=True)
+    assert_intact(d, START + 512, partuuid)
+
+
+def test_closing_the_device_while_a_view_of_its_buffer_lives_does_not_mask_the_error(tmp_path) -> None:
+    """An error in the copy keeps the chunk's view alive in its traceback: closing the device then must not raise
+    BufferError ("cannot close exported pointers exist") over the error that ended the move."""
+    from diskplan.backend.move.datamove import Device
+
+    img = tmp_path / "disk.img"
+    img.write_bytes(bytes(1 << 16))
+    dev = Device(str(img), 512, 4096)
+    view = dev.read(0, 8)
+    dev.close()  # raised BufferError
+    assert len(view) == 4096
+
+
+def test_a_failed_flush_names_no_sector_minus_one(tmp_path) -> None:
+    """The copy's first fdatasync fails (strace injects EIO): the move stops resumably, and says so without an
+    "I/O error at sector -1" (a flush has no sector); resume finishes it."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    tool_run("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=20480, type=L\n")
+    env = state_env(tmp_path / "state")
+    got = subprocess.run([need_tool("strace"), "-f", "-o", "/dev/null", "-e", "inject=fdatasync:error=EIO:when=1",
+                          PY, "-m", "diskplan", "move", str(img), "-N", "1", "--to", "65536s", "--yes"],
+                         capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert got.returncode == 3 and "syncing" in got.stderr and "resumable" in got.stderr, got.stderr
+    assert "sector -1" not in got.stderr, got.stderr
+    again = subprocess.run([PY, "-m", "diskplan", "resume", str(img), "--yes"], capture_output=True, text=True,
+                           env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr

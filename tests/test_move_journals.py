@@ -146,3 +146,69 @@ def test_a_journal_is_read_only_from_a_regular_file_and_only_so_far(tmp_path: pa
         f.truncate(path.stat().st_size + (64 << 20))
     with pytest.raises(mj.JournalDamaged, match="longer than its move"):
         mj.read(str(path))
+
+
+def test_a_journal_damaged_past_its_header_still_holds_the_disk(tmp_path: pathlib.Path) -> None:
+    """A bad line in the middle: resume cannot go on (exit 2, it says which line), and it must not say "nothing to
+    resume" while every other write (measure here) offers the hidden partition's bytes as free space."""
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    with open(path, "ab") as f:  # a record whose checksum fails, then an intact one: damaged, not torn
+        f.write(b"copy *00000000\n" + mj._line("R 0 00000000"))
+    with pytest.raises(mj.JournalDamaged):
+        mj.read(path)
+    assert mj.unfinished(str(img), SIZE) == [path]
+    assert half_moved(str(img), SIZE)
+    env = _env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path))
+    got = _diskplan("resume", str(img), env=env)
+    assert got.returncode == 2 and "damaged" in got.stderr and "nothing to do" not in got.stdout, got
+    got = _diskplan("measure", str(img), "--yes", "--rounds", "1", "--count", "1", env=env)
+    assert got.returncode == 1 and "is unfinished" in got.stdout + got.stderr, got
+    # a journal whose header itself is damaged names no disk: still skipped
+    with open(path, "r+b") as f:
+        f.seek(len(f.readline()) + 10)
+        f.write(b"#")
+    assert mj.unfinished(str(img), SIZE) == []
+
+
+def test_measure_names_an_unfinished_move_once(tmp_path: pathlib.Path) -> None:
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    env = _env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path))
+    got = _diskplan("measure", str(img), "--rounds", "1", "--count", "1", env=env)
+    said = got.stdout + got.stderr
+    assert got.returncode == 1 and said.count("is unfinished") == 1, said
+
+
+@pytest.mark.parametrize(("field", "bad"), [("sector_size", 0), ("chunk", 0), ("length", -5), ("start", "x"),
+                                            ("size", None), ("to", True)])
+def test_a_header_that_no_move_wrote_is_refused_not_an_internal_error(tmp_path: pathlib.Path, field: str,
+                                                                      bad: object) -> None:
+    """Its CRC is whole (``--journal`` names any file): a zero sector size or chunk, a negative length, a string
+    where a number goes are "cannot read" (exit 2), not a ZeroDivisionError or TypeError later."""
+    import json
+
+    img = _gpt(tmp_path / "disk.img")
+    path = pathlib.Path(_journal(img))
+    first, header = path.read_bytes().splitlines(keepends=True)[:2]
+    fields = json.loads(header.decode().rsplit(" *", 1)[0][len("header "):])
+    fields[field] = bad
+    path.write_bytes(first + mj._line("header " + json.dumps(fields, sort_keys=True)))
+    with pytest.raises(mj.JournalDamaged, match=f"header's {field}|not those of a move"):
+        mj.read(str(path))
+    if field == "sector_size":
+        got = _diskplan("resume", str(img), "--journal", str(path), env=_env(tmp_path / "home"))
+        assert got.returncode == 2 and "internal error" not in got.stderr and "cannot read" in got.stderr, got
+
+
+def test_a_journal_that_cannot_be_opened_is_one_line(tmp_path: pathlib.Path) -> None:
+    img = _gpt(tmp_path / "disk.img")
+    path = _journal(img)
+    if subprocess.run(["chattr", "+i", path], capture_output=True).returncode != 0:
+        pytest.skip("no immutable files here")
+    try:
+        got = _diskplan("resume", str(img), env=_env(tmp_path / "home", DISKPLAN_MOVES_DIR=os.path.dirname(path)))
+    finally:
+        subprocess.run(["chattr", "-i", path], capture_output=True)
+    assert got.returncode == 2 and f"cannot open the move journal {path}: Operation not permitted" in got.stderr, got
+    assert "[Errno" not in got.stderr, got.stderr

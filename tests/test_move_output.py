@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
 
 import pytest
 from rich.console import Console
@@ -16,7 +17,7 @@ from diskplan.cli.dataprogress import progress_display
 from diskplan.cli.textout import Out
 from diskplan.discovery.udev import probe
 from helpers.images import partx_update, sfdisk_uuids
-from helpers.movedisk import diskplan, make_disk
+from helpers.movedisk import PY, diskplan, make_disk, state_env
 from helpers.tools import run as tool
 
 
@@ -80,3 +81,14 @@ def test_a_device_node_that_cannot_be_opened_says_why(tmp_path) -> None:
         pytest.skip("mknod needs root")
     table, why = probe(str(node), 512)
     assert table == "no access" and why == f"{node} cannot be opened: No such device or address"
+
+
+def test_a_partition_that_does_not_exist_is_not_shown_moving_0_sectors(tmp_path) -> None:
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    tool("sfdisk", "-q", str(img), input="label: gpt\nstart=2048, size=20480, type=L\n")
+    got = subprocess.run([PY, "-m", "diskplan", "move", str(img), "-N", "9", "--to", "4096s"], capture_output=True,
+                         text=True, env=state_env(tmp_path / "state"), stdin=subprocess.DEVNULL, timeout=120)
+    assert got.returncode == 1 and "has no partition 9" in got.stderr, got
+    assert "moves 0 sectors" not in got.stdout and "0..-1" not in got.stdout, got.stdout

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import signal
 
+from helpers.logicals import assert_whole, ebr_of, make
 from helpers.movedisk import assert_intact, diskplan, entry, make_disk
-from test_move_logical import assert_whole, ebr_of, make
 
 
 def test_a_move_into_free_space_rolls_back(loop_device, tmp_path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -13,35 +12,14 @@ from diskplan.model.extent import Partition, Role, State
 from diskplan.model.formats.planfile import PlanFileError, load_into, save_plan
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget
+from diskplan.model.plan.history import History
 from diskplan.model.plan.operations import validate
-from diskplan.model.plan.plan import Edge, History, Outcome, Plan
+from diskplan.model.plan.plan import Edge, Outcome, Plan
 from diskplan.model.table import new_table
+from helpers.plans import GIB, LINUX, existing, ok, plan_on, refused
 
-LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
-GIB = Geometry(2**21)  # 1 GiB of 512-byte sectors: GPT usable 34..2097118
 # A 3-disk RAID's 192 KiB stripe on 4 KiB physical blocks: the targets all differ.
 RAID = Geometry(2**23, 512, 4096, optimal_io=196608, min_io=4096)
-
-
-def plan_on(geom: Geometry = GIB, *parts: Partition, label: str = "gpt",
-            target: SnapTarget = SnapTarget.OPTIMAL) -> Plan:
-    return Plan.open(geom, new_table(label, geom).with_partitions(parts), target)
-
-
-def existing(number: int, start: int, end: int, **kw: Any) -> Partition:
-    return Partition(number, start, end, kw.pop("type", LINUX), state=State.EXISTING, **kw)
-
-
-def ok(outcome: Outcome) -> Plan:
-    assert outcome.ok, outcome.message
-    return outcome.plan
-
-
-def refused(outcome: Outcome, *words: str) -> None:
-    assert not outcome.ok
-    assert outcome.plan is outcome.before
-    for w in words:
-        assert w in outcome.message, outcome.message
 
 
 def aligned(p: Partition, grain: Grain, area_hi: int) -> bool:

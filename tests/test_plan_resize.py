@@ -15,7 +15,7 @@ from diskplan.model.plan.operations import Changes, plan_writes
 from diskplan.model.plan.plan import Edge
 from diskplan.model.table import new_table
 from diskplan.model.value import replace
-from test_plan import GIB, existing, ok, plan_on, refused
+from helpers.plans import GIB, existing, ok, plan_on, refused
 
 MiB = 2048  # sectors
 EXT4 = limits("ext4", 12 * MiB * 512)  # resize2fs -P said 12 MiB

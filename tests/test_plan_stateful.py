@@ -15,8 +15,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
+from diskplan.model.plan.history import History
 from diskplan.model.plan.operations import validate
-from diskplan.model.plan.plan import Edge, History, Outcome, Plan
+from diskplan.model.plan.plan import Edge, Outcome, Plan
 from diskplan.model.table import Table, new_table
 
 GEOMETRIES = [

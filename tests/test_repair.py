@@ -20,7 +20,8 @@ from diskplan.backend.write import commit, gptrepair, restore
 from diskplan.backend.write.steps import DiskState, Verdict
 from diskplan.model.extent import Extent
 from diskplan.model.findings.codes import GPT_BACKUP_DAMAGED
-from diskplan.model.plan.plan import History, Plan
+from diskplan.model.plan.history import History
+from diskplan.model.plan.plan import Plan
 from diskplan.model.value import replace
 from helpers.cli import diskplan
 from helpers.images import DAMAGE, HOST, digest, file_sha, flip, last_lba, mounted, partx_update, poke, sgdisk_clean

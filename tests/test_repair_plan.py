@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from diskplan.model.extent import Extent, Partition, State
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import SnapTarget
+from diskplan.model.plan.history import History
 from diskplan.model.plan.operations import repair_operations
-from diskplan.model.plan.plan import REPAIR_PENDING, History, Outcome, Plan
+from diskplan.model.plan.plan import REPAIR_PENDING, Outcome, Plan
 from diskplan.model.plan.repair import PROTECTIVE_MBR, GptRepair
 from diskplan.model.table import Table, new_table
 

@@ -153,6 +153,46 @@ def test_an_msdos_twin_with_another_filesystem_is_refused(tmp_path: pathlib.Path
     assert sha256_at(twin, 0, 72 * 2048) == before
 
 
+def test_a_table_mark_is_no_proof_the_disk_kept_the_rewrite(tmp_path: pathlib.Path) -> None:
+    """Killed with "table" in the journal, then the table as it was before the move (the disk lost the rewrite in
+    its cache, or the old table was put back): resume must see the entry at its old place and rewrite it, not
+    say "moved and verified" over a table that still points at the old place."""
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    sectors = 72 * 2048
+    with open(image, "rb") as f:
+        head, tail = f.read(34 * 512), (f.seek((sectors - 33) * 512), f.read(33 * 512))[1]
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="record:4")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    assert journal_of(state).read_text().splitlines()[-1].startswith("table"), journal_of(state).read_text()
+    with open(image, "r+b") as f:
+        f.write(head)
+        f.seek((sectors - 33) * 512)
+        f.write(tail)
+    assert entry_of(image)[:2] == (90_000, SIZE)
+    done = dp(state, "resume", image, "--yes")
+    assert done.returncode == 0, out(done)
+    assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
+
+
+def test_a_verified_mark_is_no_proof_the_new_place_still_holds_the_data(tmp_path: pathlib.Path) -> None:
+    """Killed right after "verified", then the new place written over (the hidden entry's range looks free): resume
+    reads it back again and copies the changed chunk from its intact source, instead of pointing the entry at it."""
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="verified:1")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    assert journal_of(state).read_text().splitlines()[-1].startswith("verified")
+    with open(image, "r+b") as f:  # chunk 0's new place; same_data samples the last chunk's only
+        f.seek((2048 + 100) * 512)
+        f.write(os.urandom(4096))
+    done = dp(state, "resume", image, "--yes")
+    assert done.returncode == 0, out(done)
+    assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
+
+
 # --- 3. other dead ends ---------------------------------------------------------------------------------
 
 
@@ -203,3 +243,27 @@ def test_an_overlapping_move_whose_copy_never_began_rolls_back(tmp_path: pathlib
     done = dp(state, "resume", image, "--rollback", "--yes")
     assert done.returncode == 0 and "rolled back" in done.stdout, out(done)
     assert entry_of(image)[:2] == (34, SIZE) and sha256_at(image, 34, SIZE) == sha
+
+
+def test_a_journal_that_cannot_be_written_during_resume_is_not_called_a_torn_gpt(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """with_journal's catch for the torn-GPT rebuild covered the whole resume: an OSError from the journal's own
+    appends (a full state disk) was reported as "the torn GPT copy could not be rebuilt"."""
+    from diskplan.backend.move.engine import MoveOutcome, prepare_resume, with_journal
+    from diskplan.backend.move.movejournal import Journal
+    from diskplan.cli.options import host
+
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    assert dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="verified:1").returncode < 0
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(state / "moves"))  # where the CLI's move put it (state_env)
+    p = prepare_resume(image, host())
+    assert not p.refusals, p.refusals
+
+    def full(journal: Journal, base: MoveOutcome) -> MoveOutcome:  # as the journal's appends fail on a full disk
+        raise OSError(28, "No space left on device")
+
+    got = with_journal(p, p.confirm_word, host(), full)
+    assert "torn GPT" not in got.message and "No space left" in got.message and got.exit_code == 3, got.message
+    assert got.resume_command, got

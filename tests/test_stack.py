@@ -23,24 +23,14 @@ from diskplan.model.findings import codes as C
 from diskplan.model.findings import stackfindings as SF
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
+from helpers.stacks import LVM_QUIET, lvm, md_image, md_super, pv_head
 
 MiB = 1 << 20
-LVM_QUIET = {"LVM_SUPPRESS_FD_WARNINGS": "1"}
 
 
 def _read_file(path: Path, base: int = 0) -> S.Reader:
     data = path.read_bytes()
     return lambda off, n: data[base + off:base + off + n]
-
-
-def _lvm(*cmd: str) -> str:
-    import os
-
-    proc = subprocess.run([need_tool(cmd[0]), *cmd[1:]], capture_output=True, text=True,
-                          env={**os.environ, **LVM_QUIET})
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 @pytest.fixture
@@ -66,24 +56,24 @@ def _check(target: str, *extra: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("alignment", "offset"), [("192k", None), ("1m", "4k"), ("8k", None)])
 def test_pv_label_pe_start_as_pvs_reports(sparse_image, loop_device, alignment, offset) -> None:
     dev = loop_device(sparse_image(64 * MiB))
-    _lvm("pvcreate", "-y", "--dataalignment", alignment, *(["--dataalignmentoffset", offset] if offset else []), dev)
+    lvm("pvcreate", "-y", "--dataalignment", alignment, *(["--dataalignmentoffset", offset] if offset else []), dev)
     try:
-        want = int(_lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev).strip())
+        want = int(lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", dev).strip())
         with open(dev, "rb") as f:
             label = S.parse_pv_label(f.read(4096))
         assert label is not None and label.pe_start == want and label.sector == 1
     finally:
-        _lvm("pvremove", "-y", dev)
+        lvm("pvremove", "-y", dev)
 
 
 def test_vg_extent_size_and_stripes_from_the_metadata_text(sparse_image, loop_device, vg_cleanup) -> None:
     a, b = loop_device(sparse_image(300 * MiB, "a.img")), loop_device(sparse_image(300 * MiB, "b.img"))
-    _lvm("pvcreate", "-y", a, b)
+    lvm("pvcreate", "-y", a, b)
     vg_cleanup.append("teachvg")
-    _lvm("vgcreate", "-s", "128M", "teachvg", a, b)  # as in the LVM-striping experiment
-    _lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", "-i", "2", "-I", "8", "-l", "100%VG", "-n", "lv01", "teachvg")
-    ext = int(_lvm("vgs", "--noheadings", "--units", "b", "--nosuffix", "-o", "vg_extent_size", "teachvg").strip())
-    out = _lvm("lvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "stripes,stripe_size", "teachvg/lv01").split()
+    lvm("vgcreate", "-s", "128M", "teachvg", a, b)  # as in the LVM-striping experiment
+    lvm("lvcreate", "--driverloaded", "n", "-an", "-Zn", "-i", "2", "-I", "8", "-l", "100%VG", "-n", "lv01", "teachvg")
+    ext = int(lvm("vgs", "--noheadings", "--units", "b", "--nosuffix", "-o", "vg_extent_size", "teachvg").strip())
+    out = lvm("lvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "stripes,stripe_size", "teachvg/lv01").split()
     with open(a, "rb") as f:
         layers = S.walk(lambda off, n: (f.seek(off), f.read(n))[1], 300 * MiB)
     (pv,) = layers
@@ -92,23 +82,10 @@ def test_vg_extent_size_and_stripes_from_the_metadata_text(sparse_image, loop_de
     assert [int(x) for x in out] == [2, 8192] and pv.stripe == 8192 and facts["LV lv01"] == "2 stripes of 8192 B"
 
 
-def _pv_head(loop_device, sparse_image, size: int, *args: str) -> tuple[bytes, int]:
-    """The first MiB of a PV pvcreate made on a loop device of ``size`` bytes, and its pe_start per pvs.
-    (Partitions of loop devices have no device node here without udev: the header is copied into one.)"""
-    pv = loop_device(sparse_image(size, "pv.img"))
-    _lvm("pvcreate", "-y", *args, pv)
-    try:
-        pe = int(_lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", pv).strip())
-        with open(pv, "rb") as f:
-            return f.read(MiB), pe
-    finally:
-        _lvm("pvremove", "-y", pv)
-
-
 def test_check_json_layers_of_a_pv_in_a_partition(sparse_image, loop_device) -> None:
     img = sparse_image(64 * MiB)
     run("parted", "-s", str(img), "mklabel", "gpt", "mkpart", "p", "1MiB", "100%")
-    head, pe = _pv_head(loop_device, sparse_image, 62 * MiB, "--dataalignment", "1m", "--dataalignmentoffset", "4k")
+    head, pe = pv_head(loop_device, sparse_image, 62 * MiB, "--dataalignment", "1m", "--dataalignmentoffset", "4k")
     with open(img, "r+b") as f:
         f.seek(MiB)
         f.write(head)
@@ -184,33 +161,9 @@ def test_xfs_sunit_swidth_as_xfs_db_says(sparse_image) -> None:
 # --- md 1.x, from the format, refereed by mdadm --examine ------------------------------------------------
 
 
-def md_super(level: int, disks: int, chunk_sectors: int, data_offset: int, data_size: int,
-             super_offset: int = 8) -> bytes:
-    """A ``struct mdp_superblock_1`` as md_p.h lays it out (little-endian), with its checksum."""
-    sb = bytearray(4096)
-    struct.pack_into("<II", sb, 0, S.MD_MAGIC, 1)
-    sb[16:32] = bytes(range(1, 17))  # set_uuid
-    sb[32:39] = b"teach:0"
-    struct.pack_into("<Q", sb, 64, 1_700_000_000)  # ctime
-    struct.pack_into("<iIQII", sb, 72, level, 2 if level == 5 else 0, data_size, chunk_sectors, disks)
-    struct.pack_into("<QQQ", sb, 128, data_offset, data_size, super_offset)  # sectors; 8 = 4 KiB: version 1.2
-    struct.pack_into("<I", sb, 220, disks)  # max_dev: one role per device follows at 256
-    for i in range(disks):
-        struct.pack_into("<H", sb, 256 + 2 * i, i)
-    struct.pack_into("<I", sb, 216, S.md_csum(bytes(sb)))
-    return bytes(sb)
-
-
-def _md_image(path: Path, size: int, sb: bytes, at: int) -> None:
-    with open(path, "wb") as f:
-        f.truncate(size)
-        f.seek(at)
-        f.write(sb)
-
-
 def test_md_1_2_superblock_as_mdadm_examines_it(tmp_path: Path) -> None:
     img = tmp_path / "md.img"
-    _md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
+    md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
     out = run(need_tool("mdadm"), "--examine", str(img))
     assert re.search(r"Checksum : \w+ - correct", out) and "Version : 1.2" in out
     assert "Data Offset : 2048 sectors" in out and "Chunk Size : 64K" in out and "Raid Level : raid5" in out
@@ -222,7 +175,7 @@ def test_md_1_2_superblock_as_mdadm_examines_it(tmp_path: Path) -> None:
 def test_md_1_0_superblock_near_the_end(tmp_path: Path) -> None:
     img, size = tmp_path / "md10.img", 64 * MiB
     at = S.md_super_offsets(size)[0]
-    _md_image(img, size, md_super(1, 2, 0, 0, at // 512, super_offset=at // 512), at)
+    md_image(img, size, md_super(1, 2, 0, 0, at // 512, super_offset=at // 512), at)
     out = run(need_tool("mdadm"), "--examine", str(img))
     assert "Version : 1.0" in out and re.search(r"Checksum : \w+ - correct", out)
     assert f"Super Offset : {at // 512} sectors" in out
@@ -234,7 +187,7 @@ def test_a_bad_md_checksum_is_left_out(tmp_path: Path) -> None:
     sb = bytearray(md_super(5, 4, 128, 2048, 1000))
     sb[88] ^= 1  # the chunk size, after the checksum was taken
     img = tmp_path / "bad.img"
-    _md_image(img, 64 * MiB, bytes(sb), 4096)
+    md_image(img, 64 * MiB, bytes(sb), 4096)
     assert re.search(r"Checksum : \w+ - expected", run(need_tool("mdadm"), "--examine", str(img)))
     with pytest.raises(S.StackError, match="checksum"):  # backend.read.stack leaves such a partition's stack out
         S.walk(_read_file(img), 64 * MiB)
@@ -243,13 +196,13 @@ def test_a_bad_md_checksum_is_left_out(tmp_path: Path) -> None:
 def test_lvm_inside_md_raid5_off_the_full_stripe(tmp_path: Path, sparse_image, loop_device) -> None:
     """md raid5 of 4 x 64 KiB chunks (a 192 KiB stripe), data at 1 MiB; inside it a PV whose pe_start is 1 MiB:
     1 MiB mod 192 KiB = 64 KiB, so LVM's extents do not start on the array's stripe."""
-    pv_head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
+    head, pe = pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
     assert pe == MiB
     img = tmp_path / "member.img"
-    _md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
+    md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
     with open(img, "r+b") as f:
         f.seek(MiB)
-        f.write(pv_head)
+        f.write(head)
     layers = S.walk(_read_file(img), 64 * MiB)
     assert [la.kind for la in layers] == ["md", "lvm2-pv"]
     geom = Geometry(sectors=1 << 20, rotational=False)
@@ -454,11 +407,11 @@ def _vg_head(loop_device, sparse_image, vg_cleanup, *pvcreate: str) -> tuple[byt
     """The first 2 MiB of a PV in a one-PV VG (4 MiB extents, vgcreate's default), made by pvcreate and
     vgcreate on a loop device, with pe_start and the extent size as pvs and vgs report them."""
     pv = loop_device(sparse_image(64 * MiB, "vgpv.img"))
-    _lvm("pvcreate", "-y", *pvcreate, pv)
+    lvm("pvcreate", "-y", *pvcreate, pv)
     vg_cleanup.append("stripevg")
-    _lvm("vgcreate", "stripevg", pv)
-    pe = int(_lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", pv).strip())
-    ext = int(_lvm("vgs", "--noheadings", "--units", "b", "--nosuffix", "-o", "vg_extent_size", "stripevg").strip())
+    lvm("vgcreate", "stripevg", pv)
+    pe = int(lvm("pvs", "--noheadings", "--units", "b", "--nosuffix", "-o", "pe_start", pv).strip())
+    ext = int(lvm("vgs", "--noheadings", "--units", "b", "--nosuffix", "-o", "vg_extent_size", "stripevg").strip())
     with open(pv, "rb") as f:
         return f.read(2 * MiB), pe, ext
 
@@ -473,7 +426,7 @@ def test_a_pv_on_a_raid5_member_is_judged_in_the_array_s_bytes(tmp_path: Path, s
     assert (pe, ext) == (1_179_648, 4 * MiB)
     img = tmp_path / "member.img"
     size = 64 * MiB
-    _md_image(img, size, md_super(5, 4, 128, 2048, size // 512 - 2048), 4096)
+    md_image(img, size, md_super(5, 4, 128, 2048, size // 512 - 2048), 4096)
     with open(img, "r+b") as f:
         f.seek(MiB)
         f.write(head)
@@ -525,11 +478,11 @@ def test_the_walk_stops_above_the_first_layer_inside_a_striped_array(tmp_path: P
     """A RAID5 member holding a PV: the LUKS header the LV carries at array byte pe_start is in stripe row 5
     of the array, not at member byte data offset + pe_start; what lies there (here a LUKS header planted as
     if the array were linear) is not read as a layer of this stack."""
-    head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
+    head, pe = pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
     luks = tmp_path / "luks.img"
     _luks(_blank_file(luks, 32 * MiB), "--type", "luks2")
     img = tmp_path / "member.img"
-    _md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
+    md_image(img, 64 * MiB, md_super(5, 4, 128, 2048, 64 * MiB // 512 - 2048), 4096)
     with open(img, "r+b") as f:
         f.seek(MiB)
         f.write(head)

@@ -274,12 +274,12 @@ def test_an_existing_stack_is_compared_layer_by_layer(tmp_path: Path, sparse_ima
     """A RAID5 member (4 x 64 KiB) in partition 1 holding a PV whose pe_start is 1 MiB (not a multiple of the
     192 KiB full stripe): the md layer is what mdadm's default makes on a 127 MiB member (1 MiB), the PV costs (its
     extents straddle stripes), and the steps that would mend it are said with their cost, every byte moved."""
-    from test_stack import _md_image, _pv_head, md_super
+    from helpers.stacks import md_image, md_super, pv_head
 
-    head, pe = _pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
+    head, pe = pv_head(loop_device, sparse_image, 32 * MiB, "--dataalignment", "1m")
     assert pe == MiB
     img = tmp_path / "disk.img"
-    _md_image(img, 128 * MiB, b"", 0)
+    md_image(img, 128 * MiB, b"", 0)
     run("parted", "-s", str(img), "mklabel", "gpt", "mkpart", "p", "1MiB", "100%")
     with open(img, "r+b") as f:
         f.seek(MiB + 4096)

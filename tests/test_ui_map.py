@@ -301,8 +301,8 @@ async def test_a_key_storm_never_crashes_the_planner() -> None:
         assert app.return_code is None  # still running: nothing fatal happened
 
 
-def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
-    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+def _internal_error(capsys) -> tuple[PlannerApp, str]:
+    """The planner meets an internal error ("boom"): the app, and what it said on stderr (one line of words)."""
 
     async def go() -> PlannerApp:
         app = PlannerApp(start=target("modern"))
@@ -314,10 +314,27 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> N
         return app
 
     app = asyncio.run(go())
+    return app, " ".join(capsys.readouterr().err.split())
+
+
+def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
+    from diskplan.backend.write import backup
+
+    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+    monkeypatch.setattr(backup, "SAVED", [])  # no write in this process (earlier tests' commits would be one)
+    app, err = _internal_error(capsys)
     assert app.return_code == 1
-    err = " ".join(capsys.readouterr().err.split())
     assert "diskplan: internal error: boom (nothing was written; run with DISKPLAN_DEBUG=1 for details)" in err
     assert "Traceback" not in err
+
+
+def test_an_internal_error_after_a_commit_does_not_say_nothing_was_written(monkeypatch, capsys) -> None:
+    from diskplan.backend.write import backup
+
+    monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
+    monkeypatch.setattr(backup, "SAVED", ["/var/backups/disk-1.dpbackup"])  # as a commit in the planner leaves it
+    _, err = _internal_error(capsys)
+    assert "nothing was written" not in err and "disk-1.dpbackup" in err and "diskplan check" in err, err
 
 
 def _big_target(sectors: int, count: int) -> Target:

@@ -11,11 +11,10 @@ import os
 import pathlib
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Input
 
 from diskplan.backend.move.engine import MoveOutcome, execute_move
@@ -27,7 +26,7 @@ from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.partlist import PartitionList
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, digest, fill, sfdisk_parts, sfdisk_uuids
-from helpers.pilot import cell_at, image_target, part, plan_of, propose, run, started, wait_for
+from helpers.pilot import cell_at, confirm, done, image_target, part, plan_of, propose, run, started, wait_for
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
 from helpers.units import SECTOR, MiB, MiB_SECTORS
@@ -61,30 +60,6 @@ def view(image: pathlib.Path, start: int, sectors: int) -> Iterator[str]:
         yield loop
     finally:
         subprocess.run(["losetup", "--detach", loop], capture_output=True)
-
-
-async def confirm(app: PlannerApp, pilot: Pilot[Any], then: Callable[[MoveScreen], None] | None = None) -> MoveScreen:
-    """w, then the move dialog: wait for its first move to be checked, type yes, Enter (``then``: called
-    just before Enter)."""
-    await pilot.press("w")
-    await wait_for(pilot, lambda: isinstance(app.screen, MoveScreen), what="the move dialog")
-    screen = app.screen
-    assert isinstance(screen, MoveScreen)
-    await wait_for(pilot, lambda: screen.first is not None, what="the first move checked")
-    assert screen.first is not None
-    assert not screen.first.refusals, screen.first.refusals
-    screen.query_one("#move-answer", Input).value = "yes"
-    if then is not None:
-        then(screen)
-    await pilot.press("enter")
-    return screen
-
-
-async def done(app: PlannerApp, pilot: Pilot[Any], screen: MoveScreen) -> None:
-    await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
-                   what="the move's outcome")
-    await pilot.press("enter")
-    await wait_for(pilot, lambda: not isinstance(app.screen, MoveScreen), what="back in the planner")
 
 
 @run

@@ -15,13 +15,12 @@ import pytest
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, sfdisk_parts
+from helpers.logicals import EXT, LAYOUT, SIZE, write_chain
 from helpers.movedisk import CHECK, View, file_sums, populate
-from helpers.pilot import cell_at, image_target, part, plan_of, run, started
+from helpers.pilot import cell_at, confirm, done, image_target, part, plan_of, run, started
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
 from helpers.units import MiB, MiB_SECTORS
-from test_move_logical import EXT, LAYOUT, SIZE, write_chain
-from test_ui_move import confirm, done
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ext4 is made and checked through loop devices: needs root")
 REASON = "would overwrite the EBR of partition 6 at LBA 39000"

@@ -20,11 +20,21 @@ from diskplan.ui.panels import ViewsPanel
 from diskplan.ui.sectormap import SectorMap
 from helpers.images import HOST, sfdisk_parts
 from helpers.movedisk import View, file_sums, fill
-from helpers.pilot import cell_at, image_target, part, plan_of, run, started, status_text, wait_for
+from helpers.pilot import (
+    cell_at,
+    confirm,
+    done,
+    image_target,
+    part,
+    plan_of,
+    run,
+    started,
+    status_text,
+    wait_for,
+)
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
 from helpers.units import SECTOR, MiB, MiB_SECTORS
-from test_ui_move import confirm, done
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a resize measures and checks filesystems through loop "

@@ -19,6 +19,8 @@ from helpers.tools import REPO, need_tool, run
 from helpers.units import MiB
 
 PY = sys.executable
+# Where a move can be killed (DISKPLAN_KILL_AT), in the order a chunk passes them.
+POINTS = ("record", "hidden", "read", "torn", "write", "synced", "verified", "table")
 
 
 @dataclass

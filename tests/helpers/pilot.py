@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from diskplan.backend.read.reader import read
 from diskplan.model.disk import Disk
@@ -25,6 +26,7 @@ from diskplan.model.teach import demos
 from diskplan.ui import textual_private
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.commit_screen import CommitScreen
+from diskplan.ui.move_screen import MoveScreen
 from diskplan.ui.panels import StatusLine
 from diskplan.ui.sectormap import SectorMap
 from diskplan.ui.target import Target
@@ -150,3 +152,30 @@ def screen_text(app: PlannerApp) -> str:
     )
     console.print(textual_private.full_update(app))
     return console.export_text()
+
+
+# --- the move dialog ---------------------------------------------------------------------------------
+
+
+async def confirm(app: PlannerApp, pilot: Pilot[Any], then: Callable[[MoveScreen], None] | None = None) -> MoveScreen:
+    """w, then the move dialog: wait for its first move to be checked, type yes, Enter (``then``: called
+    just before Enter)."""
+    await pilot.press("w")
+    await wait_for(pilot, lambda: isinstance(app.screen, MoveScreen), what="the move dialog")
+    screen = app.screen
+    assert isinstance(screen, MoveScreen)
+    await wait_for(pilot, lambda: screen.first is not None, what="the first move checked")
+    assert screen.first is not None
+    assert not screen.first.refusals, screen.first.refusals
+    screen.query_one("#move-answer", Input).value = "yes"
+    if then is not None:
+        then(screen)
+    await pilot.press("enter")
+    return screen
+
+
+async def done(app: PlannerApp, pilot: Pilot[Any], screen: MoveScreen) -> None:
+    await wait_for(pilot, lambda: screen.outcome is not None and not screen.running, seconds=120,
+                   what="the move's outcome")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: not isinstance(app.screen, MoveScreen), what="back in the planner")

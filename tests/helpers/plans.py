@@ -1,6 +1,9 @@
-"""Hypothesis strategies for plans: any valid plan file's content (GPT or MBR with logicals)."""
+"""Plans for the tests: made by hand on a 1 GiB disk (``plan_on``, ``existing``) with the two ways a step ends
+(``ok``, ``refused``), and Hypothesis strategies for any valid plan file's content (GPT or MBR with logicals)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -8,7 +11,34 @@ from diskplan.model import labels, ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.formats.planfile import PlanSpec
 from diskplan.model.geometry import Geometry
+from diskplan.model.grain import SnapTarget
+from diskplan.model.plan.plan import Outcome, Plan
 from diskplan.model.table import new_table
+
+LINUX = ptypes.LINUX_FS_GUID
+GIB = Geometry(2**21)  # 1 GiB of 512-byte sectors: GPT usable 34..2097118
+
+
+def plan_on(geom: Geometry = GIB, *parts: Partition, label: str = "gpt",
+            target: SnapTarget = SnapTarget.OPTIMAL) -> Plan:
+    return Plan.open(geom, new_table(label, geom).with_partitions(parts), target)
+
+
+def existing(number: int, start: int, end: int, **kw: Any) -> Partition:
+    return Partition(number, start, end, kw.pop("type", LINUX), state=State.EXISTING, **kw)
+
+
+def ok(outcome: Outcome) -> Plan:
+    assert outcome.ok, outcome.message
+    return outcome.plan
+
+
+def refused(outcome: Outcome, *words: str) -> None:
+    assert not outcome.ok
+    assert outcome.plan is outcome.before
+    for w in words:
+        assert w in outcome.message, outcome.message
+
 
 GPT_TYPES = [t.gpt for t in ptypes.TYPES if t.gpt] + ["3B8F8425-20E0-4F3B-907F-1A25A76F98E8"]  # + /srv
 MBR_TYPES = [f"0x{t.mbr:02x}" for t in ptypes.TYPES if t.mbr is not None and not labels.is_extended_type(

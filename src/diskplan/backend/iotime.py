@@ -8,7 +8,6 @@ so a disk that warms up, a cache that fills or a neighbour's burst of I/O weighs
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import mmap
 import os
@@ -17,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from diskplan.backend.write.lock import whole_disk
-from diskplan.backend.write.steps import ConfirmedByName, half_moved, identity, read_only_reason
+from diskplan.backend.write.steps import ConfirmedByName, half_moved, read_only_reason
 from diskplan.model.disk import Disk
 from diskplan.model.teach.measure import Offset, Result, Test
 from diskplan.model.units import MiB
@@ -52,8 +51,6 @@ def measure_refusals(target: str, disk: Disk, placed: tuple[int, int] | None, ne
     ro = read_only_reason(target)
     if ro:
         out.append(ro)
-    with contextlib.suppress(OSError):  # an unreadable target is refused by what reads it
-        out += half_moved(target, identity(target).size)
     if whole_disk(target) != target:
         out.append(f"{target} is a partition: measure writes only into a disk's free space (give "
                    f"{whole_disk(target)}), or use --scratch FILE or --read-only")

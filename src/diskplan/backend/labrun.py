@@ -8,6 +8,7 @@ keep 32 operations in flight.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -19,11 +20,23 @@ from diskplan.model.teach.lab import DD_BLOCK, DD_EACH, DD_WRITERS, SSD_DEPTH, S
 from diskplan.model.units import KiB
 
 
-def _threads(work: list[threading.Thread]) -> None:
-    for t in work:
-        t.start()
-    for t in work:
-        t.join()
+def _threads(work: list[threading.Thread], stop: threading.Event) -> None:
+    """Run ``work`` to its end. A Ctrl+C (raised in this thread only) sets ``stop`` and still waits for every
+    thread before it goes on up: the caller then closes the descriptor they share, and a thread writing after
+    that wrote to a closed number (a traceback each) or to whatever file reused it."""
+    try:
+        for t in work:
+            t.start()
+        for t in work:
+            t.join()
+    except BaseException:
+        stop.set()
+        while any(t.is_alive() for t in work):
+            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl+C: still wait (each stops within one I/O)
+                for t in work:
+                    if t.is_alive():
+                        t.join()
+        raise
 
 
 def parallel_sequential(path: str, start: int, write: bool, seconds: float,
@@ -33,13 +46,14 @@ def parallel_sequential(path: str, start: int, write: bool, seconds: float,
     fd = open_direct(path, write)
     counts = [0] * threads
     deadline = time.perf_counter() + seconds
+    stop = threading.Event()
 
     def job(k: int) -> None:
         buf = pattern_buffer(block)
         view = memoryview(buf)
         lo, n = start + k * SSD_SLICE, 0
         try:
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and not stop.is_set():
                 at = lo + (n * block) % SSD_SLICE
                 if write:
                     os.pwrite(fd, view, at)
@@ -53,7 +67,7 @@ def parallel_sequential(path: str, start: int, write: bool, seconds: float,
 
     t0 = time.perf_counter()
     try:
-        _threads([threading.Thread(target=job, args=(k,)) for k in range(threads)])
+        _threads([threading.Thread(target=job, args=(k,)) for k in range(threads)], stop)
         if write:
             os.fsync(fd)
     finally:
@@ -114,18 +128,21 @@ def parallel_dd(path: str, start: int) -> float:
     """Bytes per second of ``DD_WRITERS`` threads each writing ``DD_EACH`` bytes in ``DD_BLOCK`` O_DIRECT
     writes (dd bs=1024k oflag=direct), each in its own stretch from ``start``."""
     fd = open_direct(path, True)
+    stop = threading.Event()
 
     def writer(k: int) -> None:
         buf = pattern_buffer(DD_BLOCK)
         try:
             for n in range(DD_EACH // DD_BLOCK):
+                if stop.is_set():
+                    break
                 os.pwrite(fd, buf, start + k * DD_EACH + n * DD_BLOCK)
         finally:
             buf.close()
 
     t0 = time.perf_counter()
     try:
-        _threads([threading.Thread(target=writer, args=(k,)) for k in range(DD_WRITERS)])
+        _threads([threading.Thread(target=writer, args=(k,)) for k in range(DD_WRITERS)], stop)
         os.fsync(fd)
     finally:
         os.close(fd)

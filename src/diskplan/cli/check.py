@@ -160,8 +160,9 @@ def _check(argv: list[str]) -> int:
 
 
 def _json_output(args: argparse.Namespace, reports: Iterator[Any], many: bool) -> int:
-    from diskplan.cli.checkjson import as_text, json_result
+    from diskplan.cli.checkjson import json_result
     from diskplan.model.findings.report import CHECK_FORMAT, CHECK_VERSION
+    from diskplan.model.formats.jsontext import as_text
 
     results = list(reports) if many else [json_result(r) for r in reports]
     for _, _, error in results:

@@ -3,11 +3,6 @@ partition's unique GUID and attribute bits from the raw entries (docs/check.md d
 
 from __future__ import annotations
 
-try:  # the C function json.encoder wraps: importing the json package (its decoder's regexes) costs check ~2 ms
-    from _json import encode_basestring_ascii as _quoted
-except ImportError:  # an interpreter without the _json accelerator
-    from json.encoder import encode_basestring_ascii as _quoted
-
 from diskplan.backend.raw.gptattrs import raw_entries
 from diskplan.backend.raw.gptcheck import check_gpt
 from diskplan.model.findings.report import Report, report_json
@@ -48,72 +43,3 @@ def json_result(one: tuple[Report | None, Geometry | None, str]) -> tuple[int, d
     doc = tools_json(report, reported)
     _raw_entries(report, doc)
     return (1 if report.all_findings else 0), doc, ""
-
-
-def as_text(doc: object) -> str:
-    """``json.dumps(doc, indent=2)``, character for character, at about twice its speed: with an indent, json
-    leaves its C encoder for a Python one of generators, ~4 ms of a 128-partition check. Only what json
-    itself takes without a ``default``."""
-    out: list[str] = []
-    put = out.append
-
-    def write(o: object, indent: str) -> None:
-        if isinstance(o, str):
-            put(_quoted(o))
-        elif o is None:
-            put("null")
-        elif o is True:
-            put("true")
-        elif o is False:
-            put("false")
-        elif isinstance(o, int):
-            put(int.__repr__(o))
-        elif isinstance(o, float):
-            put(_float(o))
-        elif isinstance(o, dict):
-            if not o:
-                put("{}")
-                return
-            inner, sep = indent + "  ", "{"
-            for key, value in o.items():
-                put(sep + inner)
-                put(_quoted(key if isinstance(key, str) else _key(key)))
-                put(": ")
-                write(value, inner)
-                sep = ","
-            put(indent + "}")
-        elif isinstance(o, list | tuple):
-            if not o:
-                put("[]")
-                return
-            inner, sep = indent + "  ", "["
-            for value in o:
-                put(sep + inner)
-                write(value, inner)
-                sep = ","
-            put(indent + "]")
-        else:
-            raise TypeError(f"{type(o).__name__} is not JSON")
-
-    write(doc, "\n")
-    return "".join(out)
-
-
-def _key(key: object) -> str:
-    """json's spelling of a dict key that is not a string."""
-    if key is True or key is False or key is None:
-        return {True: "true", False: "false", None: "null"}[key]
-    if isinstance(key, int):
-        return int.__repr__(key)
-    if isinstance(key, float):
-        return _float(key)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-
-
-def _float(x: float) -> str:
-    """json's spelling of a float."""
-    if x != x:
-        return "NaN"
-    if x in (float("inf"), float("-inf")):
-        return "Infinity" if x > 0 else "-Infinity"
-    return float.__repr__(x)

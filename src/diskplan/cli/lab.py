@@ -8,9 +8,11 @@ import os
 from collections.abc import Callable
 
 from diskplan.backend import labrun
+from diskplan.backend.iotime import Interrupted
 from diskplan.cli.textout import Out
 from diskplan.discovery.devicekind import DeviceKind
 from diskplan.discovery.topology import set_scheduler, topology
+from diskplan.model.exitstatus import Exit
 from diskplan.model.teach.lab import SSD_DEPTH, SSD_JOBS, Lab, fio_job, stripe_arithmetic
 from diskplan.model.units import human_bytes
 
@@ -80,13 +82,13 @@ def run_lab(console: Out, err: Out, path: str, placed: tuple[int, int], lab: Lab
             _pair(console, "six parallel 1 MiB direct writes (dd bs=1024k oflag=direct)", "B/s", base, lab,
                   lambda at: labrun.parallel_dd(path, at),
                   "2.9 GB/s with PVs on whole disks vs 5.9 GB/s on partitions (two devices)")
-    except KeyboardInterrupt:
-        if wrote:
+    except (KeyboardInterrupt, Interrupted) as exc:
+        if wrote or (isinstance(exc, Interrupted) and exc.written):
             err.print(f"diskplan: interrupted: lab data was written to bytes {base:,}-{end - 1:,} of {path} (the "
                       "range shown above, nothing outside it).", style="yellow")
-        else:
-            err.print("diskplan: interrupted before the lab wrote; nothing was written.", style="yellow")
-        return 2
+            return Exit.FAILED  # as measure's own timing (model.exitstatus): a write began and was stopped
+        err.print("diskplan: interrupted before the lab wrote; nothing was written.", style="yellow")
+        return Exit.REFUSED
     if not dev.hardware:
         console.print("This device cannot show a disk's alignment effect (see its first line): run the lab on the "
                       "disk itself, in its free space, to see one.", style="yellow")
@@ -117,6 +119,8 @@ def _schedulers(console: Out, err: Out, path: str, base: int, seconds: float) ->
             wrote = True
             writes = labrun.parallel_sequential(path, base, True, seconds)
             console.print(f"  {name:<12} reads {reads:,.0f} IOPS, writes {writes:,.0f} IOPS")
+    except KeyboardInterrupt:  # run_lab's own flag is set only when this returns: say here whether it wrote
+        raise Interrupted(wrote, 0) from None
     finally:
         why = set_scheduler(path, before)
         if why:

@@ -13,12 +13,12 @@ import gc
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Callable
 
+from diskplan.backend.write import write_began
 from diskplan.cli.textout import fit_streams
-from diskplan.model.exitstatus import SUMMARY
+from diskplan.model.exitstatus import SUMMARY, Exit
 from diskplan.model.safetext import safe
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
@@ -80,6 +80,8 @@ def _run(argv: list[str]) -> int:
 def _reader_gone() -> int:
     """The reader of standard output closed it (``diskplan export | head -1``): end quietly, with the status
     a shell gives a program that SIGPIPE ended (128 + 13), as other tools do."""
+    import signal  # here: its enums cost every command's start-up ~1 ms
+
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())  # what Python would still flush at exit goes nowhere, silently
     os.close(devnull)
@@ -88,14 +90,18 @@ def _reader_gone() -> int:
 
 def interrupted() -> str:
     """What a Ctrl+C that reached the top can truthfully say: "nothing was written" only while no write
-    has saved its backup (each does before its first sector; the module is not even imported by commands
-    that never write)."""
-    backup = sys.modules.get("diskplan.backend.write.backup")
-    saved: list[str] = getattr(backup, "SAVED", [])
-    if not saved:
+    has saved its backup (backend.write.write_began)."""
+    began = write_began()
+    if not began:
         return "diskplan: interrupted; nothing was written."
-    return (f"diskplan: interrupted after a write had begun (its backup: {safe(saved[-1])}); its outcome is as "
+    return (f"diskplan: interrupted after a write had begun (its backup: {safe(began)}); its outcome is as "
             "reported above, and `diskplan check` shows the disk as it is now.")
+
+
+def _stopped() -> int:
+    """The status of a command that a Ctrl+C or an internal error ended: 2 (nothing written) only while no write
+    began; after one, 3, as every write that began and was stopped (model.exitstatus)."""
+    return Exit.FAILED if write_began() else Exit.UNREADABLE
 
 
 def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) -> int:
@@ -110,15 +116,17 @@ def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) 
         return _reader_gone()
     except KeyboardInterrupt:
         print(interrupted(), file=sys.stderr)
-        return 2
+        return _stopped()
     except SystemExit as exc:  # argparse's usage errors and --help
         return exc.code if isinstance(exc.code, int) else 2
     except Exception as exc:
         if os.environ.get("DISKPLAN_DEBUG"):
             raise
         detail = safe(" ".join(str(exc).split())) or type(exc).__name__
-        print(f"diskplan: {detail} (internal error; run with DISKPLAN_DEBUG=1 for details)", file=sys.stderr)
-        return 2
+        began = write_began()
+        after = f"; a write had begun, its backup {safe(began)}: `diskplan check` shows the disk now" if began else ""
+        print(f"diskplan: {detail} (internal error{after}; run with DISKPLAN_DEBUG=1 for details)", file=sys.stderr)
+        return _stopped()
 
 
 def program() -> None:

@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
 def render_move(p: MoveProposal, console: Out) -> None:
     plan = p.plan
     console.print(f"{p.target}: partition {p.number} ({p.fs})", style="bold")
-    if plan.shift:
+    if plan.shift and plan.length:  # no partition N: its refusal says so, not "moves 0 sectors from 0..-1"
         end, new_end = plan.start + plan.length - 1, plan.target + plan.length - 1
         console.print(f"  from {plan.start}..{end} to {plan.target}..{new_end} (sectors of {p.sector_size} B, "
                       "end inclusive)")

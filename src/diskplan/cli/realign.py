@@ -117,9 +117,10 @@ def main(argv: list[str]) -> int:
     except TargetError as exc:
         err.print(f"diskplan realign: {exc}")
         return Exit.UNREADABLE
-    if args.partition is not None and disk.table.by_number(args.partition) is None:
-        err.print(f"diskplan realign: {args.target} has no partition {args.partition}")
-        return Exit.UNREADABLE
+    if args.partition is not None and disk.table.by_number(args.partition) is None:  # as move and resize say it
+        err.print(f"refused: {args.target} has no partition {args.partition}", style="yellow")
+        err.print("Nothing was written.")
+        return Exit.REFUSED
     moves, notes = choices(disk, args.partition)
     for note in notes:
         console.print(("note: ", "cyan"), note)

@@ -12,13 +12,13 @@ mended), 2 the target could not be read or the intent cannot be built.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from diskplan.cli.options import LateWidthFormatter, TargetError, _size, add_overrides, open_target
 from diskplan.cli.textout import write_document
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
+from diskplan.model.formats.jsontext import as_text
 from diskplan.model.grain import optimal_grain
 from diskplan.model.safetext import safe
 from diskplan.model.sizes import Amount
@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         doc = {"target": args.target, "partition": number if number != -1 else None, **plan.as_json(),
                "commands": plan.commands(), "existing": [v.as_json() for v in verdicts]}
-        write_document(json.dumps(doc, indent=2) + "\n")
+        write_document(as_text(doc) + "\n")
     else:
         write_document("".join(safe(line) + "\n" for line in plan_lines(f"{args.target}, {where}", plan, verdicts)))
     return 1 if any(v.status == "costs" for v in verdicts) else 0

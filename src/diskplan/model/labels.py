@@ -72,6 +72,8 @@ GPT_PLANNED_BITS = sum(1 << n for n in _ATTRIBUTE_BITS.values())
 
 def gpt_attribute_flags(bits: int, lowest: int = 0) -> tuple[str, ...]:
     """The flags of a GPT entry's attribute bits (only bits from ``lowest`` up), sorted."""
+    if not bits >> lowest:  # most entries: none (a check reads 128 of them)
+        return ()
     return tuple(sorted(f for f, n in _ATTRIBUTE_BITS.items() if n >= lowest and bits >> n & 1))
 
 

@@ -3,8 +3,11 @@
 A frozen dataclass costs about 0.6 ms to define on this project's machines (the dataclasses module compiles six
 generated functions for it, and importing it imports ``inspect``); diskplan defines about a hundred, thirty of
 them on ``diskplan check``'s path, where they were a fifth of its run. Here only ``__init__`` is generated (one
-compile: construction stays as fast as a dataclass's); equality, hashing, ordering, ``repr`` and the refusal to
-assign are shared functions that read the fields through one ``operator.attrgetter``.
+compile: construction stays as fast as a dataclass's), and only when the class is first constructed: a process
+that never makes one (``check``'s parent receives what its reading child read, already made, through pickle,
+which calls no ``__init__``; the child never makes a report) never compiles it: the thirty compiles were ~4 ms
+of ``check``'s imports on a loaded machine, and its parent now makes 18. Equality, hashing, ordering, ``repr``
+and the refusal to assign are shared functions that read the fields through one ``operator.attrgetter``.
 
 The meaning is the dataclass one: fields in annotation order (inherited fields first), defaults and
 ``field(default_factory=...)``, ``compare=False`` and ``repr=False`` fields, ``__post_init__``, ``eq=False`` (identity)
@@ -122,6 +125,19 @@ def _init(cls: type, fields: list[Field]) -> Callable[..., None]:
     return init
 
 
+def _first_init(cls: type, fields: list[Field]) -> Callable[..., None]:
+    """``cls``'s ``__init__`` until its first call, which compiles the real one (``_init``), puts it in the class
+    and runs it. It carries the same hints, for the readers of them (Hypothesis's ``builds``)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init = _init(cls, fields)
+        type.__setattr__(cls, "__init__", init)
+        init(self, *args, **kwargs)
+
+    __init__.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
+    return __init__
+
+
 def _key(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     """The tuple of ``names``' values (what a dataclass compares and hashes)."""
     if len(names) == 1:
@@ -149,7 +165,7 @@ def _make(cls: type, eq: bool, order: bool) -> type:
         inner = ", ".join(f"{n}={get(self)!r}" for n, get in zip(shown_names, shown, strict=True))
         return f"{self.__class__.__qualname__}({inner})"
 
-    methods: dict[str, Any] = {"__init__": _init(cls, fields), "__repr__": __repr__,
+    methods: dict[str, Any] = {"__init__": _first_init(cls, fields), "__repr__": __repr__,
                                "__setattr__": _refuse_setattr, "__delattr__": _refuse_delattr}
     if eq:
         def __eq__(self: Any, other: Any) -> Any:

@@ -1,7 +1,8 @@
 """The planner application: the sector map with its status line, partition list, explanations, facts and
-pending changes. What changes the plan lives in plan_actions.py (a mixin that needs only its
-``PlannerView`` of this app); this module lays out the screen, opens disks, follows the cursor and shows
-what each step did."""
+pending changes. What changes the plan lives in plan_actions.py and the mixins it puts together
+(plan_base.py, move_actions.py, plan_files.py, write_actions.py), which need only their ``PlannerView`` of
+this app; disks are opened in opening.py; this module lays out the screen, follows the cursor and shows what
+each step did."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
@@ -19,20 +20,18 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
 from diskplan.model.extent import Role, State
-from diskplan.model.findings.report import table_findings as findings_of_table
-from diskplan.model.findings.stackfindings import data_starts
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.plan.plan import Outcome
 from diskplan.model.safetext import safe
 from diskplan.model.teach import demos
 from diskplan.model.units import human_bytes
-from diskplan.model.value import replace
 from diskplan.ui import textual_private
 from diskplan.ui.cells import Item, MapContent
 from diskplan.ui.console import ConsoleCommandPalette, ConsoleGlyphs
 from diskplan.ui.exercise_mode import ExerciseActions
 from diskplan.ui.explain import blocks_touched, explain, layers_here, plan_hints, status, zoom_text
 from diskplan.ui.glyphs import CONSOLE, UNICODE, without_colour
+from diskplan.ui.opening import DiskOpening
 from diskplan.ui.panels import (
     CP437_TEXT,
     KeysFooter,
@@ -42,7 +41,8 @@ from diskplan.ui.panels import (
     item_number,
 )
 from diskplan.ui.partlist import PartitionList
-from diskplan.ui.plan_actions import PlanActions, default_host
+from diskplan.ui.plan_actions import PlanActions
+from diskplan.ui.plan_base import default_host
 from diskplan.ui.planning import (
     DragKind,
     Preview,
@@ -62,13 +62,7 @@ if TYPE_CHECKING:  # the commit, the pickers and the help are imported when firs
 
     from diskplan.backend.write.steps import Host
     from diskplan.discovery.udev import DiskInfo
-    from diskplan.model.disk import Disk
-    from diskplan.model.findings.placement import Finding
     from diskplan.ui.settings import Settings
-
-# What the planner writes to the terminal after its first complete frame when DISKPLAN_BENCH=first-frame
-# (an xterm title; scripts/bench_floor.py writes the same).
-BENCH_MARK = "\x1b]2;diskplan-first-frame\x07"
 
 VIEW_TABS = (("e", "Explain", "explain"), ("i", "Facts", "facts"), ("c", "Changes", "changes"))
 
@@ -112,7 +106,7 @@ App.-mono {
 """
 
 
-class PlannerApp(PlanActions, ExerciseActions, App[int]):
+class PlannerApp(PlanActions, DiskOpening, ExerciseActions, App[int]):
     TITLE = "diskplan"
 
     CSS = """
@@ -251,9 +245,14 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
             return
         from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
 
+        from diskplan.backend.write import write_began
+
         detail = safe(" ".join(str(error).split())) or type(error).__name__
+        began = write_began()  # the planner may have written before (a commit, a move): then say so, not "nothing"
+        said = f"a write had begun, its backup {safe(began)}: `diskplan check` shows the disk now" if began else \
+            "nothing was written"
         textual_private.end_with_line(self, error, Text(
-            f"diskplan: internal error: {detail} (nothing was written; run with DISKPLAN_DEBUG=1 for details)"))
+            f"diskplan: internal error: {detail} ({said}; run with DISKPLAN_DEBUG=1 for details)"))
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -314,38 +313,6 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
         if why_not:
             self.notify(why_not, severity="warning")
 
-    # --- opening disks --------------------------------------------------------------------------------
-
-    def _open_at_start(self, kind: str, name: str) -> None:
-        """Before the first frame: what the source has ready is shown at once, so the first frame shows it."""
-        if self.source is None:
-            return
-        try:
-            ready = self.source.ready(kind, name)
-        except Exception as exc:
-            self._load_failed(" ".join(str(exc).split()) or type(exc).__name__)
-            return
-        if ready is not None:
-            self.show_target(ready)
-        elif kind == "demo":
-            self.open_demo(name)
-        else:
-            self.open_path(name)
-
-    def open_demo(self, name: str) -> None:
-        if self.source is None:
-            return
-        source = self.source
-        self.keep_or_lose(f"opening the demo {name}",
-                          lambda: self._load(lambda: source.open_demo(name), f"Building the demo disk {name}..."))
-
-    def open_path(self, path: str) -> None:
-        if self.source is None:
-            return
-        source = self.source
-        shown = safe(path)
-        self.keep_or_lose(f"opening {shown}", lambda: self._load(lambda: source.open_path(path), f"Reading {shown}..."))
-
     # --- consent --------------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:  # q, Ctrl+Q, the palette, the device picker
@@ -369,126 +336,6 @@ class PlannerApp(PlanActions, ExerciseActions, App[int]):
                     self.notify(message, title=title, severity=severity, timeout=timeout)
 
         self.push_screen(screen, answered)
-
-    def _load(self, opener: Callable[[], Target], what: str) -> None:
-        self.query_one(StatusLine).update(" " + what)
-        self._load_worker(opener, what)
-
-    @work(thread=True, exclusive=True, group="load")
-    def _load_worker(self, opener: Callable[[], Target], what: str) -> None:
-        try:
-            target = opener()
-        except Exception as exc:
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            self.call_from_thread(self._load_failed, reason)
-        else:
-            self.call_from_thread(self.show_target, target)
-
-    def _load_failed(self, reason: str) -> None:
-        if self.after_first_disk is not None:  # no disk to wait for
-            self.after_first_disk()
-            self.after_first_disk = None
-        self.notify(reason, title="Could not open", severity="error", timeout=10)
-        if self.target is None:
-            devices = "" if self.served else "o: choose a device   "
-            self.query_one(StatusLine).update(f" Nothing open. d: a demo disk   {devices}q: quit")
-        else:
-            self._update_status()
-
-    def show_target(self, target: Target) -> None:
-        """Show a disk: the map, the list, the facts; the plan starts from its table."""
-        self.target = target
-        disk = target.disk
-        self.session = Session.for_disk(disk)
-        plan = self.session.plan
-        self.grain = judging_grain(plan)
-        self._item_index = None
-        self._lesson_open = False
-        self.start_exercise(target.demo)
-        found = findings_of_table(disk)
-        smap = self.sector_map
-        smap.select(None)
-        smap.show(disk.geometry, plan.table, self.grain, self.session.findings(plan),
-                  data_starts=data_starts(disk, self.grain) if disk.stacks else ())
-        self._facts(found)
-        self.show_plan_panels()
-        self._opened_at = smap.cursor_lba
-        self._follow_table()
-        # A demo opens on its lesson; the first cursor move switches to the explanation of what is under it.
-        self._lesson_open = bool(target.demo)
-        self.action_view("facts" if target.demo else "explain")
-        if target.note:
-            self.notify(target.note, title=target.title, severity="warning", timeout=8)
-        if self.after_first_disk is not None:
-            self.call_after_refresh(self.after_first_disk)
-            self.after_first_disk = None
-        if os.environ.get("DISKPLAN_BENCH") == "first-frame":
-            self.call_after_refresh(self._first_frame_drawn)
-        serious = [f for f in found if f.severity != "notice"]
-        hint = repair_hint(plan)
-        # An unfinished data move (its journal): looked for once the disk is drawn, so the engine's modules
-        # stay out of start-up; its notification then comes on top of these.
-        self.call_after_refresh(self.offer_resume)
-        if hint:
-            self.notify(hint, title="This table can be repaired", severity="warning", timeout=12)
-        elif serious:
-            more = f" (+{len(serious) - 1} more: press i)" if len(serious) > 1 else " (press i)"
-            self.notify(serious[0].message + more, title="About this table", severity="warning", timeout=10)
-
-    def _first_frame_drawn(self) -> None:
-        """scripts/bench.py times start-up to BENCH_MARK on the terminal: written once the frame shows the
-        disk and the footer its keys (as scripts/bench_floor.py does), behind the frame in the same output
-        queue. Then exit."""
-        if not self.query_one(KeysFooter).shown:
-            self.call_after_refresh(self._first_frame_drawn)
-            return
-        textual_private.write_to_terminal(self, BENCH_MARK)
-        self.exit()
-
-    @work(thread=True, exclusive=True, group="load")
-    def reread(self, path: str) -> None:
-        """Read the disk again after a write; the plan starts again from it."""
-        from diskplan.backend.read.reader import ReadError, read
-
-        try:
-            disk = read(path)
-        except ReadError as exc:
-            self.call_from_thread(self._load_failed, f"{path}: {exc}")
-            return
-        self.call_from_thread(self._adopt_disk, disk)
-
-    def _adopt_disk(self, read_back: Disk) -> None:
-        """The disk after a commit: its new table, with the geometry (and overrides) it had; the plan
-        starts again from it, with the same snapping target."""
-        if self.target is None or self.session is None:
-            return
-        old = self.session.plan
-        disk = replace(self.target.disk, table=read_back.table, findings=read_back.findings,
-                       messages=read_back.messages, views=read_back.views, repair=read_back.repair,
-                       filesystem=read_back.filesystem)
-        self.target = replace(self.target, disk=disk, note="")
-        self.session = Session.for_disk(disk, old.target)
-        self._facts()
-        self.show_plan()
-        self.say(f"read back: {self.target.path} holds the new table")
-        self.offer_resume()
-
-    def _facts(self, table_findings: tuple[Finding, ...] | None = None) -> None:
-        if self.target is None or self.grain is None:
-            return
-        if table_findings is None:
-            table_findings = findings_of_table(self.target.disk)
-        self.query_one(ViewsPanel).show_facts(self.target, self.grain, table_findings, self.exercise_lines())
-
-    def refresh_facts(self) -> None:
-        self._facts()
-
-    def show_lesson(self) -> None:
-        """The facts (a demo's lesson, an exercise's step) shown from the top, as when the demo opened: the
-        cursor's next move of its own switches to the explanation."""
-        self._lesson_open = True
-        self._opened_at = self.sector_map.cursor_lba
-        self.action_view("facts")
 
     # --- reacting to the map --------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from diskplan.model.teach.exercise import GOALS, Goal, Verdict, check
 if TYPE_CHECKING:
     from textual.app import App
 
-    from diskplan.ui.plan_actions import PlannerView
+    from diskplan.ui.plan_base import PlannerView
 
     class _Base(App[int], PlannerView): ...
 

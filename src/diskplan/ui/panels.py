@@ -20,7 +20,8 @@ from textual.widgets import Static
 from diskplan.model.findings.placement import Finding
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain
-from diskplan.model.plan.plan import History, Plan
+from diskplan.model.plan.history import History
+from diskplan.model.plan.plan import Plan
 from diskplan.model.safetext import safe
 from diskplan.model.teach import demos
 from diskplan.model.units import human_bytes, human_duration

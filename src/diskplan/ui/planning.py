@@ -18,7 +18,8 @@ from diskplan.model.findings.placement import Finding, analyze
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import Grain, SnapTarget, optimal_grain
 from diskplan.model.plan.fsresize import Limits
-from diskplan.model.plan.plan import Edge, History, Outcome, Plan, Snap
+from diskplan.model.plan.history import History
+from diskplan.model.plan.plan import Edge, Outcome, Plan, Snap
 from diskplan.model.plan.repair import GptRepair
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes

@@ -15,6 +15,8 @@ import os
 import tempfile
 from collections.abc import Mapping
 
+from diskplan.model.formats.jsontext import as_text
+
 FILE = "settings.json"
 MAX_BYTES = 64 << 10  # far above what it holds: a larger file is not ours to parse
 
@@ -76,7 +78,7 @@ class Settings:
             fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, indent=2, sort_keys=True)
+                    f.write(as_text(data, sort_keys=True))
                     f.write("\n")
                     f.flush()
                     os.fsync(f.fileno())

@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Iterator
 
 from diskplan.backend import loopdev
+from diskplan.backend.raw import look
 from diskplan.model.value import value
 
 CHECKERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -76,6 +77,8 @@ def view(target: str, offset: int, size: int, *, read_only: bool = True) -> Iter
     finally:
         with _held_back():
             loop.close()
+        if not read_only:  # a resize tool wrote through it: what a look judged is judged again (backend.raw.look)
+            look.forget()
 
 
 def identify(path: str) -> Identity:

@@ -14,9 +14,10 @@ Per chunk k (the order is what makes a crash at any point resumable, see model.p
    carries them).
 
 On resume, chunk k is read again and its digest must equal the recorded one (else the disk changed
-under us and the move stops). An I/O error is tried again a few times (``RETRIES``); a persistent one stops
-the move with the first sector that fails (found by halving the failed request), and the journal then says
-exactly which chunk to redo. A stop request (Ctrl+C) is honoured between chunks.
+under us and the move stops). A failed read or write is tried again a few times (``RETRIES``; a failed
+flush never is: ``Device.sync``); a persistent one stops the move with the first sector that fails (found
+by halving the failed request), and the journal then says exactly which chunk to redo. A stop request
+(Ctrl+C) is honoured between chunks.
 
 Direct I/O: the device is opened with O_DIRECT and read into page-aligned anonymous memory (mmap), so
 large chunks go to the disk without the page cache; where O_DIRECT is refused (tmpfs) it falls back to
@@ -38,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from diskplan.backend.faults import fault
+from diskplan.backend.raw import look
 from diskplan.model.plan.move import BATCH_BYTES, Read, Resume, Schedule, Step, Written
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, phase)
@@ -131,7 +133,10 @@ class Device:
             os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(self.fd)
         for b in self.buffers:
-            b.close()
+            # A view of a buffer may outlive the move (in the traceback of the error that ended it): the memory
+            # is then freed with the last view, and the error that matters is not masked by a BufferError.
+            with contextlib.suppress(BufferError):
+                b.close()
 
     def _buffered(self) -> None:
         """Leave O_DIRECT (an image on a filesystem whose blocks are larger than its sectors refuses
@@ -140,14 +145,13 @@ class Device:
         fcntl.fcntl(self.fd, fcntl.F_SETFL, flags & ~os.O_DIRECT)
         self.direct = False
 
-
-
     def read(self, lba: int, count: int, buffer: int = 0) -> memoryview:
         view = memoryview(self.buffers[buffer])[: count * self.sector_size]
         self._transfer("reading", lba, view, self._pread)
         return view
 
     def write(self, lba: int, data: memoryview) -> None:
+        look.forget()  # a write: what a look judged of this disk is judged again (backend.raw.look)
         if os.environ.get("DISKPLAN_MOVE_KILL", "").startswith("torn:") and len(data) > self.sector_size:
             half = len(data) // 2 // self.sector_size * self.sector_size  # tests: the first half alone lands
             os.pwrite(self.fd, data[:half], lba * self.sector_size)
@@ -161,10 +165,6 @@ class Device:
 
     def _pwrite(self, view: memoryview, offset: int) -> int:
         return os.pwritev(self.fd, [view], offset)
-
-    def _fdatasync(self, _view: memoryview, _offset: int) -> int:
-        os.fdatasync(self.fd)
-        return 0
 
     def _transfer(self, verb: str, lba: int, view: memoryview, io: Callable[[memoryview, int], int]) -> None:
         """All of ``view`` at ``lba``. An I/O error is tried again (``RETRIES`` times, a pause before each: a
@@ -213,10 +213,13 @@ class Device:
         return lba + lo
 
     def sync(self) -> None:
+        """Never tried again: a failed flush may have dropped the data it was flushing (the kernel marks the
+        pages clean, a disk may lose its cache), and a second fdatasync then succeeds with nothing left to
+        flush. The group stays unrecorded, so resume writes its chunks again."""
         try:
-            self._retried(self._fdatasync, memoryview(b""), 0)
+            os.fdatasync(self.fd)
         except OSError as exc:
-            raise MoveIOError(f"syncing {self.path} failed: {exc.strerror} (tried {RETRIES + 1} times)", -1) from exc
+            raise MoveIOError(f"syncing {self.path} failed: {exc.strerror}", -1) from exc
         fault("synced")
 
 

@@ -81,8 +81,10 @@ from diskplan.backend.move.movejournal import (
     unfinished,
 )
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
+from diskplan.backend.move.proposal import PartitionProposal
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
+from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.raw.rawtable import mbr_entries
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
@@ -90,8 +92,6 @@ from diskplan.backend.write.steps import (
     Host,
     Identity,
     Verdict,
-    accepts,
-    confirm_word,
     half_moved,
     identity,
     inform_kernel_child,
@@ -126,14 +126,9 @@ def movable_label(disk: Disk) -> str:
 
 
 @value
-class MoveProposal:
-    target: str
-    kind: str  # "block" or "file"
-    model: str
-    sectors: int
-    sector_size: int
-    number: int
-    entry: Entry | None
+class MoveProposal(PartitionProposal):
+    """Moving a partition with its data: what would be done, and what refuses it."""
+
     to: int
     plan: Schedule
     refusals: tuple[str, ...] = ()
@@ -160,10 +155,6 @@ class MoveProposal:
         return 3 * self.nbytes / self.rate if self.rate else 0.0
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         what = ("roll back the move on" if self.rollback else "finish the move on") if self.journal else (
             f"move partition {self.number} on")
@@ -173,9 +164,6 @@ class MoveProposal:
     def nothing(self) -> str:
         """Why there is nothing to move ("" when there is)."""
         return "" if self.plan.shift else f"nothing to do: partition {self.number} already starts at {self.to}"
-
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
 
 @value
@@ -321,6 +309,7 @@ def in_use_or_half_moved(target: str, host: Host, size: int, sector_size: int, n
     return [*blocking, *half_moved(target, size)]
 
 
+@in_one_look  # the disk read once for every check below (backend.raw.look); nothing is written
 def prepare_move(
     target: str, number: int, to: int, host: Host, *, current: Disk | None = None, length: int = 0
 ) -> MoveProposal:
@@ -459,7 +448,9 @@ def execute_move(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:  # from the last in-use check to ``done`` or the stop: no other writer in between
+        # from the last in-use check to ``done`` or the stop: no other writer in between; the disk is seen afresh
+        # under the lock, then once until each write (backend.raw.look)
+        with held, fresh_look():
             now = recheck(p, host)
             if now:
                 return refused(base, now)
@@ -603,12 +594,17 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED,
                            message=f"stopped after {s.done} of {plan.count} chunks of {where}: the partition is "
                            "half-moved and hidden from the system until `diskplan resume` finishes it")
-        except MoveIOError as exc:
+        except MoveIOError as exc:  # a failed flush has no sector (-1)
+            at_sector = f" at sector {exc.sector}" if exc.sector >= 0 else ""
             return replace(base, verdict=Verdict.FAILED, io_error=True,
-                           message=f"I/O error at sector {exc.sector}: {exc}; the move of {where} stopped in a "
+                           message=f"I/O error{at_sector}: {exc}; the move of {where} stopped in a "
                            "resumable state (`diskplan resume` goes on once the disk answers again)")
         except SourceChanged as exc:
             return replace(base, verdict=Verdict.FAILED, resumable=False, message=f"the move of {where} stopped: {exc}")
+        except OSError as exc:  # the journal or its slot (a full or failing state disk): no chunk goes unrecorded
+            return replace(base, verdict=Verdict.FAILED,
+                           message=f"the move journal {journal.path} could not be written ({exc.strerror or exc}): the "
+                           f"move of {where} stopped in a resumable state (`diskplan resume` goes on once it can be)")
         finally:
             dev.close()
         if lost:
@@ -619,7 +615,11 @@ def _finish(
                            "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
-    if "table" not in journal.marks:
+    elif "table" not in journal.marks:  # "verified" is a record: read back again before the entry points there
+        failed = _read_back_again(journal, base, where, progress)
+        if failed is not None:
+            return failed
+    if "table" not in journal.marks or not _entry_moved(h):
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
@@ -641,7 +641,8 @@ def _finish(
             return replace(base, verdict=Verdict.FAILED, message=f"the data is moved and verified, but the table "
                            f"entry could not be rewritten: {exc}")
         fault("table")
-        journal.append("table")
+        if "table" not in journal.marks:
+            journal.append("table")
     after = check_after(h.target, kind, h.to, h.length, ss, fscheck.Identity(h.fs, h.fs_uuid, h.fs_label), base,
                         "moved", saying(progress), "checking the filesystem at its new place", " at its new place")
     if isinstance(after, MoveOutcome):
@@ -652,9 +653,46 @@ def _finish(
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
 
 
+def _read_back_again(journal: Journal, base: MoveOutcome, where: str, progress: Progress | None) -> MoveOutcome | None:
+    """Resume after ``verified``: the new place read back again (something may have written the range the
+    hidden entry leaves looking free since the crash), a chunk that differs copied again from its source as the
+    first read-back does; None when all hold, else the failed outcome."""
+    h = journal.header
+    ss, plan = h.sector_size, Schedule(h.start, h.to, h.length, h.chunk)
+    try:
+        dev = Device(h.target, ss, plan.chunk * ss)
+    except OSError as exc:
+        return replace(base, verdict=Verdict.FAILED, message=f"cannot open {h.target} for the move: {exc.strerror}")
+    try:
+        digests = resume_point(journal.records).digests
+        bad = mismatched(plan, dev, digests, ss, progress)
+        lost = recopy(plan, dev, digests, bad, ss) if bad else []
+    except MoveIOError as exc:
+        return replace(base, verdict=Verdict.FAILED, io_error=True, message=f"{exc}; the move of {where} stopped in "
+                       "a resumable state (`diskplan resume` goes on once the disk answers again)")
+    finally:
+        dev.close()
+    if lost:
+        return replace(base, verdict=Verdict.FAILED, resumable=False, details=tuple(lost[:10]),
+                       message=f"{len(lost)} chunk(s) of {where} were changed at the new place after the move had "
+                       "verified them, and their source no longer holds them (listed below); the entry stays hidden")
+    return None
+
+
+def _entry_moved(h: Header) -> bool:
+    """The disk holds the entry at its new place. The journal's "table" is a record, not proof: the disk may have
+    lost the rewrite in the crash (a write cache), or the old table been put back since."""
+    try:
+        return at_new_place(read_entry(h.target, h.label, h.number, h.sector_size, h.size // h.sector_size,
+                                       hidden=True), h)
+    except (EntryError, ebrchain.ChainError, OSError, bk.BackupError):
+        return False  # read again by the rewrite, which says why
+
+
 # --- resuming ---------------------------------------------------------------------------------------
 
 
+@in_one_look  # the disk read once for every check (backend.raw.look); the lock's look sees it again
 def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollback: bool = False) -> MoveProposal:
     """The unfinished move recorded for ``target`` (the newest, or ``journal``) and what forbids
     finishing it (or, ``rollback``, undoing it: backend.move.moveundo). Raises CommitError when there is none or
@@ -668,8 +706,10 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         raise NothingToResume(f"no unfinished move is recorded for {target} in {journal_dir(target)}")
     try:
         j = Journal.open(paths[0])
-    except (JournalDamaged, OSError) as exc:
+    except JournalDamaged as exc:
         raise CommitError(str(exc)) from exc
+    except OSError as exc:  # opened for appending (an immutable file, a read-only mount): one line, not a repr
+        raise CommitError(f"cannot open the move journal {paths[0]}: {exc.strerror or exc}") from exc
     try:
         h = j.header
         done = resume_point(j.records).next
@@ -765,7 +805,7 @@ def with_journal(
     if isinstance(held, MoveOutcome):
         return held
     try:
-        with held:
+        with held, fresh_look():  # the disk seen afresh under the lock, then once until each write (backend.raw.look)
             now = recheck(p, host)
             if now:
                 return refused(base, now)
@@ -776,15 +816,21 @@ def with_journal(
                     return refused(base, now)
                 # Only the disk checked and locked is written, whatever path the journal recorded.
                 journal.header = replace(journal.header, target=p.target)
-                mended = _mend(journal.header)
+                try:
+                    mended = _mend(journal.header)
+                except (EntryError, OSError, bk.BackupError) as exc:
+                    return replace(base, verdict=Verdict.FAILED,
+                                   message=f"the torn GPT copy could not be rebuilt: {exc}")
                 out = body(journal, replace(base, backup_path=journal.header.backup))
                 return replace(out, details=(mended, *out.details)) if mended else out
             finally:
                 journal.close()
     except (CommitError, JournalDamaged, JournalError) as exc:
         return replace(base, message=f"refused: {exc}")
-    except (EntryError, OSError, bk.BackupError) as exc:
-        return replace(base, verdict=Verdict.FAILED, message=f"the torn GPT copy could not be rebuilt: {exc}")
+    except OSError as exc:  # the journal's own appends (a full or failing state disk): each step is done again
+        again = f"diskplan resume {p.target}" + (" --rollback" if p.rollback else "")
+        return replace(base, verdict=Verdict.FAILED, resumable=not p.rollback, message=f"the move journal {p.journal} "
+                       f"could not be written ({exc.strerror or exc}): `{again}` goes on once it can be")
 
 
 def _mend(h: Header) -> str:

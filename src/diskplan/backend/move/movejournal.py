@@ -301,13 +301,43 @@ def read(path: str) -> tuple[Header, list[Read | Written], list[str]]:
     if not texts or not texts[0].startswith("header "):
         raise JournalDamaged(f"the move journal {path} has no header")
     try:
-        header = Header(**json.loads(texts[0][len("header ") :]))
+        header = _header(texts[0])
         items = [_parse(t) for t in texts[1:]]
     except (TypeError, ValueError) as exc:
         raise JournalDamaged(f"the move journal {path} has a record diskplan cannot read: {exc}") from exc
     records = [i for i in items if not isinstance(i, str)]
     marks = [i for i in items if isinstance(i, str)]
     return header, records, marks
+
+
+SECTOR_SIZES = (512, 1024, 2048, 4096)
+
+
+def _header(text: str) -> Header:
+    """The header line's text as a Header; raises TypeError or ValueError, also for a field of the wrong type or
+    a size no move can have (its CRC only says the line is whole, not that diskplan wrote it: ``--journal`` can
+    name any file), which would otherwise fail as an internal error wherever it is first used."""
+    h = Header(**json.loads(text[len("header ") :]))
+    for name, kind in Header.__annotations__.items():  # the fields, as strings (annotations are not evaluated)
+        want = {"int": int, "str": str, "bool": bool}[kind]
+        got = getattr(h, name)
+        if not isinstance(got, want) or (want is int and isinstance(got, bool)):
+            raise ValueError(f"the header's {name} is {got!r}, not {'an' if want is int else 'a'} {kind}")
+    if h.sector_size not in SECTOR_SIZES or min(h.chunk, h.length, h.number, h.size) <= 0 or min(h.start, h.to) < 0:
+        raise ValueError(f"the header's sizes are not those of a move (sector size {h.sector_size}, chunk {h.chunk}, "
+                         f"length {h.length}, number {h.number}, disk {h.size} B, {h.start} -> {h.to})")
+    return h
+
+
+def damaged_header(path: str) -> Header | None:
+    """The intact header of a journal whose later lines are damaged (``read`` refuses it); None when the header
+    itself cannot be read either. Such a journal still says which disk has a move that may be unfinished."""
+    try:
+        lines = _bytes(path).split(b"\n", 2)
+        text = _unline(lines[1] + b"\n") if len(lines) > 2 else None
+        return _header(text) if text is not None and text.startswith("header ") else None
+    except (JournalDamaged, TypeError, ValueError):
+        return None
 
 
 def _drop_torn_tail(path: str) -> None:
@@ -345,7 +375,8 @@ def belongs(header: Header, target: str, mark: DiskMark) -> bool:
 
 def unfinished(target: str, size: int) -> list[str]:
     """Journals of moves on the disk at ``target`` (``size`` bytes; matched by ``belongs``) not yet marked
-    done or undone, newest first, wherever the disk's path was when they were written."""
+    done or undone (or damaged past their header: ``damaged_header``), newest first, wherever the disk's path
+    was when they were written."""
     try:
         mark = disk_mark(target, size)
     except OSError:
@@ -361,7 +392,12 @@ def unfinished(target: str, size: int) -> list[str]:
             try:
                 header, _, marks = read(path)
             except JournalDamaged:
-                continue
+                # Damaged after its header: whether its move ended cannot be told, so it counts as unfinished
+                # (resume says what is damaged; every other write refuses the half-moved bytes meanwhile).
+                damaged = damaged_header(path)
+                if damaged is None:
+                    continue
+                header, marks = damaged, []
             if belongs(header, target, mark) and not set(ENDED) & set(marks):
                 found.append((header.created or name, path))
     return [p for _, p in sorted(found, reverse=True)]

@@ -32,14 +32,14 @@ from diskplan.backend.move.engine import (
     partuuid_kept,
     placement,
 )
-from diskplan.backend.move.moveentry import Entry, EntryError, rewrite_entry
+from diskplan.backend.move.moveentry import EntryError, rewrite_entry
+from diskplan.backend.move.proposal import PartitionProposal
+from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
     Host,
     Identity,
     Verdict,
-    accepts,
-    confirm_word,
     read_target,
     recheck,
     refused,
@@ -57,14 +57,9 @@ from diskplan.model.value import field, replace, value
 
 
 @value
-class ResizeProposal:
-    target: str
-    kind: str  # "block" or "file"
-    model: str
-    sectors: int
-    sector_size: int
-    number: int
-    entry: Entry | None
+class ResizeProposal(PartitionProposal):
+    """Resizing a partition with its filesystem: what would be done, and what refuses it."""
+
     old: int  # sectors
     new: int  # sectors
     refusals: tuple[str, ...] = ()
@@ -79,10 +74,6 @@ class ResizeProposal:
         return steps(self.old, self.new)
 
     @property
-    def confirm_word(self) -> str:
-        return confirm_word(self.kind, self.target)
-
-    @property
     def prompt(self) -> str:
         return f"Type {self.confirm_word} to resize partition {self.number} on {self.target}"
 
@@ -91,10 +82,8 @@ class ResizeProposal:
         """Why there is nothing to resize ("" when there is)."""
         return "" if self.new != self.old else f"nothing to do: partition {self.number} already has {self.new} sectors"
 
-    def accepts(self, answer: str) -> bool:
-        return accepts(self.kind, self.target, answer)
 
-
+@in_one_look  # the disk read once for every check (backend.raw.look); nothing is written
 def prepare_resize(
     target: str, number: int, length: int, host: Host, *, current: Disk | None = None
 ) -> ResizeProposal:
@@ -186,7 +175,7 @@ def execute_resize(
     if isinstance(held, MoveOutcome):
         return held
     ss, start = p.sector_size, p.entry.start
-    with held:
+    with held, fresh_look():  # the disk seen afresh under the lock, then once until each write (backend.raw.look)
         now = recheck(p, host)
         if now:
             return refused(base, now)

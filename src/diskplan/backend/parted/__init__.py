@@ -1,2 +1,28 @@
 """libparted and its isolation: the one module that imports pyparted, the forked reading children
 and the namespaces that keep an image alone for libparted's eyes."""
+
+import os
+
+
+def _answer_gptsync() -> None:
+    """Debian's libparted (its gptsync.patch, in ``ped_disk_gpt_init``) asks, each time a process loads it,
+    ``sh -c "dmidecode -s system-manufacturer"``: on an Intel Mac ("Apple Inc.", "Apple Computer, Inc.") it
+    writes a GPT's MBR as a hybrid synced to it. It skips the question when ``PARTED_GPT_APPLE`` gives the
+    answer ("1": a Mac). The kernel shows the same SMBIOS field as /sys/class/dmi/id/sys_vendor, so the same
+    answer is given from there; where the kernel shows no SMBIOS table and there is no /dev/mem, dmidecode
+    finds none either (not a Mac). Otherwise, or when the caller set the variable, libparted asks as before.
+    Two processes fewer per process that loads libparted (every reading child is forked after it: one each)."""
+    if "PARTED_GPT_APPLE" in os.environ:
+        return
+    try:
+        with open("/sys/class/dmi/id/sys_vendor", "rb") as f:
+            vendor = f.read().decode("latin-1").lower()
+    except OSError:
+        if os.path.exists("/sys/firmware/dmi/tables/smbios_entry_point") or os.path.exists("/dev/mem"):
+            return  # dmidecode may find a table the kernel does not show: let it answer
+        vendor = ""
+    mac = vendor.startswith(("apple computer, inc.", "apple inc."))  # libparted's two prefixes, in any case
+    os.environ["PARTED_GPT_APPLE"] = "1" if mac else "0"
+
+
+_answer_gptsync()

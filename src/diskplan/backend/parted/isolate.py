@@ -12,17 +12,26 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
-import pickle
 import select
-import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 
+try:  # the C functions the pickle module hands out: importing its Python body costs `check` ~2 ms
+    from _pickle import dumps as _dumps
+    from _pickle import loads as _loads
+except ImportError:  # an interpreter without the accelerator
+    from pickle import dumps as _dumps
+    from pickle import loads as _loads
+
+# socket and signal are imported where used, by the zygote and on a crash: ~4 ms of `check`'s start-up (signal
+# builds its enums as it is imported) that a command reading without threads never needs.
+SIGKILL = 9  # signal.SIGKILL on Linux
+
 # `check` runs without importing typing (~3.5 ms): the generics exist for the type checker only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from typing import Any, Generic, TypeVar
 
     T = TypeVar("T")
@@ -85,7 +94,7 @@ class _Proc:
         if self.pid <= 0:  # no child (the zygote died before forking one): never kill(-1), which is everyone
             return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(self.pid, SIGKILL)
 
     def wait(self) -> int:
         """Its wait status (as os.waitpid gives it); -1 when the zygote could not say."""
@@ -114,6 +123,8 @@ def _ended_by(status: int) -> IsolatedFailure | None:
     if status == -1:
         return IsolatedFailure("the reader ended without an answer")
     if os.WIFSIGNALED(status):
+        import signal
+
         sig = os.WTERMSIG(status)
         return IsolatedFailure(f"libparted crashed ({signal.Signals(sig).name})", signal_number=sig)
     return None
@@ -163,7 +174,7 @@ class Child(Generic[T]):
 def _unpickled(payload: bytes) -> Any:
     """What the child's call returned; IsolatedFailure for what it raised or a cut-off answer."""
     try:
-        result = pickle.loads(payload)
+        result = _loads(payload)
     except Exception as exc:
         raise IsolatedFailure("the reader ended without an answer") from exc
     if result[0] == "err":
@@ -181,9 +192,9 @@ def start_isolated(fn: Callable[..., T], *args: Any) -> Child[T]:
 def _answer(fn: Callable[..., T], *args: Any) -> bytes:
     """``fn(*args)`` pickled as ("ok", value) or ("err", exception type, message)."""
     try:
-        return pickle.dumps(("ok", fn(*args)))
+        return _dumps(("ok", fn(*args)))
     except BaseException as exc:
-        return pickle.dumps(("err", type(exc).__name__, str(exc) or type(exc).__name__))
+        return _dumps(("err", type(exc).__name__, str(exc) or type(exc).__name__))
 
 
 def _write_all(w: int, data: bytes) -> None:
@@ -265,6 +276,8 @@ class _Zygote:
     _failed = False
 
     def __init__(self) -> None:
+        import socket
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:  # the zygote: never returns
@@ -295,13 +308,15 @@ class _Zygote:
         if getattr(job[1], "__module__", None) == "__main__":  # the zygote's __main__ may not have it yet
             return None
         try:
-            payload = pickle.dumps((job, dict(os.environ), os.getcwd()))
+            payload = _dumps((job, dict(os.environ), os.getcwd()))
         except Exception:  # a lambda or a local function: only a fork can run it
             return None
         job_r, job_w = os.pipe()
         r, w = os.pipe()
         status_r, status_w = os.pipe()
         try:
+            import socket
+
             socket.send_fds(self._sock, [b"job"], [job_r, w, status_w])
         except OSError:
             for fd in (job_r, job_w, r, w, status_r, status_w):
@@ -325,6 +340,9 @@ class _Zygote:
 
 def _zygote_loop(sock: socket.socket) -> None:
     """The zygote's life: fork a watcher per request until this process's end of the socket closes."""
+    import signal
+    import socket
+
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -347,6 +365,8 @@ def _zygote_loop(sock: socket.socket) -> None:
 
 def _watch(job_r: int, w: int, status_w: int) -> None:
     """The watcher: fork the child, report its pid, wait for it, report its wait status, exit."""
+    import signal
+
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     pid = os.fork()
     if pid == 0:
@@ -368,7 +388,7 @@ def _run_job(job_r: int, w: int) -> None:
     while chunk := os.read(job_r, 1 << 16):
         chunks.append(chunk)
     os.close(job_r)
-    job, environ, cwd = pickle.loads(b"".join(chunks))
+    job, environ, cwd = _loads(b"".join(chunks))
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)

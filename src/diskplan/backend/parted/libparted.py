@@ -577,7 +577,11 @@ def _walk(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
 
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
     """Number, extent and role of every partition in the in-memory table."""
-    parts = (Partition(q.num, q.geom.start, q.geom.end, role=_kind_role(q.type)) for q in _walk(disk.getPedDisk()))
+    return _placed(disk.getPedDisk())
+
+
+def _placed(pdisk: _ped.Disk) -> tuple[Partition, ...]:
+    parts = (Partition(q.num, q.geom.start, q.geom.end, role=_kind_role(q.type)) for q in _walk(pdisk))
     return tuple(sorted(parts, key=lambda p: p.number))
 
 
@@ -793,18 +797,27 @@ def inform_kernel(path: str) -> tuple[bool, str]:
     """Make the kernel's partition list match the table now on ``path`` (after a restore, a move, a
     repair): the partitions libparted reads, told one by one and checked (backend.raw.kernelparts). An empty
     list when there is no table. Returns (told, why not)."""
-    with answering(_read_handler):
+    with answering(_read_handler) as messages:
         try:
-            device = _device(path)
-            if device.type == parted.DEVICE_FILE:
+            # Read only, as every read (``_ped_device``): the table was written and synced before this is asked,
+            # through the same device, so libparted's flush of every partition node (opened for writing, which
+            # udev and LVM react to) adds nothing; nor does loading pyparted's wrapper package (_ped reads).
+            device = _ped_device(path, read_only=True)
+            if device.type == _ped.DEVICE_FILE:
                 return True, ""
+            held = _held_open(device, messages)
             try:
-                parts = placed(parted.newDisk(device))
+                parts = _placed(_ped.disk_new(device))
             except _PED_ERRORS:
                 parts = ()  # no table: the kernel must hold no partitions either
-            sector_size = device.sectorSize
+            finally:
+                if held:
+                    device.close()
+            sector_size = device.sector_size
         except _PED_ERRORS as exc:
             return False, " ".join(str(exc).split()) or "libparted could not read the table"
+        finally:
+            siblings.show_again()
     stale = kernelparts.sync(path, kernelparts.wanted(parts), sector_size)
     return not stale, "; ".join(stale)
 

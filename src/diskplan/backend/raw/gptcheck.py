@@ -5,9 +5,10 @@ bytes a repair would write (nothing is written here)."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
+from diskplan.backend.raw import look
+from diskplan.backend.raw.look import one_look as one_look  # cli.check's name for it
 from diskplan.backend.raw.rawtable import (
     PROTECTIVE_ID,
     GptEntry,
@@ -108,32 +109,12 @@ def read_copy(path: str, which: str, lba: int, sectors: int, logical: int) -> Gp
     return GptCopy(which, lba, header, "", entries, raw, entries_raw)
 
 
-# Set inside ``one_look``: what check_gpt found for each (path, sector size, sectors).
-_looked: dict[tuple[str, int, int], GptState | None] | None = None
-
-
-@contextmanager
-def one_look() -> Iterator[None]:
-    """Inside, each (path, sector size, sectors) is read and judged once. Only for a process that writes
-    nothing meanwhile: ``check`` asks three times per disk (libparted's types, the reader's survey, the JSON's
-    raw entries)."""
-    global _looked
-    outer = _looked
-    _looked = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _looked = outer
-
-
 def check_gpt(path: str, logical: int, sectors: int) -> GptState | None:
-    """Both copies judged; None when neither LBA 1 nor the last LBA has a GPT signature."""
-    if _looked is None:
-        return _check_gpt(path, logical, sectors)
-    key = (path, logical, sectors)
-    if key not in _looked:
-        _looked[key] = _check_gpt(path, logical, sectors)
-    return _looked[key]
+    """Both copies judged; None when neither LBA 1 nor the last LBA has a GPT signature. Within a look
+    (backend.raw.look: ``check`` asks three times per disk, a move before each entry rewrite) judged once until
+    diskplan writes; outside one, read now through one descriptor."""
+    with one_look():
+        return look.judged(("gpt", path, logical, sectors), lambda: _check_gpt(path, logical, sectors))
 
 
 def _check_gpt(path: str, logical: int, sectors: int) -> GptState | None:

@@ -4,8 +4,10 @@ through ``read_bytes``."""
 
 from __future__ import annotations
 
+import os
 import zlib
 
+from diskplan.backend.raw import look, sectorio
 from diskplan.model.labels import EXTENDED_IDS
 from diskplan.model.value import value
 
@@ -132,9 +134,21 @@ def read_bytes(path: str, offset: int, count: int) -> bytes:
     """``count`` bytes at ``offset``, fewer (or none) past the end of the file: never raises for that."""
     if offset < 0 or count <= 0:
         return b""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return f.read(count)
+    try:
+        held = look.reading_fd(path, sectorio.open_disk)
+    except sectorio.DiskIOError:  # not a file or a block device: read it the plain way, as outside a look
+        held = None
+    if held is None:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(count)
+    out = b""
+    while len(out) < count:
+        got = os.pread(held, count - len(out), offset + len(out))
+        if not got:
+            break
+        out += got
+    return out
 
 
 # --- MBR and the EBR chain ----------------------------------------------------------------------------

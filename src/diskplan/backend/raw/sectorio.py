@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+
+from diskplan.backend.raw import look
 
 
 class DiskIOError(Exception):
@@ -49,21 +51,30 @@ def pread_sectors(fd: int, lba: int, count: int, sector_size: int) -> bytes:
     return out
 
 
-def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[int]:
+    """A descriptor that reads ``path`` as it is now: a look's one (backend.raw.look), else one opened for the
+    block and closed after it."""
+    held = look.reading_fd(path, open_disk)
+    if held is not None:
+        yield held
+        return
     fd = open_disk(path)
     try:
-        return pread_sectors(fd, lba, count, sector_size)
+        yield fd
     finally:
         os.close(fd)
+
+
+def read_sectors(path: str, lba: int, count: int, sector_size: int) -> bytes:
+    with reading(path) as fd:
+        return pread_sectors(fd, lba, count, sector_size)
 
 
 def device_size(path: str) -> int:
     """The size of ``path`` in bytes. Raises OSError, or DiskIOError when it is no disk or image file."""
-    fd = open_disk(path)
-    try:
+    with reading(path) as fd:
         return os.lseek(fd, 0, os.SEEK_END)
-    finally:
-        os.close(fd)
 
 
 def write_sectors(
@@ -76,7 +87,9 @@ def write_sectors(
 ) -> None:
     """Write each (LBA, whole sectors) to ``path`` (exclusively, for a block device: the kernel refuses
     while it is mounted or held), fsync, then drop those pages from the cache so a read-back reaches the
-    device. ``each(n)`` after the n-th run; ``after_first`` (tests: a fault) after the first."""
+    device. ``each(n)`` after the n-th run; ``after_first`` (tests: a fault) after the first. What a look judged
+    is forgotten (backend.raw.look): every check after this reads the disk again."""
+    look.forget()
     try:
         fd = open_disk(path, write=True)
     except OSError as exc:
@@ -100,3 +113,4 @@ def write_sectors(
         raise DiskIOError(f"writing {path} failed: {exc.strerror}") from exc
     finally:
         os.close(fd)
+        look.forget()  # also after a write cut short: part of it may have landed

@@ -9,6 +9,7 @@ import os
 import stat
 import struct
 
+from diskplan.backend.raw import look
 from diskplan.backend.raw.rawtable import read_bytes
 from diskplan.model.value import value
 
@@ -42,7 +43,11 @@ def _ioctl_int(fd: int, request: int, fmt: str) -> int:
 
 
 def device_facts(path: str) -> DeviceFacts:
-    """Raises OSError when ``path`` cannot be opened for reading."""
+    """Raises OSError when ``path`` cannot be opened for reading. Asked once per look (backend.raw.look)."""
+    return look.judged(("facts", path), lambda: _device_facts(path))
+
+
+def _device_facts(path: str) -> DeviceFacts:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)

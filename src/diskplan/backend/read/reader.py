@@ -22,6 +22,7 @@ from diskplan.backend.parted.isolate import IsolatedFailure, IsolatedMap
 from diskplan.backend.parted.readahead import ReadError, start
 from diskplan.backend.raw import gptcheck, hybrid, rawtable
 from diskplan.backend.raw.gptattrs import with_raw_attributes
+from diskplan.backend.raw.look import one_look
 from diskplan.backend.read import probe
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
@@ -84,16 +85,18 @@ def survey(paths: Sequence[str], reads: IsolatedMap[Disk]) -> Generator[Disk | R
     def disks() -> Generator[Disk | ReadError, None, None]:
         try:
             for path in paths:
-                facts = _facts(path)
-                if not isinstance(facts, ReadError):  # read while libparted reads: kept by gptcheck.one_look
-                    gptcheck.check_gpt(path, facts.logical, facts.sectors)
-                answer = next(answers)  # (asked for even when unused: the answers come in order)
-                if isinstance(facts, ReadError):
-                    yield facts
-                elif isinstance(answer, IsolatedFailure):
-                    yield _Survey(path, facts).finish(None, _failure_reason(answer))
-                else:
-                    yield _Survey(path, facts).finish(answer, "")
+                with one_look():  # this process's checks open the disk once and judge its GPT once
+                    facts = _facts(path)
+                    if not isinstance(facts, ReadError):  # read while libparted reads: kept by the look
+                        gptcheck.check_gpt(path, facts.logical, facts.sectors)
+                    answer = next(answers)  # (asked for even when unused: the answers come in order)
+                    if isinstance(facts, ReadError):
+                        found: Disk | ReadError = facts
+                    elif isinstance(answer, IsolatedFailure):
+                        found = _Survey(path, facts).finish(None, _failure_reason(answer))
+                    else:
+                        found = _Survey(path, facts).finish(answer, "")
+                yield found  # outside the look: the caller may write before asking for the next
         finally:
             answers.close()  # every child reaped now (or stopped, when the caller stopped asking)
 

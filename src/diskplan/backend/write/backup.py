@@ -42,6 +42,7 @@ from diskplan.backend.raw.sectorio import (
     open_disk,
     path_kind,
     pread_sectors,
+    reading,
     write_sectors,
 )
 from diskplan.backend.raw.tableid import table_id, weak
@@ -194,11 +195,8 @@ def table_extents(read: Reader, sector_size: int, sectors: int, *, found: bool =
 
 def old_table_extents(path: str, sector_size: int, sectors: int) -> list[Extent]:
     """Where the table now on ``path`` lives: MBR, EBRs, both GPT headers and entry arrays."""
-    fd = open_disk(path)
-    try:
+    with reading(path) as fd:
         return table_extents(lambda lba, n: pread_sectors(fd, lba, n, sector_size), sector_size, sectors)
-    finally:
-        os.close(fd)
 
 
 def data_extents(path: str, sector_size: int, sectors: int) -> list[Extent]:
@@ -335,8 +333,7 @@ def _dump_dos(fd: int, device: str, sector_size: int, sectors: int, mbr: bytes) 
 
 def sfdisk_dump(path: str, sector_size: int, sectors: int, device: str | None = None) -> tuple[str, str]:
     """(label, dump) of the table on ``path`` as ``sfdisk --dump`` writes it; ("none", "") without one."""
-    fd = open_disk(path)
-    try:
+    with reading(path) as fd:
         mbr = pread_sectors(fd, 0, 1, sector_size)
         entries = mbr_entries(mbr)
         name = device or path
@@ -347,8 +344,6 @@ def sfdisk_dump(path: str, sector_size: int, sectors: int, device: str | None = 
             return "dos", _dump_dos(fd, name, sector_size, sectors, mbr)
         dump = _dump_gpt(path, name, sector_size, sectors)  # a GPT whose protective MBR is gone
         return ("gpt", dump) if dump else ("none", "")
-    finally:
-        os.close(fd)
 
 
 # --- taking, saving, loading ------------------------------------------------------------------------
@@ -361,11 +356,8 @@ def capture(path: str, sector_size: int, sectors: int, extents: Iterable[Extent]
         raise BackupError(f"the sectors to save exceed {MAX_SAVED_BYTES >> 20} MiB; this is not a table")
     try:
         label, dump = sfdisk_dump(path, sector_size, sectors, _one_line(path))
-        fd = open_disk(path)
-        try:
+        with reading(path) as fd:  # under a write's lock: its look's descriptor (backend.raw.look)
             chunks = tuple(Chunk(e.start, pread_sectors(fd, e.start, e.size, sector_size)) for e in runs)
-        finally:
-            os.close(fd)
     except OSError as exc:
         raise BackupError(f"could not read {path} for the backup: {exc.strerror or exc}") from exc
     created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -158,14 +158,14 @@ class ToolSay:
 
 def tool_say(geom: Geometry, table: Table, p: Partition) -> ToolSay:
     """``geom``: the geometry the device reports (no user overrides)."""
-    return _tool_say(geom, p, sgdisk_boundary(geom, table))
+    return _tool_say(geom, p, sgdisk_boundary(geom, table), libparted_optimum(geom), libparted_minimum(geom))
 
 
-def _tool_say(geom: Geometry, p: Partition, boundary: int | None) -> ToolSay:
+def _tool_say(geom: Geometry, p: Partition, boundary: int | None, opt: Grain, minimum: Grain) -> ToolSay:
     return ToolSay(
         number=p.number,
-        opt=AlignCheck("opt", p.number, p.start, libparted_optimum(geom)),
-        minimum=AlignCheck("min", p.number, p.start, libparted_minimum(geom)),
+        opt=AlignCheck("opt", p.number, p.start, opt),
+        minimum=AlignCheck("min", p.number, p.start, minimum),
         parted_start=parted_compact(p.start * geom.logical),
         parted_end=parted_compact((p.end + 1) * geom.logical - 1),
         fdisk=fdisk_warning(geom, p),
@@ -175,6 +175,7 @@ def _tool_say(geom: Geometry, p: Partition, boundary: int | None) -> ToolSay:
 
 
 def tools_say(geom: Geometry, table: Table) -> dict[int, ToolSay]:
-    """Every partition's: gdisk's alignment, which looks at every start, is computed once for them all."""
-    boundary = sgdisk_boundary(geom, table)
-    return {p.number: _tool_say(geom, p, boundary) for p in table.partitions}
+    """Every partition's: gdisk's alignment, which looks at every start, and libparted's two grains are computed
+    once for them all, not once a partition."""
+    boundary, opt, minimum = sgdisk_boundary(geom, table), libparted_optimum(geom), libparted_minimum(geom)
+    return {p.number: _tool_say(geom, p, boundary, opt, minimum) for p in table.partitions}

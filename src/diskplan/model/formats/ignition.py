@@ -9,9 +9,8 @@ partition has a flag; a relative plan fits without percentages, with its "rest" 
 
 from __future__ import annotations
 
-import json
-
 from diskplan.model.extent import Partition
+from diskplan.model.formats.jsontext import as_text
 from diskplan.model.formats.planfile import PlanFileError, PlanSpec
 
 VERSION = "3.4.0"
@@ -68,4 +67,4 @@ def ignition_config(spec: PlanSpec, device: str) -> dict[str, object]:
 
 
 def to_ignition(spec: PlanSpec, device: str) -> str:
-    return json.dumps(ignition_config(spec, device), indent=2, ensure_ascii=True) + "\n"
+    return as_text(ignition_config(spec, device)) + "\n"

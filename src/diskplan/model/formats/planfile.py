@@ -49,6 +49,7 @@ from itertools import pairwise
 from diskplan.model import labels, ptypes
 from diskplan.model.extent import Partition, Role, State
 from diskplan.model.formats import sfdisk_script
+from diskplan.model.formats.jsontext import as_text
 from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.labels import LabelError
@@ -287,7 +288,7 @@ def to_json(spec: PlanSpec) -> str:
         }
         for p in sorted(spec.partitions, key=lambda p: p.number)
     ]
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    text = as_text(doc, ascii=False)
     # Readable names in any script, but JSON's own \uXXXX for what a terminal acts on: json escapes only
     # C0 controls, and a C1 control or a bidi override in a name would reach the terminal as it is.
     return "".join(json.dumps(ch)[1:-1] if ch != "\n" and unicodedata.category(ch) in UNSAFE else ch

@@ -1,0 +1,135 @@
+"""What `diskplan check --json` does on its way, counted rather than timed (its speed is `make bench`'s): the
+processes it starts, and the modules it never needs. Each was a cost measured on a 128-partition check.
+
+- libparted (Debian's) runs ``sh -c "dmidecode -s system-manufacturer"`` as it loads, unless PARTED_GPT_APPLE
+  answers: backend.parted answers where the answer is known (its ``__init__``), so a check starts its reading
+  child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
+- socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
+  body (the answers travel through its C functions) are not imported.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from helpers.tools import need_tool, run
+
+ANSWER = "PARTED_GPT_APPLE"
+
+
+def _gpt_image(sparse_image, partitions: int = 4) -> pathlib.Path:
+    img: pathlib.Path = sparse_image(256 << 20)
+    script = "label: gpt\n" + "".join(f"start={2048 + i * 4096}, size=4096\n" for i in range(partitions))
+    run(need_tool("sfdisk"), "-q", str(img), input=script)
+    return img
+
+
+def _without_answer() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop(ANSWER, None)  # set in this process when it imported backend.parted: the command must decide
+    return env
+
+
+# --- the processes a check starts ----------------------------------------------------------------------------
+
+
+def test_a_check_starts_one_reading_child_and_runs_no_program(sparse_image, tmp_path: pathlib.Path) -> None:
+    """strace counts the execs and forks of the whole process tree: the command itself, one forked reader."""
+    asked = f"import os, diskplan.backend.parted; print(os.environ.get({ANSWER!r}, ''))"
+    decided = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, check=True,
+                             env=_without_answer())
+    if not decided.stdout.strip():
+        pytest.skip("only dmidecode can tell whether this machine is a Mac (sys_vendor unreadable)")
+    img = _gpt_image(sparse_image)
+    log = tmp_path / "strace.log"
+    traced = [need_tool("strace"), "-f", "-qq", "-o", str(log), "-e", "trace=execve,fork,vfork,clone,clone3"]
+    proc = subprocess.run([*traced, sys.executable, "-m", "diskplan", "check", "--json", str(img)],
+                          capture_output=True, text=True, env=_without_answer())
+    assert proc.returncode in (0, 1), proc.stderr
+    calls = [line.split(None, 1)[1] for line in log.read_text().splitlines() if "resumed>" not in line]
+    execs = [c for c in calls if c.startswith("execve(")]
+    forks = [c for c in calls if c.startswith(("fork(", "vfork(", "clone(", "clone3("))]
+    assert len(execs) == 1 and sys.executable.rsplit("/", 1)[-1] in execs[0], execs  # no sh, no dmidecode
+    assert len(forks) == 1, forks  # the reading child, and it starts nothing
+
+
+def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: pathlib.Path) -> None:
+    """The other side of the same count: with no answer in the environment, libparted's load runs sh and
+    dmidecode (so the test above counts something that happens, and the variable is what stops it)."""
+    dmidecode = tmp_path / "bin" / "dmidecode"
+    dmidecode.parent.mkdir()
+    dmidecode.write_text(f"#!/bin/sh\necho asked >> {tmp_path / 'asked'}\necho 'Dell Inc.'\n")
+    dmidecode.chmod(0o755)
+    env = {**_without_answer(), "PATH": f"{dmidecode.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    subprocess.run([sys.executable, "-c", "import _ped"], check=True, env=env)
+    assert (tmp_path / "asked").read_text() == "asked\n"
+    (tmp_path / "asked").unlink()
+    subprocess.run([sys.executable, "-c", "import _ped"], check=True, env={**env, ANSWER: "0"})
+    assert not (tmp_path / "asked").exists()
+
+
+# --- the modules it never needs ------------------------------------------------------------------------------
+
+
+def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_image) -> None:
+    """The parent (seen by -X importtime) and the reading child (its imports: those of libparted's module)."""
+    img = _gpt_image(sparse_image)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "diskplan", "check", "--json", str(img)],
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "diskplan.backend.parted.isolate" in imported  # the list is the real one
+    assert not {"socket", "signal", "platform", "selectors", "pickle"} & imported
+    child = subprocess.run([sys.executable, "-c", "import sys, diskplan.backend.parted.libparted; "
+                            "print(' '.join(sorted({'socket', 'signal', 'platform'} & set(sys.modules))))"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == ""
+
+
+# --- syncs in the reading child --------------------------------------------------------------------------------
+
+
+def _synced_in_a_reading_child() -> str:
+    from diskplan.backend.parted import readonly
+
+    if not readonly.forbid_writes():
+        return "no filter"
+    r, _ = os.pipe()
+    os.fsync(r)  # the kernel refuses a pipe (EINVAL): only the filter's answer comes back as done
+    os.fdatasync(r)
+    return "synced"
+
+
+def test_the_reading_child_syncs_nothing() -> None:
+    """libparted fsyncs the device as it closes it (twice a read: a drive's cache flush on a disk); the read-only
+    child answers every sync at once. A pipe shows it: syncing one fails, except where the filter answers."""
+    from diskplan.backend.parted import isolate
+
+    if os.uname().machine != "x86_64":
+        pytest.skip("the read-only filter is x86-64's")
+    r, _ = os.pipe()
+    with pytest.raises(OSError):
+        os.fsync(r)
+    assert isolate.run_isolated(_synced_in_a_reading_child) == "synced"
+
+
+# --- what the parent compiles ----------------------------------------------------------------------------------
+
+
+def test_the_parent_compiles_no_init_of_what_it_only_receives(sparse_image) -> None:
+    """A value class's ``__init__`` is compiled at its first construction (model.value): check's parent receives
+    the partitions already made by its reading child (pickle calls no ``__init__``), so it never compiles theirs;
+    the report it makes itself has its own."""
+    img = _gpt_image(sparse_image)
+    code = ("import inspect, sys; from diskplan.cli import check; check.main(['--json', sys.argv[1]]); "
+            "from diskplan.model.extent import Partition; from diskplan.model.findings.report import PartitionReport; "
+            "print(*(inspect.getfullargspec(c.__init__).varargs or 'compiled' for c in (Partition, PartitionReport)), "
+            "file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, str(img)], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr.split() == ["args", "compiled"]
