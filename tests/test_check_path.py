@@ -6,6 +6,8 @@ processes it starts, and the modules it never needs. Each was a cost measured on
   child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
 - socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
   body (the answers travel through its C functions) are not imported.
+- diskplan's own regular expressions are compiled where they are first used, not as their modules are imported:
+  a check uses none of them (three compiled at import cost it ~0.4 ms).
 """
 
 from __future__ import annotations
@@ -91,6 +93,43 @@ def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_
     assert child.stdout.strip() == ""
 
 
+_OWN_COMPILES = """
+import re, sys
+compiled = []
+plain = re._compile
+def _compile(pattern, flags):
+    if (type(pattern), pattern, flags) not in re._cache:
+        caller = sys._getframe(2).f_code.co_filename  # past re.compile / re.match, whoever asked
+        if "/diskplan/" in caller:
+            compiled.append(f"{caller.rsplit('/diskplan/', 1)[1]}: {pattern}")
+    return plain(pattern, flags)
+re._compile = _compile
+from diskplan.cli.main import main
+try:
+    main(["check", "--json", sys.argv[1]])
+finally:
+    print(*compiled, sep="\\n", file=sys.stderr)
+"""
+
+
+def test_check_compiles_no_regular_expression_of_its_own(sparse_image) -> None:
+    """Every pattern the check's parent compiles, and who asked: argparse's and gettext's are the price of
+    argparse; diskplan's (a GUID, a systemd alias, a mistyped command) are for plans and typed input."""
+    img = _gpt_image(sparse_image)
+    proc = subprocess.run([sys.executable, "-c", _OWN_COMPILES, str(img)], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert '"partitions"' in proc.stdout  # the check ran
+    assert proc.stderr.strip() == ""
+
+
+def test_the_compile_count_sees_diskplans_patterns(sparse_image) -> None:
+    """The other side: where diskplan does compile one (a type name typed by the user), the count shows it."""
+    code = _OWN_COMPILES.replace('main(["check", "--json", sys.argv[1]])',
+                                 'from diskplan.model import labels; labels.type_code("gpt", "0" * 32)')
+    proc = subprocess.run([sys.executable, "-c", code, "x"], capture_output=True, text=True)
+    assert "model/labels.py: ^[0-9A-Fa-f]{8}" in proc.stderr, proc.stderr
+
+
 # --- syncs in the reading child --------------------------------------------------------------------------------
 
 
@@ -133,3 +172,26 @@ def test_the_parent_compiles_no_init_of_what_it_only_receives(sparse_image) -> N
     proc = subprocess.run([sys.executable, "-c", code, str(img)], capture_output=True, text=True)
     assert proc.returncode in (0, 1), proc.stderr
     assert proc.stderr.split() == ["args", "compiled"]
+
+
+# --- the GPT parsed once -----------------------------------------------------------------------------------------
+
+
+def test_the_backup_gpt_takes_the_primarys_entries_only_when_its_array_is_the_same(sparse_image) -> None:
+    """A healthy disk's backup array is the primary's, byte for byte: its entries are the primary's, not parsed
+    again (128 entries: ~0.5 ms). With the primary's array damaged, the backup's are its own parse."""
+    from diskplan.backend.raw.gptcheck import check_gpt
+    from diskplan.backend.raw.rawtable import parse_gpt_entries
+
+    img = _gpt_image(sparse_image)
+    sectors = img.stat().st_size // 512
+    healthy = check_gpt(str(img), 512, sectors)
+    assert healthy is not None and healthy.primary.ok and healthy.backup.ok
+    assert healthy.backup.entries is healthy.primary.entries and len(healthy.backup.entries) == 4
+    assert list(healthy.backup.entries) == parse_gpt_entries(healthy.backup.raw_entries, 128, 128)
+    with open(img, "r+b") as f:  # one byte of the first entry's name in the primary array (LBA 2)
+        f.seek(2 * 512 + 56)
+        f.write(b"X")
+    damaged = check_gpt(str(img), 512, sectors)
+    assert damaged is not None and not damaged.primary.ok and damaged.backup.ok
+    assert damaged.backup.entries == healthy.primary.entries and len(damaged.backup.entries) == 4

@@ -72,7 +72,10 @@ def _entry_sectors(header: GptHeader, logical: int) -> int:
     return -(-(header.entry_count * header.entry_size) // logical)
 
 
-def read_copy(path: str, which: str, lba: int, sectors: int, logical: int) -> GptCopy:
+def read_copy(path: str, which: str, lba: int, sectors: int, logical: int, twin: GptCopy | None = None) -> GptCopy:
+    """The copy whose header is at ``lba``. ``twin``, the copy read before: when its array passed and this one
+    is the same bytes in the same shape, its entries are taken as they are (parsing 128 entries again cost a
+    check ~0.5 ms, and a healthy disk's two arrays are always the same)."""
     if lba < 1 or lba >= sectors:
         return GptCopy(which, lba, None, f"LBA {lba} is outside the disk (0..{sectors - 1})")
     raw = read_bytes(path, lba * logical, logical)
@@ -105,7 +108,11 @@ def read_copy(path: str, which: str, lba: int, sectors: int, logical: int) -> Gp
     if header.first_usable > header.last_usable + 1:
         problem = f"usable area {header.first_usable}..{header.last_usable} is empty"
         return GptCopy(which, lba, header, problem, (), raw, entries_raw)
-    entries = tuple(parse_gpt_entries(entries_raw, header.entry_count, header.entry_size))
+    shape = (header.entry_count, header.entry_size)
+    if twin is not None and twin.ok and twin.header is not None and twin.raw_entries == entries_raw \
+            and (twin.header.entry_count, twin.header.entry_size) == shape:
+        return GptCopy(which, lba, header, "", twin.entries, raw, entries_raw)
+    entries = tuple(parse_gpt_entries(entries_raw, *shape))
     return GptCopy(which, lba, header, "", entries, raw, entries_raw)
 
 
@@ -128,7 +135,7 @@ def _check_gpt(path: str, logical: int, sectors: int) -> GptState | None:
         candidates.append(sectors - 1)
     backup = GptCopy("backup", sectors - 1, None, "the disk has no room for a backup GPT")
     for i, lba in enumerate(dict.fromkeys(candidates)):
-        copy = read_copy(path, "backup", lba, sectors, logical)
+        copy = read_copy(path, "backup", lba, sectors, logical, primary)
         if copy.header is not None or i == 0:
             backup = copy
         if copy.header is not None:
