@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pathlib
 import random
+import subprocess
 import threading
 
 import pytest
@@ -32,16 +33,32 @@ DISK_MIB = 96
 # the state (backups, move journals) on a disk of its own: the guest's /var is a tmpfs, gone with the power
 MOUNT_STATE = ("mkdir -p /state && mount $DISK_s /state && export XDG_STATE_HOME=/state "
                "DISKPLAN_MOVES_DIR=/state/moves\n")
-MOVE = MOUNT_STATE + f"guest-mark go\ndiskplan move $DISK_a --partition 1 --to {TO} --yes\n"
-RESIZE = MOUNT_STATE + f"guest-mark go\ndiskplan resize $DISK_a --partition 1 --size {GROWN}s --yes\n"
-RECOVER_MOVE = MOUNT_STATE + r"""
+# ``go`` is marked when the table's backup appears, just before the command's first write to the disk: the
+# seconds before it (Python's start under TCG, reading, checking the filesystem) write nothing, and cuts
+# drawn from the command's start fell there (three of three, at 8 s of a move's ~15)
+GO = r"""
+( until [ -n "$(ls /state/diskplan/backups 2>/dev/null)" ]; do sleep 0.05; done
+  echo "go_at=$(date +%s.%N)"; guest-mark go ) &
+watch=$!
+"""
+END = 'rc=$?; echo "end_at=$(date +%s.%N)"; kill $watch 2>/dev/null; exit $rc\n'
+MOVE = MOUNT_STATE + GO + f"diskplan move $DISK_a --partition 1 --to {TO} --yes\n" + END
+RESIZE = MOUNT_STATE + GO + f"diskplan resize $DISK_a --partition 1 --size {GROWN}s --yes\n" + END
+# where the cut landed: the journal's last intact record (a mark, R n / W n: chunk n read / written) and its
+# length, read before the recovery touches it
+LANDED = r"""
+for j in /state/moves/*.dpmove; do
+  [ -f "$j" ] && echo "landed: $(wc -l < "$j") lines, last: $(tail -n 1 "$j" | cut -c1-24)"
+done
+"""
+RECOVER_MOVE = MOUNT_STATE + LANDED + r"""
 rc=0; diskplan resume $DISK_a --yes > /tmp/r.out 2>&1 || rc=$?
 cat /tmp/r.out
 if [ $rc = 1 ] && grep -q -- --rollback /tmp/r.out; then diskplan resume $DISK_a --rollback --yes; fi
 diskplan resume $DISK_a 2>&1 || true
 sync; umount /state
 """
-RECOVER_RESIZE = MOUNT_STATE + f"""
+RECOVER_RESIZE = MOUNT_STATE + LANDED + f"""
 diskplan repair $DISK_a --yes || true
 diskplan resize $DISK_a --partition 1 --size {GROWN}s --yes
 sync; umount /state
@@ -71,8 +88,8 @@ def _disks(work: pathlib.Path) -> tuple[dict[str, str], str]:
 
 
 def _cut(work: pathlib.Path, script: str, delay: float) -> float:
-    """Boot, run ``script``, cut the power ``delay`` s after it marks ``go``: 0 when the cut came first, else
-    how long the command took."""
+    """Boot, run ``script``, cut the power ``delay`` s after it marks ``go`` (its first write is near): 0
+    when the cut came first, else how long the command wrote (from ``go`` to its end, guest clock)."""
     timers: list[threading.Timer] = []
 
     def go(machine: Machine) -> None:
@@ -86,7 +103,11 @@ def _cut(work: pathlib.Path, script: str, delay: float) -> float:
     finally:
         for t in timers:
             t.cancel()
-    return 0.0 if got.killed else got["cut"].seconds
+    if got.killed:
+        return 0.0
+    said = dict(line.split("=", 1) for line in got["cut"].out.splitlines() if line.startswith(("go_at=", "end_at=")))
+    assert "go_at" in said, f"the command never began to write:\n{got['cut'].out}{got['cut'].err}"
+    return max(0.01, float(said["end_at"]) - float(said["go_at"]))
 
 
 def _recover(work: pathlib.Path, script: str) -> str:
@@ -100,33 +121,50 @@ def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> Non
     if not cuts:
         pytest.skip("resizes are cut in the full run (DISKPLAN_GUEST=all)")
     rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "23")))
-    # the command's length in the guest, to draw the cuts within: a move of 20 MiB took 11-31.5 s there
-    # (Python runs ~15x slower, and the host's load varies), a grow 12.5 s; learnt again from every run the
-    # cut came too late for. Its first part only checks (cuts at 15 and 18 s of 26 fell before the entry was
-    # hidden), so the cuts fall in its second part.
-    # (since the moves got faster: 9.9-11.6 s at a load of ~10, under 9 s alone)
-    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "10"))
+    # how long the command writes in the guest (from ``go`` to its end), to draw the cuts within: a move of
+    # 20 MiB wrote for ~N s there, a grow ~M s, and the host's load varies: the full run measures it first
+    # with one boot left uncut, and learns again from every run the cut came too late for
+    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "6" if kind == "move" else "5"))
+    if cuts > 3 and not os.environ.get("DISKPLAN_GUEST_SPAN"):
+        work = tmp_path / "measure"
+        _disks(work)
+        span = _cut(work, MOVE if kind == "move" else RESIZE, 3600.0) or span
+        print(f"{kind}: the command wrote for {span:.1f} s uncut", flush=True)
     real = i = 0
-    report = []
-    while real < cuts and i < cuts + 3:  # a run the cut came too late for does not count: up to three more
+    report: list[str] = []
+    failed: list[str] = []
+    while real < cuts and i < cuts + 3 + cuts // 5:  # a run the cut came too late for does not count
         i += 1
         work = tmp_path / f"cut{i}"
         sums, image = _disks(work)
         sha = sha256_at(image, START, SIZE)
-        delay = rng.uniform(0.35 * span, 0.85 * span)
+        delay = rng.uniform(0.0, 0.95 * span)
         took = _cut(work, MOVE if kind == "move" else RESIZE, delay)
-        span = 0.8 * took if took else span  # it ended first: the next cuts come earlier
+        span = min(span, took) if took else span  # it ended first: the next cuts come earlier
         real += not took
+        after = entry_of(image)  # the entry as the cut left it: (0, 0) while a move hides it
         said = _recover(work, RECOVER_MOVE if kind == "move" else RECOVER_RESIZE)
         start, size, _ = entry_of(image)
+        landed = next((line[8:] for line in said.splitlines() if line.startswith("landed: ")), "no journal")
+        line = (f"{i}: {delay:.1f}s {'cut' if not took else f'ended first ({took:.1f} s)'}, entry {after[0]}+"
+                f"{after[1]}, {landed} -> {start}+{size}")
+        problem = ""
         if kind == "move":
-            assert (start, size) in ((START, SIZE), (TO, SIZE)), f"cut {i} at {delay:.1f} s: dead end\n{said}"
-            assert sha256_at(image, start, SIZE) == sha, f"cut {i} at {delay:.1f} s: bytes differ\n{said}"
+            if (start, size) not in ((START, SIZE), (TO, SIZE)):
+                problem = "dead end"
+            elif sha256_at(image, start, SIZE) != sha:
+                problem = "bytes differ"
+        elif (start, size) != (START, GROWN):
+            problem = "not resized"
         else:
-            assert (start, size) == (START, GROWN), f"cut {i} at {delay:.1f} s: not resized\n{said}"
             with View(image, start, size) as v:
-                clean = run(*CHECK["ext4"], v)
-                assert file_sums(v, "ext4", list(sums)) == sums, clean
-        report.append(f"{delay:.1f}s {'cut' if not took else f'ended first ({took:.1f} s)'} -> {start}+{size}")
-    print(f"{kind}: {real} of {cuts} runs cut: " + ", ".join(report))
+                clean = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+                if clean.returncode or file_sums(v, "ext4", list(sums)) != sums:
+                    problem = "filesystem or files differ: " + clean.stdout[-300:]
+        print(line + (f" FAILED: {problem}" if problem else " ok"), flush=True)
+        report.append(line)
+        if problem:
+            failed.append(f"{line}: {problem}\n{said}")
+    print(f"{kind}: {real} of {cuts} runs cut, {len(failed)} failed: " + "; ".join(report))
+    assert not failed, "\n\n".join(failed)
     assert real, "no run was cut before its command ended: " + ", ".join(report)
