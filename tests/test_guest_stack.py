@@ -69,9 +69,9 @@ echo "rc=$rc"
 udevadm settle -t 30
 sleep 1
 kill $mon
-echo "loop_events=$(grep -c ' loop' /tmp/events || true)"
+echo "loop_events=$(grep -c '/block/loop' /tmp/events || true)"
 echo "active=$(lvs --noheadings -o lv_active vg0/lv0 | tr -d ' ')"
-echo "pvs=$(pvs --noheadings --units b --nosuffix -o pv_name,dev_size,pv_pe_count vg0 | xargs)"
+echo "pvs=$(pvs --noheadings --units b --nosuffix -o pv_name,dev_size,pv_pe_count -S vg_name=vg0 | xargs)"
 echo "dm=$(dmsetup ls --target linear | grep -c vg0 || true)"
 echo "loops=$(losetup -a | wc -l)"
 echo "kernel=$(cat /sys/class/block/${DISK_pv#/dev/}1/size)"
