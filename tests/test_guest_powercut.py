@@ -1,25 +1,32 @@
 """Real power cuts (issue 23): a guest machine moves or grows a partition and QEMU is killed at a random
-moment of it (what the guest had not handed to its disk is lost, as in a power cut); a second boot of the
-same disks runs the recovery the README documents (``diskplan resume DISK --yes``, ``--rollback`` where a
-rollback was begun; for a resize ``diskplan repair`` then the same resize again), and the host checks every
-byte: the partition's entry at its old or new place and its bytes the ones it had (a move), or its
-filesystem clean with every file's SHA-256 (a resize).
+moment of its writing (what the guest had not handed to its disk is lost, as in a power cut); the next boot
+of the same disks runs the recovery the README documents (``diskplan resume DISK --yes``, ``--rollback``
+where a rollback was begun; for a resize ``diskplan repair`` then the same resize again), and the host
+checks every byte: the partition's entry at its old or new place and its bytes the ones it had (a move), or
+its filesystem clean with every file's SHA-256 (a resize).
 
 The journal lives where it would on a real system: on another disk of the guest (``/state``, an ext4
-filesystem), not in memory. The default run cuts a move twice; DISKPLAN_GUEST=all cuts 30 moves and 10
-resizes at random moments (DISKPLAN_GUEST_CUTS=N, DISKPLAN_GUEST_RESIZE_CUTS=N: N of each)."""
+filesystem), not in memory. The power goes a random time after the command's table backup appears (its
+first write is next), within how long the command writes (the full run measures it in a first, uncut boot);
+a run that ends before its cut is checked but does not count. Each boot recovers the previous cut, then
+makes the next. The default run cuts one move; DISKPLAN_GUEST=all cuts 30 moves and 10 resizes
+(DISKPLAN_GUEST_CUTS=N, DISKPLAN_GUEST_RESIZE_CUTS=N: N of each; DISKPLAN_GUEST_SPAN=S: draw within S
+seconds, no measuring boot). Every cut is printed (``-s``): when it came, where the entry was, the journal's
+last record, where the partition ended."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import random
+import subprocess
 import threading
+from dataclasses import dataclass, field
 
 import pytest
 
 from helpers.crashrec import entry_of, sha256_at
-from helpers.guest import Case, Machine, boot_guest, e512
+from helpers.guest import Case, Disk, Machine, boot_guest, e512
 from helpers.movedisk import CHECK, View, file_sums, make_image
 from helpers.tools import run
 
@@ -29,23 +36,62 @@ START, SIZE, TO = 90_000, 40_960, 2048  # 20 MiB of ext4, moved left into free s
 GROWN = 60_000
 DISK_MIB = 96
 
-# the state (backups, move journals) on a disk of its own: the guest's /var is a tmpfs, gone with the power
-MOUNT_STATE = ("mkdir -p /state && mount $DISK_s /state && export XDG_STATE_HOME=/state "
+# Each case names its two disks: $A the data disk (GPT, ext4 at START with files), $S the state disk. One boot
+# recovers the previous cut (its disks) and then makes the next one (fresh disks): N cuts cost N + 1 boots.
+# The state (backups, move journals) on a disk of its own: the guest's /var is a tmpfs, gone with the power.
+MOUNT_STATE = ("mkdir -p /state && mount $S /state && export XDG_STATE_HOME=/state "
                "DISKPLAN_MOVES_DIR=/state/moves\n")
-MOVE = MOUNT_STATE + f"guest-mark go\ndiskplan move $DISK_a --partition 1 --to {TO} --yes\n"
-RESIZE = MOUNT_STATE + f"guest-mark go\ndiskplan resize $DISK_a --partition 1 --size {GROWN}s --yes\n"
-RECOVER_MOVE = MOUNT_STATE + r"""
-rc=0; diskplan resume $DISK_a --yes > /tmp/r.out 2>&1 || rc=$?
+# ``go`` is marked when the table's backup appears, just before the command's first write to the disk: the
+# seconds before it (Python's start under TCG, reading, checking the filesystem) write nothing, and cuts
+# drawn from the command's start fell there (three of three, at 8 s of a move's ~15)
+GO = r"""
+( until [ -n "$(ls /state/diskplan/backups 2>/dev/null)" ]; do sleep 0.05; done
+  echo "go_at=$(date +%s.%N)"; guest-mark go ) &
+watch=$!
+"""
+END = 'rc=$?; echo "end_at=$(date +%s.%N)"; kill $watch 2>/dev/null; exit $rc\n'
+MOVE = MOUNT_STATE + GO + f"diskplan move $A --partition 1 --to {TO} --yes\n" + END
+RESIZE = MOUNT_STATE + GO + f"diskplan resize $A --partition 1 --size {GROWN}s --yes\n" + END
+# where the cut landed: the journal's last intact record (a mark, R n / W n: chunk n read / written) and its
+# length, read before the recovery touches it
+LANDED = r"""
+for j in /state/moves/*.dpmove; do
+  [ -f "$j" ] && echo "landed: $(wc -l < "$j") lines, last: $(tail -n 1 "$j" | cut -c1-24)"
+done
+"""
+RECOVER_MOVE = MOUNT_STATE + LANDED + r"""
+rc=0; diskplan resume $A --yes > /tmp/r.out 2>&1 || rc=$?
 cat /tmp/r.out
-if [ $rc = 1 ] && grep -q -- --rollback /tmp/r.out; then diskplan resume $DISK_a --rollback --yes; fi
-diskplan resume $DISK_a 2>&1 || true
+if [ $rc = 1 ] && grep -q -- --rollback /tmp/r.out; then diskplan resume $A --rollback --yes; fi
 sync; umount /state
 """
-RECOVER_RESIZE = MOUNT_STATE + f"""
-diskplan repair $DISK_a --yes || true
-diskplan resize $DISK_a --partition 1 --size {GROWN}s --yes
+RECOVER_RESIZE = MOUNT_STATE + LANDED + f"""
+diskplan repair $A --yes || true
+diskplan resize $A --partition 1 --size {GROWN}s --yes
 sync; umount /state
 """
+
+
+@dataclass
+class Cut:
+    """One power cut: its disks (images in ``work``), what the partition held, when the power goes."""
+
+    n: int
+    work: pathlib.Path
+    delay: float
+    sums: dict[str, str] = field(default_factory=dict)
+    image: str = ""
+    sha: str = ""
+    took: float = 0.0  # how long the command wrote when it ended before the cut (0: cut)
+    after: tuple[int, int, str] = (0, 0, "")  # the entry as the cut left it: (0, 0) while a move hides it
+
+    def disks(self) -> list[Disk]:
+        a, s = e512(f"a{self.n}", DISK_MIB << 20), e512(f"s{self.n}", 32 << 20)
+        a.image, s.image = self.work / "a.img", self.work / "s.img"
+        return [a, s]
+
+    def case(self, name: str, script: str) -> Case:
+        return Case(name, f"A=$DISK_a{self.n}; S=$DISK_s{self.n}\n" + script)
 
 
 def _cuts(kind: str) -> int:
@@ -70,28 +116,57 @@ def _disks(work: pathlib.Path) -> tuple[dict[str, str], str]:
     return sums, image
 
 
-def _cut(work: pathlib.Path, script: str, delay: float) -> float:
-    """Boot, run ``script``, cut the power ``delay`` s after it marks ``go``: 0 when the cut came first, else
-    how long the command took."""
+def _boot(done: Cut | None, recover: str, cut: Cut | None, script: str) -> tuple[str, float]:
+    """One boot: recover ``done``'s disks (when given), then run ``script`` on ``cut``'s (when given) and cut
+    the power ``cut.delay`` s after it marks ``go`` (its first write is near). What the recovery said, and
+    0 when the cut came first, else how long the command wrote (from ``go`` to its end, guest clock)."""
     timers: list[threading.Timer] = []
 
     def go(machine: Machine) -> None:
-        timers.append(threading.Timer(delay, machine.kill))
+        assert cut is not None
+        timers.append(threading.Timer(cut.delay, machine.kill))
         timers[0].daemon = True
         timers[0].start()
 
+    disks: list[Disk] = []
+    cases: list[Case] = []
+    if done is not None:
+        disks += done.disks()
+        cases.append(done.case("recover", recover))
+    if cut is not None:
+        disks += cut.disks()
+        cases.append(cut.case("cut", script))
+    owner = cut if cut is not None else done
+    assert owner is not None
     try:
-        got = boot_guest([e512("a", DISK_MIB << 20), e512("s", 32 << 20)], [Case("cut", script)], workdir=work,
-                         handlers={"go": go})
+        got = boot_guest(disks, cases, workdir=owner.work, handlers={"go": go})
     finally:
         for t in timers:
             t.cancel()
-    return 0.0 if got.killed else got["cut"].seconds
+    said = got["recover"].out + got["recover"].err if done is not None else ""
+    if cut is None or got.killed:
+        return said, 0.0
+    out = got["cut"].out
+    marks = dict(line.split("=", 1) for line in out.splitlines() if line.startswith(("go_at=", "end_at=")))
+    assert "go_at" in marks, f"the command never began to write:\n{out}{got['cut'].err}"
+    return said, max(0.01, float(marks["end_at"]) - float(marks["go_at"]))
 
 
-def _recover(work: pathlib.Path, script: str) -> str:
-    got = boot_guest([e512("a", DISK_MIB << 20), e512("s", 32 << 20)], [Case("recover", script)], workdir=work)
-    return got["recover"].out + got["recover"].err
+def _verdict(kind: str, c: Cut) -> tuple[tuple[int, int, str], str]:
+    """Where the partition is now, and what is wrong ("" when it holds every byte it had)."""
+    now = entry_of(c.image)
+    start, size, _ = now
+    if kind == "move":
+        if (start, size) not in ((START, SIZE), (TO, SIZE)):
+            return now, "dead end"
+        return now, "bytes differ" if sha256_at(c.image, start, SIZE) != c.sha else ""
+    if (start, size) != (START, GROWN):
+        return now, "not resized"
+    with View(c.image, start, size) as v:
+        clean = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
+        if clean.returncode or file_sums(v, "ext4", list(c.sums)) != c.sums:
+            return now, "filesystem or files differ: " + clean.stdout[-300:]
+    return now, ""
 
 
 @pytest.mark.parametrize("kind", ["move", "resize"])
@@ -100,33 +175,58 @@ def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> Non
     if not cuts:
         pytest.skip("resizes are cut in the full run (DISKPLAN_GUEST=all)")
     rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "23")))
-    # the command's length in the guest, to draw the cuts within: a move of 20 MiB took 11-31.5 s there
-    # (Python runs ~15x slower, and the host's load varies), a grow 12.5 s; learnt again from every run the
-    # cut came too late for. Its first part only checks (cuts at 15 and 18 s of 26 fell before the entry was
-    # hidden), so the cuts fall in its second part.
-    # (since the moves got faster: 9.9-11.6 s at a load of ~10, under 9 s alone)
-    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "10"))
+    script, recover = (MOVE, RECOVER_MOVE) if kind == "move" else (RESIZE, RECOVER_RESIZE)
+    # how long the command writes in the guest (from ``go`` to its end), to draw the cuts within: a move of
+    # 20 MiB wrote for 1.9-4.4 s there, and the host's load varies: the full run measures it first with one
+    # boot left uncut, and learns again from every run the cut came too late for
+    span = float(os.environ.get("DISKPLAN_GUEST_SPAN", "3"))
+    reach = 0.9  # the default run: within the usual length, not to pay for a boot that ends first
+    if cuts > 3 and not os.environ.get("DISKPLAN_GUEST_SPAN"):
+        reach = 1.3
+        measure = Cut(0, tmp_path / "measure", 3600.0)
+        _disks(measure.work)
+        span = _boot(None, recover, measure, script)[1] or span
+        print(f"{kind}: the command wrote for {span:.1f} s uncut", flush=True)
     real = i = 0
-    report = []
-    while real < cuts and i < cuts + 3:  # a run the cut came too late for does not count: up to three more
-        i += 1
-        work = tmp_path / f"cut{i}"
-        sums, image = _disks(work)
-        sha = sha256_at(image, START, SIZE)
-        delay = rng.uniform(0.35 * span, 0.85 * span)
-        took = _cut(work, MOVE if kind == "move" else RESIZE, delay)
-        span = 0.8 * took if took else span  # it ended first: the next cuts come earlier
-        real += not took
-        said = _recover(work, RECOVER_MOVE if kind == "move" else RECOVER_RESIZE)
-        start, size, _ = entry_of(image)
-        if kind == "move":
-            assert (start, size) in ((START, SIZE), (TO, SIZE)), f"cut {i} at {delay:.1f} s: dead end\n{said}"
-            assert sha256_at(image, start, SIZE) == sha, f"cut {i} at {delay:.1f} s: bytes differ\n{said}"
+    report: list[str] = []
+    failed: list[str] = []
+    pending: Cut | None = None
+    while True:
+        cut = None
+        if real < cuts and i < cuts + 3 + cuts // 3:  # a run the cut came too late for does not count
+            i += 1
+            # the full run up to 1.3 x the last length seen: the length varies with the host's load (1.9-4.4 s
+            # for the same move), and cuts drawn within a short measure never reached the move's last steps
+            cut = Cut(i, tmp_path / f"cut{i}", rng.uniform(0.0, reach * span))
+            cut.sums, cut.image = _disks(cut.work)
+            cut.sha = sha256_at(cut.image, START, SIZE)
+        if cut is None and pending is None:
+            break
+        said, took = _boot(pending, recover, cut, script)
+        if pending is not None:
+            now, problem = _verdict(kind, pending)
+            landed = next((ln[8:] for ln in said.splitlines() if ln.startswith("landed: ")), "no journal")
+            line = (f"{pending.n}: {pending.delay:.1f}s cut, entry {pending.after[0]}+{pending.after[1]}, {landed} "
+                    f"-> {now[0]}+{now[1]}")
+            print(line + (f" FAILED: {problem}" if problem else " ok"), flush=True)
+            report.append(line)
+            if problem:
+                failed.append(f"{line}: {problem}\n{said}")
+        pending = None
+        if cut is None:
+            continue
+        cut.after = entry_of(cut.image)
+        if took:  # it ended first: nothing to recover; the next cuts are drawn within its length
+            span = took
+            now, problem = _verdict(kind, cut)
+            line = f"{cut.n}: {cut.delay:.1f}s ended first ({took:.1f} s) -> {now[0]}+{now[1]}"
+            print(line + (f" FAILED: {problem}" if problem else " ok"), flush=True)
+            report.append(line)
+            if problem:
+                failed.append(f"{line}: {problem}")
         else:
-            assert (start, size) == (START, GROWN), f"cut {i} at {delay:.1f} s: not resized\n{said}"
-            with View(image, start, size) as v:
-                clean = run(*CHECK["ext4"], v)
-                assert file_sums(v, "ext4", list(sums)) == sums, clean
-        report.append(f"{delay:.1f}s {'cut' if not took else f'ended first ({took:.1f} s)'} -> {start}+{size}")
-    print(f"{kind}: {real} of {cuts} runs cut: " + ", ".join(report))
+            real += 1
+            pending = cut
+    print(f"{kind}: {real} of {cuts} runs cut, {len(failed)} failed: " + "; ".join(report))
+    assert not failed, "\n\n".join(failed)
     assert real, "no run was cut before its command ended: " + ", ".join(report)

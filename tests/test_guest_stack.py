@@ -1,7 +1,8 @@
 """md RAID1 and RAID5 arrays and an LVM physical volume in a guest with udevd (issue 24): their members are
 refused as held, `check` of an array gives its I/O hints (defect 5: the chunk and the full stripe, in the
-JSON and the text) and a virtio disk its serial, and a dry run makes udevd probe nothing (defect 2: no
-"change" event, which is what re-activated a deactivated logical volume)."""
+JSON and the text) and a virtio disk its serial, a dry run makes udevd probe nothing (defect 2: no
+"change" event, which is what re-activated a deactivated logical volume), and the physical volume of a
+deactivated volume group is resized with no loop device LVM could activate it on (`pvs` the referee)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,30 @@ echo "changes=$(grep -c ' change ' /tmp/events || true)"
 echo "active=$(lvs --noheadings -o lv_active vg0/lv0 | tr -d ' ')"
 """
 
+# a shrink's dry run, then a grow, of the PV of the deactivated vg0; udevd and LVM's rules watching: a loop
+# device showing the PV (the grow's pvresize ran on one, a shrink's minimum was read through one) is scanned
+# by 69-lvm.rules and vg0 auto-activated on it
+PV_RESIZE = r"""
+udevadm monitor --udev --subsystem-match=block > /tmp/events 2>&1 &
+mon=$!
+sleep 1
+rc=0; diskplan resize $DISK_pv --partition 1 --size 16MiB > /tmp/dry 2>&1 || rc=$?
+cat /tmp/dry; echo "dry=$rc $(grep -c '1. resize the LVM2_member' /tmp/dry)"
+udevadm settle -t 30
+echo "active_after_dry=$(lvs --noheadings -o lv_active vg0/lv0 | tr -d ' ')"
+rc=0; diskplan resize $DISK_pv --partition 1 --size 30MiB --yes || rc=$?
+echo "rc=$rc"
+udevadm settle -t 30
+sleep 1
+kill $mon
+echo "loop_events=$(grep -c '/block/loop' /tmp/events || true)"
+echo "active=$(lvs --noheadings -o lv_active vg0/lv0 | tr -d ' ')"
+echo "pvs=$(pvs --noheadings --units b --nosuffix -o pv_name,dev_size,pv_pe_count -S vg_name=vg0 | xargs)"
+echo "dm=$(dmsetup ls --target linear | grep -c vg0 || true)"
+echo "loops=$(losetup -a | wc -l)"
+echo "kernel=$(cat /sys/class/block/${DISK_pv#/dev/}1/size)"
+"""
+
 
 @pytest.fixture(scope="module")
 def run() -> Run:
@@ -63,6 +88,7 @@ def run() -> Run:
         Case("text", "diskplan check /dev/md5 || true"),
         Case("refused", REFUSED),
         Case("dry", DRY_RUN),
+        Case("pvresize", PV_RESIZE),
     ], udevd=True)
 
 
@@ -103,3 +129,18 @@ def test_a_dry_run_makes_udevd_probe_nothing(run):
     got = dict(line.split("=", 1) for line in run["dry"].check().out.splitlines() if "=" in line)
     assert got["changes"] == "0", run["dry"].out
     assert got["active"] == ""  # the deactivated volume stays so (lvs says "active" for an active one)
+
+
+def test_a_pv_is_resized_with_no_loop_device_lvm_could_activate_it_on(run):
+    got = dict(line.split("=", 1) for line in run["pvresize"].check().out.splitlines() if "=" in line)
+    said = run["pvresize"].out + run["pvresize"].err
+    assert got["rc"] == "0", said
+    assert got["dry"] == "0 1", said  # a shrink's preview, not refused: the PV first
+    assert got["active_after_dry"] == "", said  # the shrink's dry run measured nothing through a loop device
+    assert got["loop_events"] == "0", said  # no loop device appeared to udev, dry run or write
+    assert got["active"] == "" and got["dm"] == "0", said  # vg0 stayed deactivated, on no device at all
+    pv = run.devices["pv"] + "1"
+    # pvs, the referee: the PV on its partition, the device 30 MiB, (30 - 1) MiB of 4 MiB extents (it had 4)
+    assert got["pvs"] == f"{pv} {30 << 20} 7", said
+    assert got["kernel"] == str(30 << 11), said  # the kernel's partition at its new size
+    assert got["loops"] == "0", said

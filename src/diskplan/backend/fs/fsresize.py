@@ -12,8 +12,10 @@ to rewrite (backend.move.moveentry), never a tool's.
 - FAT: libparted's FAT resizer (backend.fs.fatfs: fatresize's engine without fatresize's table write); the
   minimum from its resize constraint; a size that needs a FAT16/FAT32 conversion is refused.
 - swap: ``mkswap`` again with the same UUID and label (a swap area holds nothing to keep).
-- LVM physical volume: ``pvresize --setphysicalvolumesize``, restricted to the view (``--devices``),
-  nothing activated. Not tested here: this machine has no device-mapper.
+- LVM physical volume: ``pvresize --setphysicalvolumesize``, restricted to the device it is given
+  (``--devices``), nothing activated. On a disk it is given the kernel's own partition node, never a loop
+  device (``ON_THE_NODE``): tested in the guest tier (tests/test_guest_lvmresize.py), this machine has no
+  device-mapper.
 """
 
 from __future__ import annotations
@@ -45,6 +47,23 @@ def missing(fs: str) -> str:
     if r.tool == fatfs.LIBRARY and fatfs.library():
         return ""
     return f"{r.tool} is needed to resize a {fs} filesystem (Debian package {r.package})"
+
+
+# Content never shown to the system on a loop device of diskplan's on a disk: its tool gets the kernel's own
+# partition node. A loop device showing an LVM physical volume is a new PV to udev, and LVM's rules
+# (69-lvm.rules: a loop's "change" once it has a backing file) scan it and auto-activate its volume group on
+# the loop, while pvresize writes; for LVM it would also be a second copy of the PV, with the same UUID.
+ON_THE_NODE = frozenset({"LVM2_member"})
+# What a shrink's minimum (and, for FAT, whether it can be resized at all) is read from, through a view;
+# the rest is known without reading the content (FIXED_MINIMUM, or none).
+MEASURED = frozenset({"ext2", "ext3", "ext4", "btrfs", "ntfs", "vfat"})
+FIXED_MINIMUM = {"swap": MIN_SWAP}
+
+
+def needs_view(fs: str, shrink: bool) -> bool:
+    """Must the content be read through a view to say whether it can be resized (FAT) and, for a shrink,
+    how far? Never for the others: no loop device is set up over an LVM member to measure nothing."""
+    return fs == "vfat" or (shrink and fs in MEASURED)
 
 
 def unresizable(loop: str, fs: str) -> str:
@@ -110,8 +129,8 @@ def minimum(loop: str, fs: str) -> int | None:
     if fs == "ntfs":
         said = _run("ntfsresize", "--info", "--force", "--no-progress-bar", loop)
         return _number(r"resize at (\d+) bytes", said, "ntfsresize --info")
-    if fs == "swap":
-        return MIN_SWAP
+    if fs in FIXED_MINIMUM:
+        return FIXED_MINIMUM[fs]
     if fs == "vfat":
         return _fat(fatfs.minimum, loop)
     return None

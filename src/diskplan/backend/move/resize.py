@@ -8,7 +8,8 @@ reach and what forbids it; nothing is written. ``execute_resize`` then, holding 
 3. in the safe order (model.plan.fsresize): to shrink, the filesystem first (backend.fs.fsresize, through a
    writable loop device over the partition's old bytes), then the table entry's end; to grow, the entry
    first (backend.move.moveentry: only its end changes, its PARTUUID stays), then the filesystem, over the new
-   bytes;
+   bytes (an LVM physical volume on a disk: through the kernel's partition node, told its new size first,
+   never a loop device LVM would activate its volume group on);
 4. tells the kernel and checks the filesystem again: same type, UUID and label, clean.
 
 A crash between the two steps leaves a filesystem smaller than its partition: harmless; a shrink is
@@ -18,6 +19,9 @@ crash-safe: the backup of the table does not cover it).
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 from diskplan.backend.fs import fscheck
 from diskplan.backend.fs import fsresize as tools
@@ -34,6 +38,7 @@ from diskplan.backend.move.engine import (
 )
 from diskplan.backend.move.moveentry import EntryError, rewrite_entry
 from diskplan.backend.move.proposal import PartitionProposal
+from diskplan.backend.raw import kernelparts
 from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
@@ -149,12 +154,24 @@ def _content(target: str, offset: int, size: int, shrink: bool | None) -> tuple[
         return fs, why, None
     if shrink is None:
         shrink = fs_limits(fs.fs, None, "").shrink
-    if not shrink and fs.fs != "vfat":
-        return fs, "", None
+    if not tools.needs_view(fs.fs, shrink):
+        return fs, "", tools.FIXED_MINIMUM.get(fs.fs) if shrink else None
     with fscheck.view(target, offset, size) as loop:
         why = tools.unresizable(loop, fs.fs)
         least = tools.minimum(loop, fs.fs) if shrink and not why else None
     return fs, why, least
+
+
+@contextlib.contextmanager
+def _tool_view(p: ResizeProposal, fs: str, start: int, size: int) -> Iterator[str]:
+    """Where the content's tool works on ``size`` sectors from ``start``: a private writable loop device over
+    those bytes, but on a disk, for content a loop must not show (``tools.ON_THE_NODE``: an LVM physical
+    volume, which LVM would activate on the loop), the kernel's own partition node, told the size first."""
+    if p.kind == "block" and fs in tools.ON_THE_NODE:
+        yield kernelparts.partition_node(p.target, p.number, start, size, p.sector_size)
+        return
+    with fscheck.view(p.target, start * p.sector_size, size * p.sector_size, read_only=False) as loop:
+        yield loop
 
 
 def execute_resize(
@@ -202,9 +219,10 @@ def execute_resize(
                     step(f"resizing the {fs.fs} filesystem")
                     # a shrink runs over the old bytes, a grow (and mkswap, which fills its device) over the new
                     size = p.new if p.new > p.old or fs.fs == "swap" else p.old
-                    with fscheck.view(p.target, start * ss, size * ss, read_only=False) as loop:
-                        tools.resize(loop, fs, p.new * ss)
-            except (EntryError, OSError, bk.BackupError, fscheck.CheckError, tools.ResizeError) as exc:
+                    with _tool_view(p, fs.fs, start, size) as where:
+                        tools.resize(where, fs, p.new * ss)
+            except (EntryError, OSError, bk.BackupError, fscheck.CheckError, tools.ResizeError,
+                    kernelparts.NodeError) as exc:
                 where = "; ".join(done) or "nothing was changed"
                 return replace(base, message=f"the resize of partition {p.number} stopped: {exc} ({where})")
             done.append("the filesystem is resized" if what != "entry" else "the table entry is rewritten")

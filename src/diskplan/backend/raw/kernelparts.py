@@ -18,6 +18,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Iterable, Mapping
 
 from diskplan.backend.raw.filekind import block_sysdir
@@ -61,7 +62,12 @@ def kernel_list(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]]
     sysdir = block_sysdir(path, sys_root)
     if sysdir is None:
         return None
-    out: dict[int, tuple[int, int]] = {}
+    return {n: (start, size) for n, (_name, start, size) in _partitions(sysdir).items()}
+
+
+def _partitions(sysdir: str) -> dict[int, tuple[str, int, int]]:
+    """The partitions under a disk's sysfs directory: number -> (kernel name, start, size in 512-byte units)."""
+    out: dict[int, tuple[str, int, int]] = {}
     for entry in sorted(os.listdir(sysdir)):
         sub = os.path.join(sysdir, entry)
         try:
@@ -73,8 +79,53 @@ def kernel_list(path: str, sys_root: str = "/sys") -> dict[int, tuple[int, int]]
                 size = int(f.read())
         except (OSError, ValueError):
             continue  # not a partition (queue/, holders/, ...)
-        out[number] = (start, size)
+        out[number] = (entry, start, size)
     return out
+
+
+class NodeError(Exception):
+    """The kernel's partition node cannot stand for the partition's bytes: one line for the user."""
+
+
+def partition_node(path: str, number: int, start: int, size: int, sector_size: int) -> str:
+    """The kernel's own node (``/dev/NAME``) of partition ``number`` of the whole disk ``path``, spanning
+    exactly ``size`` logical sectors from ``start``: where the kernel holds it at that start with another
+    size (a grow whose entry is written, the kernel not yet told) it is resized first, partition by itself
+    (BLKPG, under the caller's lock, as ``sync`` does). Raises NodeError when the kernel has no such
+    partition, holds it elsewhere, or refuses; or when /dev/NAME is not that device."""
+    sysdir = block_sysdir(path)
+    if sysdir is None:
+        raise NodeError(f"{path} is not a block device")
+    k = sector_size // 512
+    want = (start * k, size * k)
+    found = _partitions(sysdir).get(number)
+    if found is None:
+        raise NodeError(f"the kernel does not know partition {number} of {path}")
+    name, at, length = found
+    if at != want[0]:
+        raise NodeError(f"the kernel has partition {number} at {at // k}+{length // k}, not {start}+{size}")
+    if length != want[1]:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            _ioctl(fd, RESIZE, number, *want)
+        except OSError as exc:
+            raise NodeError(_why(exc, number, "resize")) from exc
+        finally:
+            os.close(fd)
+        now = _partitions(sysdir).get(number)
+        if now is None or now[1:] != want:
+            raise NodeError(f"the kernel was told partition {number} is {start}+{size} and still holds another size")
+    node = f"/dev/{name}"
+    try:
+        with open(os.path.join(sysdir, name, "dev")) as f:
+            major, minor = (int(x) for x in f.read().split(":"))
+        st = os.stat(node)
+    except (OSError, ValueError) as exc:
+        raise NodeError(f"no node {node} for partition {number} of {path}") from exc
+    rdev = st.st_rdev
+    if not stat.S_ISBLK(st.st_mode) or (os.major(rdev), os.minor(rdev)) != (major, minor):
+        raise NodeError(f"{node} is not partition {number} of {path} (device {os.major(rdev)}:{os.minor(rdev)})")
+    return node
 
 
 def _ioctl(fd: int, op: int, number: int, start: int, length: int) -> None:

@@ -23,6 +23,7 @@ import time
 from types import TracebackType
 
 from diskplan.backend.raw.filekind import block_sysdir, not_a_disk
+from diskplan.backend.write import udevhandoff
 
 WAIT = 5.0  # seconds: longer than a udev probe, shorter than a user's patience
 POLL = 0.05
@@ -51,8 +52,11 @@ class WriteLock:
 
     def release(self) -> None:
         if self._fd is not None:
+            held = udevhandoff.hold(self.path)  # udevd answers the close: it must not re-read the table
             os.close(self._fd)  # the last descriptor of this open file: the lock goes with it
             self._fd = None
+            if held is not None:
+                held.wait()
 
     def __enter__(self) -> WriteLock:
         return self
@@ -64,7 +68,8 @@ class WriteLock:
 def _open(path: str) -> int:
     """A descriptor to hold the lock with. A block device is opened for writing when it can be: closing
     it then signals IN_CLOSE_WRITE, on which systemd-udevd probes the disk again, once the lock is gone
-    (it skipped the events of the write itself, which happened under the lock). O_NONBLOCK: opening must
+    (it skipped the events of the write itself, which happened under the lock), with "change" events, not
+    a re-read of the table (backend.write.udevhandoff). O_NONBLOCK: opening must
     never wait (a FIFO put in an image's place)."""
     flags = os.O_NONBLOCK | os.O_CLOEXEC
     try:
