@@ -32,8 +32,10 @@ from helpers.crashrec import (
     sample,
     sha256_at,
 )
-from helpers.movedisk import make_image
-from helpers.tools import need_tool
+from helpers.movedisk import View, make_image, populate
+from helpers.tools import need_tool, run
+from helpers.units import MiB
+from test_move_logical import write_chain
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class Case:
     before: str = ""  # a kill (DISKPLAN_MOVE_KILL) of the move run first: the command recorded resumes it
     new_size: int = 0  # a resize to this many sectors (its start stays)
     default: bool = True  # replayed (a sample) in the default run; else only in the full one
+    number: int = 1  # the partition moved
+    logical: bool = False  # an msdos extended partition with logical partitions 5 and 6 (LOGICAL), 6 moved
+    few: int = 2  # states replayed in the default run
 
     @property
     def ends(self) -> tuple[int, int]:
@@ -62,19 +67,27 @@ CASES = [
     Case("resume a killed move", "gpt", 34, 40_960, 2048, ("resume", "IMAGE"), before="synced:1", default=False),
     Case("rollback a killed move", "gpt", 60_000, 20_480, 2048, ("resume", "IMAGE", "--rollback"),
          before="write:2"),
+    Case("rollback an overlapping move after chunks were copied", "gpt", 34, 40_960, 2048,
+         ("resume", "IMAGE", "--rollback"), before="write:2", default=False),
+    Case("rollback a move left over itself, torn in flight", "gpt", 30_000, 20_480, 20_000,
+         ("resume", "IMAGE", "--rollback"), before="torn:2", few=1),
+    Case("move a logical partition left past its EBR, overlapping", "dos", 30_063, 20_480, 21_000,
+         ("move", "IMAGE", "--partition", "6", "--to", "21000"), number=6, logical=True, default=False),
     Case("grow", "gpt", 2048, 20_480, 2048, ("resize", "IMAGE", "--partition", "1", "--size", "30000s"),
          new_size=30_000),
     Case("shrink msdos", "dos", 2048, 40_960, 2048, ("resize", "IMAGE", "--partition", "1", "--size", "30000s"),
          new_size=30_000, default=False),
 ]
 
-DEFAULT_SAMPLE = 2  # states per record in the default run (a few seconds each)
+# msdos logical layout: the extended partition (start, size), then (number, EBR, data start) of each logical one
+EXTENDED = (63, 90_000)
+LOGICAL = ((5, 63, 126), (6, 30_000, 30_063))
 
-
-def _how_many() -> int:
+def _how_many(case: Case) -> int:
+    """States replayed per record: a case's ``few`` in the default run (a few seconds each)."""
     if os.environ.get("DISKPLAN_CRASH_SAMPLE"):
         return int(os.environ["DISKPLAN_CRASH_SAMPLE"])
-    return 0 if os.environ.get("DISKPLAN_FAULT_RUNS") else DEFAULT_SAMPLE
+    return 0 if os.environ.get("DISKPLAN_FAULT_RUNS") else case.few
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -82,11 +95,15 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     need_tool("losetup")
     if not case.default and not os.environ.get("DISKPLAN_FAULT_RUNS") and not os.environ.get("DISKPLAN_CRASH_SAMPLE"):
         pytest.skip("replayed in the full run only (DISKPLAN_FAULT_RUNS=1)")
-    image, sums = make_image(tmp_path, label=case.label, start=case.start, size=case.size, disk_mib=48, seed=1)
+    if case.logical:
+        image, sums = _logical_image(tmp_path, case.size)
+    else:
+        image, sums = make_image(tmp_path, label=case.label, start=case.start, size=case.size, disk_mib=48, seed=1)
     state = tmp_path / "state"
     old_sha = sha256_at(image, case.start, case.size)
     if case.before:  # the recorded command starts from a move killed there
-        killed = diskplan(state, "move", image, "--partition", "1", "--to", str(case.to), "--yes", kill=case.before)
+        killed = diskplan(state, "move", image, "--partition", str(case.number), "--to", str(case.to), "--yes",
+                          kill=case.before)
         assert killed.returncode < 0, killed.stdout + killed.stderr
     base_image, base_state = str(tmp_path / "base.img"), tmp_path / "base-state"
     shutil.copyfile(image, base_image)
@@ -98,17 +115,17 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     args = [image if a == "IMAGE" else a for a in case.args]
     rec = record(tmp_path / "log", state, [image, str(state)], *args, "--yes")
     assert rec.result.returncode == 0, rec.result.stdout + rec.result.stderr
-    assert entry_of(image)[:2] == case.ends, rec.result.stdout
+    assert entry_of(image, case.number)[:2] == case.ends, rec.result.stdout
     rng = random.Random(23)
     states = crash_states(rec, image, rng)
     dead, lost = [], []
     tried = 0
-    for s in sample(states, _how_many(), rng):
+    for s in sample(states, _how_many(case), rng):
         materialize(rec, s, image, base_image, state, base_state)
         if case.new_size:
             got = resize_outcome(image, state, case.start, (case.size, case.new_size), f"{case.new_size}s", sums)
         else:
-            got = outcome(image, state, case.start, case.to, case.size, old_sha)
+            got = outcome(image, state, case.start, case.to, case.size, old_sha, case.number)
         tried += 1
         if not got.ended:
             dead.append(f"point {s.point} kept {sorted(s.kept)[-3:]} torn {s.torn and s.torn[0]}: {got.said}")
@@ -118,3 +135,19 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
           f"{len(dead)} dead ends, {len(lost)} losses")
     assert not dead, "\n".join(dead[:5])
     assert not lost, "\n".join(lost[:5])
+
+
+def _logical_image(tmp: pathlib.Path, size: int) -> tuple[str, dict[str, str]]:
+    """A 48 MiB image with an msdos extended partition holding logical partitions 5 and 6 (LOGICAL), each
+    ``size`` sectors of ext4 with files."""
+    need_tool("mkfs.ext4")
+    img = tmp / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(48 * MiB)
+    write_chain(img, EXTENDED, [(ebr, start, size) for _, ebr, start in LOGICAL])
+    sums: dict[str, str] = {}
+    for n, _, start in LOGICAL:
+        with View(str(img), start, size, read_only=False) as v:
+            run("mkfs.ext4", "-q", "-L", f"part{n}", v)
+            sums = populate(v, "ext4", tmp, seed=n)
+    return str(img), sums

@@ -209,7 +209,7 @@ def diskplan(state: pathlib.Path, *args: str, kill: str = "") -> subprocess.Comp
                           stdin=subprocess.DEVNULL)
 
 
-def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha: str) -> Outcome:
+def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha: str, number: int = 1) -> Outcome:
     """Run the documented recovery (``diskplan resume DISK --yes``; when it says a rollback was begun,
     ``diskplan resume DISK --rollback --yes``), then judge the partition: where its entry is, and whether
     the bytes there are the ones it had."""
@@ -220,7 +220,7 @@ def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha:
         got = diskplan(state, "resume", image, "--rollback", "--yes")
         said.append(got.stdout + got.stderr)
     left = diskplan(state, "resume", image)
-    start, got_size, _ = entry_of(image)
+    start, got_size, _ = entry_of(image, number)
     ended = ""
     if left.returncode == 0 and "no unfinished move" in left.stdout + left.stderr and got_size == size:
         ended = {old: "rolled back", new: "finished"}.get(start, "")
