@@ -34,7 +34,8 @@ previous EBR's link size. No other EBR is ever written, and no partition's data 
 
 Resume finishes rather than rolls back: both directions need the same intact or saved chunk, but
 finishing is what was asked and costs only what is left. ``resume --rollback`` (backend.move.moveundo) puts
-the partition back instead only while that needs no data copy (no byte of its old place overwritten).
+the partition back instead until the copy is verified, copying back first what was written over its old place
+(backend.move.reverse).
 A Ctrl+C stops between chunks, says so, and ``resume`` finishes. Until then the partition must not be
 mounted: its old entry points at bytes that are partly overwritten (the write lock keeps other
 partitioners off only while diskplan runs).

@@ -1,20 +1,23 @@
 """Roll back an interrupted move (``diskplan resume TARGET --rollback``): the partition back at its old
-place, its data never touched.
+place, with its bytes as they were.
 
-``resume`` finishes a move from any point; a rollback is offered only where it is the safer of the two:
-while no byte of the partition's old place can have been overwritten (model.plan.move.old_place_touched: the
-chunks recorded as written and the group in flight all landed elsewhere), and the copy is not yet
-verified. Then undoing it needs no data copy, only the table: the entry gets its old type (and msdos
-size) back at its old place; for a logical partition whose EBR moved, the EBR is written back at its old
-sector and the previous EBR linked to it first (backend.raw.ebrchain: written, then linked), the extended
-partition keeps the size it grew to (harmless). That is the way out when the move cannot finish: an I/O
-error at the destination (util-linux #984 left the partition half-moved), or a destination that turns
-out to be needed.
+``resume`` finishes a move from any point; a rollback is offered until the copy is verified (then finishing
+only rewrites the table entry). While no byte of the partition's old place can have been overwritten
+(model.plan.move.old_place_touched: the chunks recorded as written and the group in flight all landed
+elsewhere, or the copy never began) undoing it needs no data copy, only the table. Otherwise the chunks written
+over the old place are copied back first (backend.move.reverse: a reverse copy in the safe order, each chunk
+taken from where the disk still gives its recorded checksum, idempotent after any crash). Then the entry gets
+its old type (and msdos size) back at its old place; for a logical partition whose EBR moved, the EBR is
+written back at its old sector and the previous EBR linked to it first (backend.raw.ebrchain: written, then
+linked), the extended partition keeps the size it grew to (harmless). That is the way out when the move cannot
+finish: an I/O error at the destination (util-linux #984 left the partition half-moved), or a destination that
+turns out to be needed.
 
 Order, each step idempotent so an interrupted rollback is simply run again: the journal is marked
 ``rollback`` (from then on a plain ``resume`` refuses, so the copy never starts again over a partition
-being put back), the table is rewritten, the kernel told, the filesystem checked at its old place (same
-type, UUID and label, clean), and the journal marked ``undone``. When the move was a step of an apply that saved
+being put back), the chunks are copied back when any were written over the old place, the table is
+rewritten, the kernel told, the filesystem checked at its old place (same type, UUID and label, clean), and
+the journal marked ``undone``. When the move was a step of an apply that saved
 the rest of its plan (backend.move.planrest), that file is made to start from the table the rollback leaves.
 """
 
