@@ -19,12 +19,15 @@ import pathlib
 import random
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 
 from helpers.crashrec import (
+    CrashState,
     Outcome,
+    Record,
     crash_states,
     diskplan,
     entry_of,
@@ -121,20 +124,29 @@ def test_power_cut_states_recover(tmp_path: pathlib.Path, case: Case) -> None:
     assert entry_of(image, case.number)[:2] == case.ends, rec.result.stdout
     rng = random.Random(23)
     states = crash_states(rec, image, rng)
-    dead, lost = [], []
-    tried = 0
-    for s in sample(states, _how_many(case), rng):
+
+    def recover(s: CrashState) -> Outcome:
         materialize(rec, s, image, base_image, state, base_state)
         if case.new_size:
-            got = resize_outcome(image, state, case.start, (case.size, case.new_size), f"{case.new_size}s", sums)
-        else:
-            got = outcome(image, state, case.start, case.to, case.size, old_sha, case.number)
+            return resize_outcome(image, state, case.start, (case.size, case.new_size), f"{case.new_size}s", sums)
+        return outcome(image, state, case.start, case.to, case.size, old_sha, case.number)
+
+    replay(case.name, rec, states, _how_many(case), rng, recover)
+
+
+def replay(name: str, rec: Record, states: list[CrashState], n: int, rng: random.Random,
+           recover: Callable[[CrashState], Outcome]) -> None:
+    """``recover`` ``n`` of the ``states`` (0: all): none may end in a dead end or with bytes lost."""
+    dead, lost = [], []
+    tried = 0
+    for s in sample(states, n, rng):
+        got = recover(s)
         tried += 1
         if not got.ended:
             dead.append(f"point {s.point} kept {sorted(s.kept)[-3:]} torn {s.torn and s.torn[0]}: {got.said}")
         elif got.lost:
             lost.append(f"point {s.point}: {got.ended}, bytes differ: {got.said}")
-    print(f"{case.name}: {len(rec.events)} events, {len(states)} crash states, {tried} replayed, "
+    print(f"{name}: {len(rec.events)} events, {len(states)} crash states, {tried} replayed, "
           f"{len(dead)} dead ends, {len(lost)} losses")
     assert not dead, "\n".join(dead[:5])
     assert not lost, "\n".join(lost[:5])
@@ -233,18 +245,11 @@ def test_power_cut_states_of_an_apply_recover(tmp_path: pathlib.Path) -> None:
     assert {n: entry_of(image, n)[0] for n in APPLY_AFTER} == APPLY_AFTER, rec.result.stdout
     rng = random.Random(23)
     states = crash_states(rec, image, rng)
-    dead, lost, tried = [], [], 0
-    for s in sample(states, _how_many(Case("apply", "gpt", 0, 0, 0, (), few=1)), rng):
+
+    def recover(s: CrashState) -> Outcome:
         shutil.rmtree(plans)
         shutil.copytree(base_plans, plans)  # then the cut's writes, as in the state directory
         materialize(rec, s, image, base_image, state, base_state)
-        got = apply_outcome(image, state, plan, shas)
-        tried += 1
-        if not got.ended:
-            dead.append(f"point {s.point} kept {sorted(s.kept)[-3:]} torn {s.torn and s.torn[0]}: {got.said}")
-        elif got.lost:
-            lost.append(f"point {s.point}: bytes differ: {got.said}")
-    print(f"apply: {len(rec.events)} events, {len(states)} crash states, {tried} replayed, {len(dead)} dead ends, "
-          f"{len(lost)} losses")
-    assert not dead, "\n".join(dead[:3])
-    assert not lost, "\n".join(lost[:3])
+        return apply_outcome(image, state, plan, shas)
+
+    replay("apply", rec, states, _how_many(Case("apply", "gpt", 0, 0, 0, (), few=1)), rng, recover)

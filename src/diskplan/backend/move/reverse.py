@@ -30,7 +30,7 @@ from collections.abc import Callable
 from diskplan.backend.faults import fault
 from diskplan.backend.move.datamove import Log, Medium, Progress, digest
 from diskplan.backend.move.movejournal import Header
-from diskplan.backend.move.moverecheck import old_place_holds
+from diskplan.backend.move.moverecheck import old_place_holds, pending_source
 from diskplan.backend.raw import sectorio
 from diskplan.backend.write import backup as bk
 from diskplan.model.plan.move import BATCH_BYTES, Read, Resume, Schedule, Step, Written, old_place_touched, resume_point
@@ -55,25 +55,6 @@ def order(at: Resume) -> list[int]:
     then the chunks recorded as written, last first."""
     first = [at.pending.index] if at.pending is not None else []
     return [*first, *range(at.next - 1, -1, -1)]
-
-
-def _pending_bytes(step: Step, data: bytearray, pending: Read, log: Log, ss: int) -> bytes | None:
-    """The chunk in flight's source as it was read: as it is (its write had not reached its source, or it
-    was put back already), or with the old bytes its own write overwrote taken from the slot."""
-    if digest(bytes(data)) == pending.digest:
-        return bytes(data)
-    part = step.saved
-    if part is None or not pending.saved:
-        return None
-    try:
-        old = log.saved(step.index, part.size * ss)
-    except OSError:
-        return None
-    if digest(old) != pending.saved:
-        return None
-    lo = (part.start - step.src) * ss
-    data[lo : lo + len(old)] = old
-    return bytes(data) if digest(bytes(data)) == pending.digest else None
 
 
 def _found(step: Step, want: str, read: Callable[[int, int], bytes | memoryview], log: Log, ss: int) -> bytes | None:
@@ -104,7 +85,7 @@ def undo_copy(plan: Schedule, medium: Medium, log: Log, at: Resume, ss: int,
         view = medium.read(step.src, step.count, 1)  # buffer 1: written from below (aligned for direct I/O)
         here = bytes(view)
         if at.pending is not None and k == at.pending.index:
-            data = _pending_bytes(step, bytearray(here), at.pending, log, ss)
+            data = pending_source(step, bytearray(here), at.pending, log.saved, ss)
             if data is None:
                 return [_lost(step, "its source no longer gives the checksum recorded before its write")]
             if data == here:
@@ -149,7 +130,7 @@ def rollback_data(target: str, h: Header, records: list[Read | Written], log: Lo
     try:
         here = bytearray(sectorio.read_sectors(target, step.src, step.count, ss))
         if at.pending is not None and step.index == at.pending.index:
-            ok = _pending_bytes(step, here, at.pending, log, ss) is not None
+            ok = pending_source(step, here, at.pending, log.saved, ss) is not None
         else:
             want = at.digests.get(step.index, "")
             def read(lba: int, n: int) -> bytes:
