@@ -649,9 +649,20 @@ def _finish(
     if isinstance(after, MoveOutcome):
         return after
     fs, kernel = after
+    rest = _rest_after(h)
     journal.append("done")
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel, details=(rest,) if rest else (),
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
+
+
+def _rest_after(h: Header) -> str:
+    """A step of an apply: its rest plan made to start from the table this move leaves, before the journal is
+    marked done (backend.move.planrest.resave says why then); what went wrong, or ""."""
+    if not h.rest:
+        return ""
+    from diskplan.backend.move.planrest import resave  # planrest builds on planmoves, which builds on this module
+
+    return resave(h.rest, h.target) or ""
 
 
 # --- resuming ---------------------------------------------------------------------------------------
