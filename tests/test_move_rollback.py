@@ -47,6 +47,21 @@ def test_a_move_over_its_old_place_rolls_back_by_copying_back(loop_device, tmp_p
     assert diskplan(d, "resume", d.dev).returncode == 0  # nothing left to resume
 
 
+def test_a_plain_resume_during_a_copy_back_sends_to_the_rollback(loop_device, tmp_path) -> None:
+    """Killed while copying back (a chunk written back over the new place of another): a plain resume refuses and
+    names `--rollback`, without calling it another disk (its data is checked as the rollback leaves it)."""
+    d = make_disk(loop_device, tmp_path, start=34, size=40960, disk_mib=48)
+    partuuid = entry(d)[2]
+    assert diskplan(d, "move", d.dev, "--partition", "1", "--to", "2048", "--yes", kill="write:3").returncode < 0
+    killed = diskplan(d, "resume", d.dev, "--rollback", "--yes", kill="synced:2")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    got = diskplan(d, "resume", d.dev, "--yes")
+    assert got.returncode == 1 and "--rollback" in got.stderr, got.stdout + got.stderr
+    assert "not the disk the move ran on" not in got.stderr, got.stderr
+    assert diskplan(d, "resume", d.dev, "--rollback", "--yes").returncode == 0
+    assert_intact(d, 34, partuuid)
+
+
 def test_an_overlapping_rollback_killed_anywhere_finishes(loop_device, tmp_path) -> None:
     """kill -9 of an overlapping move at a random point, then of its rollback at random points (a chunk written
     back, synced, saved in the slot, a torn half-chunk), 1-3 times: `resume --rollback` always ends with the

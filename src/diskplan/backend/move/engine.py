@@ -739,7 +739,9 @@ def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], 
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
     refusals += places_free(target, h, disk)
-    copy_back = rollback and needs_copy(h, j.records, j.marks)  # chunks go back first (backend.move.reverse)
+    # chunks go back first (backend.move.reverse); once a rollback began, a plain resume is told to finish it, and
+    # its data is checked as the rollback left it
+    copy_back = (rollback or "rollback" in j.marks) and needs_copy(h, j.records, j.marks)
     if not refusals:
         refusals += rollback_data(target, h, j.records, j) if copy_back else same_data(target, h, j.records, j.saved)
     if not refusals and rollback and j.records and not copy_back:

@@ -85,7 +85,8 @@ def undo_copy(plan: Schedule, medium: Medium, log: Log, at: Resume, ss: int,
         view = medium.read(step.src, step.count, 1)  # buffer 1: written from below (aligned for direct I/O)
         here = bytes(view)
         if at.pending is not None and k == at.pending.index:
-            data = pending_source(step, bytearray(here), at.pending, log.saved, ss)
+            data = (pending_source(step, bytearray(here), at.pending, log.saved, ss)
+                    or _found(step, at.pending.digest, medium.read, log, ss))  # its write whole: at its new place
             if data is None:
                 return [_lost(step, "its source no longer gives the checksum recorded before its write")]
             if data == here:
@@ -131,12 +132,11 @@ def rollback_data(target: str, h: Header, records: list[Read | Written], log: Lo
         here = bytearray(sectorio.read_sectors(target, step.src, step.count, ss))
         if at.pending is not None and step.index == at.pending.index:
             ok = pending_source(step, here, at.pending, log.saved, ss) is not None
+            want = at.pending.digest
         else:
             want = at.digests.get(step.index, "")
-            def read(lba: int, n: int) -> bytes:
-                return sectorio.read_sectors(target, lba, n, ss)
-
-            ok = digest(bytes(here)) == want or _found(step, want, read, log, ss) is not None
+            ok = digest(bytes(here)) == want
+        ok = ok or _found(step, want, lambda lba, n: sectorio.read_sectors(target, lba, n, ss), log, ss) is not None
     except (OSError, bk.BackupError) as exc:
         return [f"{target} cannot be read: {getattr(exc, 'strerror', None) or exc}"]
     if ok:
