@@ -208,8 +208,8 @@ def apply_outcome(image: str, state: pathlib.Path, plan: pathlib.Path, shas: dic
     if got.returncode == 1 and "--rollback" in got.stderr:
         step("resume", image, "--rollback", "--yes")
     rest = plan.with_name("plan.rest.json")
-    got = step("apply", str(rest), image, "--yes") if rest.exists() else None
-    if got is None or got.returncode == 2:
+    applied = step("apply", str(rest), image, "--yes") if rest.exists() else None
+    if applied is None or applied.returncode == 2:
         step("apply", str(plan), image, "--yes")
     left = diskplan(state, "resume", image)
     ended = "finished" if left.returncode == 0 and "no unfinished move" in left.stdout + left.stderr else ""

@@ -16,6 +16,7 @@ only the read-only checks run in other processes). The writes still happen: the 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import subprocess
@@ -151,7 +152,7 @@ def main() -> None:
     os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite
     os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate
     os.replace, os.unlink = _rename, _unlink
-    os.rename = lambda src, dst, **kw: _rename(src, dst, which="rename", **kw)
+    os.rename = functools.partial(_rename, which="rename")
     from diskplan.cli.main import program
 
     program()
