@@ -176,7 +176,10 @@ class Journal:
 
     def _slot_fd(self) -> int:
         if self._slot < 0:
+            new = not os.path.lexists(self.slot_path)
             self._slot = os.open(self.slot_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            if new:  # its name durable too (an fsync of the file need not make it so): a record relies on its bytes
+                _sync_dir(self.slot_path)
         return self._slot
 
     def save(self, index: int, data: bytes | memoryview) -> None:
