@@ -1,15 +1,17 @@
-"""The crash-state suite: every state a power cut can leave during a move, a realign, a resume and a
-rollback, recovered the way the README says, ends finished or rolled back with the partition's bytes as
-they were (0 dead ends, 0 losses).
+"""The crash-state suite: every state a power cut can leave during a move, a realign, a logical msdos move, a
+resume, a rollback (also of moves over their own old place, with the reverse copy) and an apply of two moves,
+recovered the way the README says, ends finished or rolled back with the partitions' bytes as they were (0 dead
+ends, 0 losses).
 
-Each command runs once on an image file with its writes and flushes recorded (helpers/crashrun.py: the real
-command, its ``os`` writes logged); helpers/crashrec.py then builds the states a power cut leaves at every
-point (all flushed writes plus none, all, random subsets or a torn one of the unflushed ones), runs
-``diskplan resume IMAGE --yes`` (and ``--rollback`` where a rollback was begun) on each, and compares the
-SHA-256 of the partition's bytes where its entry ends with the SHA-256 they had. The default run replays a
-sample of four records (about a minute); DISKPLAN_FAULT_RUNS (any value) replays every state of every
-record (176 states, about 5 minutes), DISKPLAN_CRASH_SAMPLE=N N states of every record.
-"""
+Each command runs once on an image file with its writes, flushes and names (files created, renamed, unlinked:
+durable once their directory is flushed) recorded (helpers/crashrun.py: the real command, its ``os`` calls
+logged); helpers/crashrec.py then builds the states a power cut leaves at every point (all flushed writes plus
+none, all, random subsets or a torn one of the unflushed ones), runs ``diskplan resume IMAGE --yes`` (and
+``--rollback`` where a rollback was begun; for the apply, then its rest plan) on each, and compares the SHA-256
+of the partition's bytes where its entry ends with the SHA-256 they had. The default run replays a sample of
+four records and one chosen state of the apply; DISKPLAN_FAULT_RUNS (any value) replays every state of every
+record (374 states over 11 records, about 20 minutes under load), DISKPLAN_CRASH_SAMPLE=N N states of every
+record."""
 
 from __future__ import annotations
 

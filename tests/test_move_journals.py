@@ -146,3 +146,21 @@ def test_a_journal_is_read_only_from_a_regular_file_and_only_so_far(tmp_path: pa
         f.truncate(path.stat().st_size + (64 << 20))
     with pytest.raises(mj.JournalDamaged, match="longer than its move"):
         mj.read(str(path))
+
+
+def test_the_slot_file_is_made_durable_by_name_before_a_record_relies_on_it(tmp_path, monkeypatch) -> None:
+    """The old bytes a chunk saves go to ``<journal>.slot``; an fsync of a new file need not make its name durable,
+    so its directory is synced when it is created (the crash-state suite found realign states, right after a chunk's
+    saved bytes and read record were durable, with the slot gone: a dead end). Not again for later saves."""
+    monkeypatch.setenv(mj.MOVES_ENV, str(tmp_path / "moves"))
+    h = mj.Header("/x/disk.img", SIZE, 512, "gpt", 1, "", 2048, 2049, 20480, 16384, "/x/d.dpbackup")
+    j = mj.Journal.create(mj.journal_path("/x/d.dpbackup"), h)
+    synced: list[str] = []
+    monkeypatch.setattr(mj, "_sync_dir", lambda path: synced.append(path))
+    try:
+        j.save(0, b"old bytes" * 57)
+        assert synced == [j.slot_path] and os.path.exists(j.slot_path)
+        j.save(1, b"more" * 128)
+        assert synced == [j.slot_path]
+    finally:
+        j.close()
