@@ -23,7 +23,9 @@ journal is damaged: resume refuses rather than guess.
 
 The old bytes a chunk's own write overwrites (small shifts only, see model.plan.move) go to ``<journal>.slot``:
 two halves used alternately (chunk k in half k % 2), so saving chunk k+1's bytes never touches chunk k's
-while chunk k may still be redone. Each save is fsynced before the record that names its digest.
+while chunk k may still be redone. Each save is fsynced before the record that names its digest, and the slot's
+directory when the slot is created (its name must survive a power cut as well as its bytes). A rollback's reverse
+copy (backend.move.reverse) saves whole chunks there too.
 """
 
 from __future__ import annotations
