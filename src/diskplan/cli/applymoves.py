@@ -8,8 +8,8 @@ import argparse
 import shlex
 
 from diskplan.backend.move.engine import MoveOutcome, MoveProposal
-from diskplan.backend.move.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
-from diskplan.backend.move.planrest import RestPlan, fingerprint_now, fingerprints_after
+from diskplan.backend.move.planmoves import PlanMoves, execute_plan_moves, fingerprints_after, prepare_plan_moves
+from diskplan.backend.move.planrest import RestPlan, fingerprint_now
 from diskplan.backend.write.steps import CommitError, Host, Verdict
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt

@@ -82,6 +82,7 @@ from diskplan.backend.move.movejournal import (
     unfinished,
 )
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
+from diskplan.backend.move.planrest import resave
 from diskplan.backend.move.reverse import needs_copy, rollback_data
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
@@ -660,8 +661,6 @@ def _rest_after(h: Header) -> str:
     marked done (backend.move.planrest.resave says why then); what went wrong, or ""."""
     if not h.rest:
         return ""
-    from diskplan.backend.move.planrest import resave  # planrest builds on planmoves, which builds on this module
-
     return resave(h.rest, h.target) or ""
 
 

@@ -33,22 +33,12 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from diskplan.backend.move.planmoves import table_after
-from diskplan.backend.raw.tableid import disk_fingerprint, table_fingerprint
+from diskplan.backend.raw.tableid import disk_fingerprint
 from diskplan.backend.write.backup import state_dir, sync_dir, write_synced
-from diskplan.model.disk import Disk
 from diskplan.model.formats.planfile import PlanFileError, PlanSpec, load_plan, to_json
-from diskplan.model.plan.move import DataStep
 from diskplan.model.value import replace
 
 REST_DIR = ("diskplan", "plans")  # under the state directory
-
-
-def fingerprints_after(disk: Disk, steps: list[DataStep]) -> list[str]:
-    """``made_against`` of the disk once ``k`` steps are done, for k = 0..len(steps) (each step changes only
-    its partition's extent: type, name, flags, GUIDs and the disk identifier stay)."""
-    return [table_fingerprint(table_after(disk.table, steps[:k]), disk.source, disk.geometry, disk.filesystem)
-            for k in range(len(steps) + 1)]
 
 
 def fingerprint_now(target: str, fallback: str) -> str:
