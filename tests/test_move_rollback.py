@@ -136,3 +136,17 @@ def test_a_logical_move_rolls_back_its_ebr_too(loop_device, tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert_whole(disks)
     assert ebr_of(d.dev, 6) == 39_000
+
+
+def test_an_overlapping_logical_move_rolls_back_its_bytes_and_ebr(loop_device, tmp_path) -> None:
+    """6 (30000 sectors at 39063) moving left past its EBR over its own old place (to 31000): killed after its second
+    chunk, rolled back: the chunks come back first, then its EBR goes back to 39000 and 5's links there; both
+    filesystems clean with every file. The old code refused."""
+    disks = make(loop_device, tmp_path, {5: (63, 126), 6: (39_000, 39_063)})
+    d = disks[6]
+    got = diskplan(d, "move", d.dev, "--partition", "6", "--to", "31000", "--yes", kill="write:2")
+    assert got.returncode == -signal.SIGKILL, got.stdout + got.stderr
+    done = diskplan(d, "resume", d.dev, "--rollback", "--yes")
+    assert done.returncode == 0 and "rolled back" in done.stdout, done.stdout + done.stderr
+    assert_whole(disks)
+    assert ebr_of(d.dev, 6) == 39_000
