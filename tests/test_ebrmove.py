@@ -1,7 +1,7 @@
 """Properties of model.plan.ebrmove (where a moved logical partition's EBR goes) and model.plan.move.old_place_touched
-(when a move may be rolled back): whatever the chain and the request, a plan never puts data on an EBR,
-never takes a sector twice, keeps the chain's order; a rollback is offered only when no chunk that may have
-been written landed on the old place."""
+(when a rollback needs no data copy): whatever the chain and the request, a plan never puts data on an EBR,
+never takes a sector twice, keeps the chain's order; a rollback writes only the table only when no chunk that
+may have been written landed on the old place (otherwise backend.move.reverse copies back first)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_plan_keeps_every_ebr_and_the_chain_order(chain, data) -> None:
 
 
 @given(st.integers(0, 100_000), st.integers(0, 100_000), st.integers(1, 60_000), st.data())
-def test_a_rollback_is_offered_only_while_the_old_place_is_untouched(start, to, length, data) -> None:
+def test_a_rollback_skips_the_copy_back_only_while_the_old_place_is_untouched(start, to, length, data) -> None:
     plan = schedule(start, to, length, 512)
     done = data.draw(st.integers(0, plan.count))
     batch = data.draw(st.integers(1, 40))

@@ -212,3 +212,21 @@ def test_a_journal_that_cannot_be_opened_is_one_line(tmp_path: pathlib.Path) -> 
         subprocess.run(["chattr", "-i", path], capture_output=True)
     assert got.returncode == 2 and f"cannot open the move journal {path}: Operation not permitted" in got.stderr, got
     assert "[Errno" not in got.stderr, got.stderr
+
+
+def test_the_slot_file_is_made_durable_by_name_before_a_record_relies_on_it(tmp_path, monkeypatch) -> None:
+    """The old bytes a chunk saves go to ``<journal>.slot``; an fsync of a new file need not make its name durable,
+    so its directory is synced when it is created (the crash-state suite found realign states, right after a chunk's
+    saved bytes and read record were durable, with the slot gone: a dead end). Not again for later saves."""
+    monkeypatch.setenv(mj.MOVES_ENV, str(tmp_path / "moves"))
+    h = mj.Header("/x/disk.img", SIZE, 512, "gpt", 1, "", 2048, 2049, 20480, 16384, "/x/d.dpbackup")
+    j = mj.Journal.create(mj.journal_path("/x/d.dpbackup"), h)
+    synced: list[str] = []
+    monkeypatch.setattr(mj, "_sync_dir", lambda path: synced.append(path))
+    try:
+        j.save(0, b"old bytes" * 57)
+        assert synced == [j.slot_path] and os.path.exists(j.slot_path)
+        j.save(1, b"more" * 128)
+        assert synced == [j.slot_path]
+    finally:
+        j.close()

@@ -34,8 +34,15 @@ class Write:
     path: str
     offset: int  # a truncation: the file's new length
     at: int
-    length: int  # -1: a truncation, -2: a resize tool's changes (``runs``: never torn, all or nothing)
+    length: int  # -1: a truncation, -2: a resize tool's changes (``runs``: never torn, all or nothing); a name
+    # (durable once its directory is flushed): -3 a rename of ``source`` to ``path``, -4 an unlink, -5 a creation
     runs: tuple[tuple[int, int, int], ...] = ()
+    source: str = ""
+
+    @property
+    def flushed_by(self) -> str:
+        """The file (or, for a name, the directory) whose flush makes this change durable."""
+        return os.path.dirname(self.path) if self.length <= -3 else self.path
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,10 @@ class Record:
                 out[i] = Write(i, str(e[1]), int(e[2]), int(e[3]), int(e[4]))  # type: ignore[call-overload]
             elif e[0] == "t":
                 out[i] = Write(i, str(e[1]), int(e[2]), 0, -1)  # type: ignore[call-overload]
+            elif e[0] == "r":
+                out[i] = Write(i, str(e[2]), 0, 0, -3, source=str(e[1]))
+            elif e[0] in ("u", "c"):
+                out[i] = Write(i, str(e[1]), 0, 0, {"u": -4, "c": -5}[str(e[0])])
             elif e[0] == "x":
                 runs = tuple((int(o), int(a), int(n)) for o, a, n in cast(list[list[int]], e[2]))
                 out[i] = Write(i, str(e[1]), 0, 0, -2, runs)
@@ -120,8 +131,8 @@ def crash_states(rec: Record, image: str, rng: random.Random, subsets: int = 2) 
         if point == len(rec.events):
             break
         e = rec.events[point]
-        if e[0] in ("w", "t", "x"):
-            pending.setdefault(str(e[1]), []).append(point)
+        if point in writes:
+            pending.setdefault(writes[point].flushed_by, []).append(point)
         else:
             durable |= set(pending.pop(str(e[1]), []))
     return out
@@ -134,12 +145,20 @@ def materialize(rec: Record, s: CrashState, image: str, base_image: str, state: 
     shutil.copyfile(base_image, image)
     shutil.rmtree(state, ignore_errors=True)
     shutil.copytree(base_state, state)
-    for w in sorted(rec.writes().values(), key=lambda w: w.index):
+    writes = sorted(rec.writes().values(), key=lambda w: w.index)
+    created = {w.path for w in writes if w.length == -5}  # files whose creation is an event of its own
+    for w in writes:
         if w.index >= s.point:
             break
         os.makedirs(os.path.dirname(w.path), exist_ok=True)
-        with open(w.path, "ab"):
-            pass  # created (its name is durable: diskplan syncs the directory after creating it)
+        if w.length <= -3:
+            _name(w, w.index in s.kept)
+            continue
+        if not os.path.exists(w.path):
+            if w.path in created:
+                continue  # its name did not survive the power cut: nor did its data
+            with open(w.path, "ab"):
+                pass  # a file that existed before the run
         if w.length == -1:
             if w.index in s.kept:
                 os.truncate(w.path, w.offset)
@@ -168,6 +187,19 @@ def materialize(rec: Record, s: CrashState, image: str, base_image: str, state: 
                 os.pwrite(fd, chunk, w.offset + off)
         finally:
             os.close(fd)
+
+
+def _name(w: Write, kept: bool) -> None:
+    """A creation, rename or unlink, when the power cut kept it (and what it names still exists)."""
+    if not kept:
+        return
+    if w.length == -5:
+        with open(w.path, "ab"):
+            pass
+    elif w.length == -3 and os.path.lexists(w.source):
+        os.replace(w.source, w.path)
+    elif w.length == -4 and os.path.lexists(w.path):
+        os.unlink(w.path)
 
 
 def sha256_at(image: str, start: int, size: int) -> str:
@@ -209,7 +241,7 @@ def diskplan(state: pathlib.Path, *args: str, kill: str = "") -> subprocess.Comp
                           stdin=subprocess.DEVNULL)
 
 
-def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha: str) -> Outcome:
+def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha: str, number: int = 1) -> Outcome:
     """Run the documented recovery (``diskplan resume DISK --yes``; when it says a rollback was begun,
     ``diskplan resume DISK --rollback --yes``), then judge the partition: where its entry is, and whether
     the bytes there are the ones it had."""
@@ -220,7 +252,7 @@ def outcome(image: str, state: pathlib.Path, old: int, new: int, size: int, sha:
         got = diskplan(state, "resume", image, "--rollback", "--yes")
         said.append(got.stdout + got.stderr)
     left = diskplan(state, "resume", image)
-    start, got_size, _ = entry_of(image)
+    start, got_size, _ = entry_of(image, number)
     ended = ""
     if left.returncode == 0 and "no unfinished move" in left.stdout + left.stderr and got_size == size:
         ended = {old: "rolled back", new: "finished"}.get(start, "")

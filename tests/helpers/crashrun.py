@@ -6,7 +6,8 @@ replays the states a power cut can leave from the record).
 LOG: a directory that gets ``events.jsonl`` (one event per line: ``["w", path, offset, at, length]`` for a
 write whose bytes are at ``at`` in ``blob``, ``["t", path, length]`` for a truncation, ``["x", path, [[offset, at,
 length], ...]]`` for what a filesystem's resize tool changed in the image, ``["f", path]`` for a flush of that
-file) and ``blob``. WATCH:
+file or directory, ``["c", path]`` for a file created, ``["r", old, new]`` for a rename, ``["u", path]`` for an unlink:
+names, durable once their directory is flushed) and ``blob``. WATCH:
 files or directories whose writes are recorded (the image, the state directory). No LD_PRELOAD: the
 process's own ``os`` functions are wrapped, which is every path diskplan writes an image file and its state
 through (an image file is never written by libparted or by the kernel during a move, a resume or a rollback:
@@ -15,6 +16,7 @@ only the read-only checks run in other processes). The writes still happen: the 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import subprocess
@@ -39,7 +41,7 @@ def main() -> None:
     blob = open(os.path.join(log, "blob"), "ab")  # noqa: SIM115
     paths: dict[int, str] = {}
     real = {name: getattr(os, name) for name in ("open", "close", "write", "pwrite", "pwritev", "truncate", "fsync",
-                                                "fdatasync")}
+                                                "fdatasync", "replace", "rename", "unlink")}
 
     def watched(path: str) -> bool:
         return any(path == w or path.startswith(w + os.sep) for w in watch)
@@ -59,9 +61,12 @@ def main() -> None:
             events.write(json.dumps(["f", paths[fd]]) + "\n")
 
     def _open(path, flags, mode=0o777, *, dir_fd=None):
-        fd = real["open"](path, flags, mode, dir_fd=dir_fd)
         full = os.path.realpath(path)
-        if dir_fd is None and (flags & (os.O_WRONLY | os.O_RDWR)) and watched(full):
+        new = dir_fd is None and bool(flags & os.O_CREAT) and not os.path.lexists(full) and watched(full)
+        fd = real["open"](path, flags, mode, dir_fd=dir_fd)
+        if new:
+            events.write(json.dumps(["c", full]) + "\n")
+        if dir_fd is None and (flags & (os.O_WRONLY | os.O_RDWR) or os.path.isdir(full)) and watched(full):
             paths[fd] = full
         else:
             paths.pop(fd, None)
@@ -94,6 +99,18 @@ def main() -> None:
         full = os.path.realpath(path)
         if watched(full):
             events.write(json.dumps(["t", full, length]) + "\n")
+
+    def _rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None, which="replace"):
+        real[which](src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        old, full = os.path.realpath(src), os.path.realpath(dst)
+        if watched(full) or watched(old):
+            events.write(json.dumps(["r", old, full]) + "\n")
+
+    def _unlink(path, *, dir_fd=None):
+        full = os.path.realpath(path)
+        real["unlink"](path, dir_fd=dir_fd)
+        if dir_fd is None and watched(full):
+            events.write(json.dumps(["u", full]) + "\n")
 
     def _fsync(fd):
         real["fsync"](fd)
@@ -134,6 +151,8 @@ def main() -> None:
     subprocess.run = _run  # type: ignore[assignment]
     os.open, os.close, os.write, os.pwrite = _open, _close, _write, _pwrite
     os.pwritev, os.fsync, os.fdatasync, os.truncate = _pwritev, _fsync, _fdatasync, _truncate
+    os.replace, os.unlink = _rename, _unlink
+    os.rename = functools.partial(_rename, which="rename")
     from diskplan.cli.main import program
 
     program()

@@ -8,8 +8,8 @@ import argparse
 import shlex
 
 from diskplan.backend.move.engine import MoveOutcome, MoveProposal
-from diskplan.backend.move.planmoves import PlanMoves, execute_plan_moves, prepare_plan_moves
-from diskplan.backend.move.planrest import RestPlan, fingerprint_now, fingerprints_after
+from diskplan.backend.move.planmoves import PlanMoves, execute_plan_moves, fingerprints_after, prepare_plan_moves
+from diskplan.backend.move.planrest import RestPlan, fingerprint_now
 from diskplan.backend.write.steps import CommitError, Host, Verdict
 from diskplan.cli.confirm import before_writing, confirm
 from diskplan.cli.dataprogress import progress_display, render_outcome, stop_on_interrupt
@@ -60,8 +60,11 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
     steps = [s for s, _ in pm.steps]
     rest, after = RestPlan(args.plan, spec), fingerprints_after(disk, steps)
 
-    def before(i: int) -> str:  # a kill in step i, then resume, leaves the table as after step i
-        if len(steps) < 2 or not rest.save(after[i]):
+    def before(i: int) -> str:
+        # A move: the table before it (a cut before its journal exists leaves that one); the move makes it the table
+        # after it right before its journal is marked done (backend.move.planrest.resave). A resize (no journal):
+        # the table after it.
+        if len(steps) < 2 or not rest.save(after[i - 1] if steps[i - 1].kind == "move" else after[i]):
             return ""
         if i == 1:
             t = shlex.quote(args.target)

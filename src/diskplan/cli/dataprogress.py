@@ -39,7 +39,8 @@ def render_outcome(o: MoveOutcome, console: Out, err: Out) -> None:
 
 
 UNSTOPPABLE = "a resize cannot stop half-way: its tool finishes the step it is in…"
-ROLLBACK_UNSTOPPABLE = "a rollback cannot stop half-way: it puts the entry back and checks the filesystem…"
+ROLLBACK_UNSTOPPABLE = ("a rollback cannot stop half-way: it copies back what the move wrote over the old place, "
+                        "puts the entry back and checks the filesystem…")
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """``diskplan resume TARGET [--yes] [--journal PATH] [--rollback]``: finish a move that was interrupted (a
 crash, a power cut, Ctrl+C, an I/O error), from its journal (backend.move.engine says what it does at each point),
-or, with ``--rollback`` and while no byte of its old place was overwritten, put it back (backend.move.moveundo).
+or, with ``--rollback`` and until its copy is verified, put it back (backend.move.moveundo; what was copied over
+its old place is copied back first, backend.move.reverse).
 
 Exit status (model.exitstatus): 0 finished, nothing to resume, or shown without --yes; 1 refused or not
 confirmed (nothing written); 2 the target or the journal could not be read; 3 failed or stopped again.
@@ -27,7 +28,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="finish it (without it, only show where it stands)")
     p.add_argument("--journal", metavar="PATH", help="the move journal (default: the newest unfinished one for TARGET)")
     p.add_argument("--rollback", action="store_true",
-                   help="put the partition back at its old place (only while none of its bytes was overwritten)")
+                   help="put the partition back at its old place (until the copy is verified; what was copied over "
+                   "its old place is copied back first)")
     return p
 
 

@@ -34,7 +34,8 @@ previous EBR's link size. No other EBR is ever written, and no partition's data 
 
 Resume finishes rather than rolls back: both directions need the same intact or saved chunk, but
 finishing is what was asked and costs only what is left. ``resume --rollback`` (backend.move.moveundo) puts
-the partition back instead only while that needs no data copy (no byte of its old place overwritten).
+the partition back instead until the copy is verified, copying back first what was written over its old place
+(backend.move.reverse).
 A Ctrl+C stops between chunks, says so, and ``resume`` finishes. Until then the partition must not be
 mounted: its old entry points at bytes that are partly overwritten (the write lock keeps other
 partitioners off only while diskplan runs).
@@ -81,7 +82,9 @@ from diskplan.backend.move.movejournal import (
     unfinished,
 )
 from diskplan.backend.move.moverecheck import old_place_holds, places_free, same_data, same_disk
+from diskplan.backend.move.planrest import resave
 from diskplan.backend.move.proposal import PartitionProposal
+from diskplan.backend.move.reverse import needs_copy, rollback_data
 from diskplan.backend.parted.isolate import IsolatedFailure, run_isolated
 from diskplan.backend.raw import ebrchain, sectorio
 from diskplan.backend.raw.look import fresh_look, in_one_look
@@ -111,7 +114,7 @@ from diskplan.model.geometry import Geometry
 from diskplan.model.grain import optimal_grain
 from diskplan.model.labels import LabelError, check_label
 from diskplan.model.plan.ebrmove import LogicalMove, extended_room, plan_logical, window
-from diskplan.model.plan.move import BATCH_BYTES, JournalError, Schedule, old_place_touched, resume_point, schedule
+from diskplan.model.plan.move import JournalError, Schedule, resume_point, schedule
 from diskplan.model.table import Table
 from diskplan.model.units import human_bytes
 from diskplan.model.value import field, replace, value
@@ -648,8 +651,9 @@ def _finish(
     if isinstance(after, MoveOutcome):
         return after
     fs, kernel = after
+    rest = _rest_after(h)
     journal.append("done")
-    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel,
+    return replace(base, verdict=Verdict.WRITTEN, resumable=False, kernel=kernel, details=(rest,) if rest else (),
                    message=f"moved and verified: {where}, {human_bytes(h.length * ss)}; {fs}{partuuid_kept(h.guid)}")
 
 
@@ -687,6 +691,12 @@ def _entry_moved(h: Header) -> bool:
                                        hidden=True), h)
     except (EntryError, ebrchain.ChainError, OSError, bk.BackupError):
         return False  # read again by the rewrite, which says why
+def _rest_after(h: Header) -> str:
+    """A step of an apply: its rest plan made to start from the table this move leaves, before the journal is
+    marked done (backend.move.planrest.resave says why then); what went wrong, or ""."""
+    if not h.rest:
+        return ""
+    return resave(h.rest, h.target) or ""
 
 
 # --- resuming ---------------------------------------------------------------------------------------
@@ -723,7 +733,10 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         refusals.insert(0, f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
     plan = Schedule(h.start, h.to, h.length, h.chunk)
     if rollback:
-        refusals += _rollback_refusals(target, h, plan, done, marks)
+        refusals += _rollback_refusals(target, marks)
+        if needs_copy(h, j.records, marks):
+            notes.append(f"rolling back copies the chunks written over the old place back there first ({done} of "
+                         f"{plan.count} chunks were copied), then puts the entry back")
     elif "rollback" in marks:
         refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
     blocking, idle = unwritable(target, host, h.sector_size)
@@ -763,26 +776,22 @@ def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], 
     except (EntryError, OSError, bk.BackupError) as exc:
         refusals.append(str(exc))
     refusals += places_free(target, h, disk)
+    # chunks go back first (backend.move.reverse); once a rollback began, a plain resume is told to finish it, and
+    # its data is checked as the rollback left it
+    copy_back = (rollback or "rollback" in j.marks) and needs_copy(h, j.records, j.marks)
     if not refusals:
-        refusals += same_data(target, h, j.records, j.saved)
-    if not refusals and rollback and j.records:
+        refusals += rollback_data(target, h, j.records, j) if copy_back else same_data(target, h, j.records, j.saved)
+    if not refusals and rollback and j.records and not copy_back:
         refusals += old_place_holds(target, h)
     return refusals, entry, notes
 
 
-def _rollback_refusals(target: str, h: Header, plan: Schedule, done: int, marks: list[str]) -> list[str]:
-    """Why the move cannot be rolled back: only a table write may undo it, so no byte of the old place
-    may have been overwritten (model.plan.move.old_place_touched), and a verified move is finished instead."""
+def _rollback_refusals(target: str, marks: list[str]) -> list[str]:
+    """Why the move cannot be rolled back: a verified move is finished instead (what is written over the old
+    place is copied back first: backend.move.reverse)."""
     if "verified" in marks:
         return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
                 f"{target} --yes`) only rewrites the table entry"]
-    if h.copy_mark and "copy" not in marks:
-        return []  # the copy never began: no byte of either place was written
-    hit = old_place_touched(plan, done, BATCH_BYTES // (plan.chunk * h.sector_size))
-    if hit is not None:
-        return [f"chunk {hit.index} ({hit.dst}..{hit.dest.end}) may already be written over the partition's old "
-                f"place ({h.start}..{h.end}): only finishing the move makes it whole "
-                f"(`diskplan resume {target} --yes`)"]
     return []
 
 

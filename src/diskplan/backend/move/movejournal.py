@@ -23,7 +23,9 @@ journal is damaged: resume refuses rather than guess.
 
 The old bytes a chunk's own write overwrites (small shifts only, see model.plan.move) go to ``<journal>.slot``:
 two halves used alternately (chunk k in half k % 2), so saving chunk k+1's bytes never touches chunk k's
-while chunk k may still be redone. Each save is fsynced before the record that names its digest.
+while chunk k may still be redone. Each save is fsynced before the record that names its digest, and the slot's
+directory when the slot is created (its name must survive a power cut as well as its bytes). A rollback's reverse
+copy (backend.move.reverse) saves whole chunks there too.
 """
 
 from __future__ import annotations
@@ -176,7 +178,10 @@ class Journal:
 
     def _slot_fd(self) -> int:
         if self._slot < 0:
+            new = not os.path.lexists(self.slot_path)
             self._slot = os.open(self.slot_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            if new:  # its name durable too (an fsync of the file need not make it so): a record relies on its bytes
+                _sync_dir(self.slot_path)
         return self._slot
 
     def save(self, index: int, data: bytes | memoryview) -> None:

@@ -29,7 +29,7 @@ from diskplan.backend.raw.tableid import table_id
 from diskplan.backend.write import backup as bk
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Role
-from diskplan.model.plan.move import Read, Schedule, Written, resume_point
+from diskplan.model.plan.move import Read, Schedule, Step, Written, resume_point
 
 
 def disk_identity(path: str, sector_size: int, sectors: int) -> tuple[str, str]:
@@ -114,24 +114,30 @@ def same_data(target: str, h: Header, records: Sequence[Read | Written], saved: 
 
 
 def _pending_intact(target: str, plan: Schedule, pending: Read, saved: Saved, ss: int) -> bool:
-    """The chunk in flight's source gives its recorded checksum: as it is on the disk (its write had not
-    reached its own source), or with its saved old bytes put back."""
+    """The chunk in flight's source gives its recorded checksum (``pending_source``)."""
     step = plan.step(pending.index)
     data = bytearray(sectorio.read_sectors(target, step.src, step.count, ss))
+    return pending_source(step, data, pending, saved, ss) is not None
+
+
+def pending_source(step: Step, data: bytearray, pending: Read, saved: Saved, ss: int) -> bytes | None:
+    """The chunk in flight's source as it was read, from ``data`` (its source as the disk holds it now): as it
+    is (its write had not reached its own source, or a rollback put it back), or with the old bytes its own
+    write overwrote taken from the journal's slot. None when neither gives its recorded checksum."""
     if digest(bytes(data)) == pending.digest:
-        return True
+        return bytes(data)
     part = step.saved
     if part is None or not pending.saved:
-        return False
+        return None
     try:
         old = saved(pending.index, part.size * ss)
     except OSError:
-        return False
+        return None
     if digest(old) != pending.saved:
-        return False
+        return None
     lo = (part.start - step.src) * ss
     data[lo : lo + len(old)] = old
-    return digest(bytes(data)) == pending.digest
+    return bytes(data) if digest(bytes(data)) == pending.digest else None
 
 
 def old_place_holds(target: str, h: Header) -> list[str]:

@@ -41,7 +41,7 @@ from diskplan.backend.move.engine import (
 )
 from diskplan.backend.move.resize import ResizeProposal, execute_resize, prepare_resize
 from diskplan.backend.raw.gptattrs import partition_guids
-from diskplan.backend.raw.tableid import disk_fingerprint
+from diskplan.backend.raw.tableid import disk_fingerprint, table_fingerprint
 from diskplan.backend.write.steps import (
     CommitError,
     ConfirmedByName,
@@ -143,6 +143,13 @@ def table_after(table: Table, steps: list[DataStep]) -> Table:
         replace(p, start=where[p.number].start, end=where[p.number].end) if p.number in where else
         replace(p, end=max(p.end, reach)) if p.role is Role.EXTENDED else p
         for p in table.partitions))
+
+
+def fingerprints_after(disk: Disk, steps: list[DataStep]) -> list[str]:
+    """``made_against`` of the disk once ``k`` steps are done, for k = 0..len(steps) (each step changes only
+    its partition's extent: type, name, flags, GUIDs and the disk identifier stay)."""
+    return [table_fingerprint(table_after(disk.table, steps[:k]), disk.source, disk.geometry, disk.filesystem)
+            for k in range(len(steps) + 1)]
 
 
 def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, host: Host) -> PlanMoves:

@@ -3,16 +3,22 @@
 A plan that moves data names the table it was made against (``made_against``; on msdos it must), and each
 step changes that table, so after a step or two the plan itself is refused as stale. Before step i runs,
 ``apply`` writes the *rest plan*: the same wanted table and ``keeps``, with ``made_against`` the table as it
-will be once step i is done. That is the table a kill, a power cut or Ctrl+C in step i leaves once
-``diskplan resume`` has finished the move, so the file is right even when nothing could be said after the
-stop. When apply itself stops cleanly (a step refused at its turn, a failure that left no move unfinished) it
+is before step i when the step is a move, and the move itself saves it again, made against the table it
+leaves, right before its journal is marked done (``resave``; also when ``diskplan resume`` finishes it). So a
+kill, a power cut or Ctrl+C anywhere in step i leaves a file that matches the table once ``diskplan resume``
+has finished (or rolled back) the move, or, when the cut came before the move's journal existed, the table as
+it is; the file is right even when nothing could be said after the stop. (The crash-state suite found a cut
+before the journal existed left a rest plan made against the table after step i: refused as stale.) A resize
+step (no journal) is saved made against the table after it, as before.
+When apply itself stops cleanly (a step refused at its turn, a failure that left no move unfinished) it
 writes the table as read then. Applying the rest plan does only the steps still to do ("nothing to do" when
 all are), and on another disk it is refused as stale like any plan.
 
 Each step's move journal records the rest plan's path (``Header.rest``). ``resume --rollback`` of step i puts
-the disk back at the table after step i-1, which the file (made against the table after step i) does not
-describe: ``after_rollback`` saves it again, made against the table as it is then, so it still finishes the
-plan (doing step i again) and is never stale while the user is told to apply it.
+the disk back at the table after step i-1 (a rollback is refused once the copy is verified, before the move
+saves the file again, so the file describes that table already): ``after_rollback`` saves it again, made
+against the table as it is then, and says so: it still finishes the plan (doing step i again) and is never
+stale while the user is told to apply it.
 
 The file goes beside the plan (``plan.json`` -> ``plan.rest.json``), or in the state directory when the plan
 was read from standard input or its directory is not writable; an existing file is never overwritten (the
@@ -27,22 +33,12 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from diskplan.backend.move.planmoves import table_after
-from diskplan.backend.raw.tableid import disk_fingerprint, table_fingerprint
+from diskplan.backend.raw.tableid import disk_fingerprint
 from diskplan.backend.write.backup import state_dir, sync_dir, write_synced
-from diskplan.model.disk import Disk
 from diskplan.model.formats.planfile import PlanFileError, PlanSpec, load_plan, to_json
-from diskplan.model.plan.move import DataStep
 from diskplan.model.value import replace
 
 REST_DIR = ("diskplan", "plans")  # under the state directory
-
-
-def fingerprints_after(disk: Disk, steps: list[DataStep]) -> list[str]:
-    """``made_against`` of the disk once ``k`` steps are done, for k = 0..len(steps) (each step changes only
-    its partition's extent: type, name, flags, GUIDs and the disk identifier stay)."""
-    return [table_fingerprint(table_after(disk.table, steps[:k]), disk.source, disk.geometry, disk.filesystem)
-            for k in range(len(steps) + 1)]
 
 
 def fingerprint_now(target: str, fallback: str) -> str:
@@ -135,21 +131,37 @@ def after_rollback(path: str, target: str) -> str:
     table after step i-1 again. The rest plan is saved again, made against that table (the same wanted table
     and ``keeps``: applying it does step i and the steps after it again). What to tell the user ("" when the
     file is gone: nothing is stale then)."""
-    q, export = shlex.quote, f"plan again from `diskplan export {shlex.quote(target)}`"
+    q = shlex.quote
+    problem = resave(path, target)
+    if problem is None:
+        return ""
+    if problem:
+        return problem
+    return (f"the rest of the plan in {path} now starts from the table as it is now, without this move: "
+            f"`diskplan apply {q(path)} {q(target)}` does this move and the steps after it again (or delete the file "
+            "to stop here: the steps before this one stay done)")
+
+
+def resave(path: str, target: str) -> str | None:
+    """The rest plan ``path`` saved again, made against the table on ``target`` as it is now: "" when done, None
+    when the file is gone (nothing is stale then), else what went wrong (the file is removed, so nothing stale
+    is left to apply). A move that is a step of an apply runs this right before its journal is marked done (and
+    its rollback before ``undone``), so a power cut anywhere leaves a rest plan that starts from the table the
+    recovery leaves: during step i it is made against the table after step i-1 (a cut before the move's journal
+    exists leaves that table), and the move's end makes it the table after step i."""
+    export = f"plan again from `diskplan export {shlex.quote(target)}`"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, encoding="utf-8") as f:
             spec = load_plan(f.read())
     except FileNotFoundError:
-        return ""
+        return None
     except (OSError, UnicodeDecodeError, PlanFileError) as exc:
-        return (f"the rest of the plan in {path} assumed this move was done and could not be read again ({exc}): "
-                f"{export}")
+        return (f"the rest of the plan in {path} could not be read again ({exc}): {export}")
     now = fingerprint_now(target, "")
     rest = RestPlan(path, spec, path)
     if not now or not rest.save(now):
         rest.discard()
-        return f"the rest of the plan in {path} assumed this move was done and is removed: {export}"
-    return (f"the rest of the plan in {path} now starts from the table as it is now, without this move: "
-            f"`diskplan apply {q(path)} {q(target)}` does this move and the steps after it again (or delete the file "
-            "to stop here: the steps before this one stay done)")
+        return f"the rest of the plan in {path} could not be made to start from the table as it is now and is " \
+               f"removed: {export}"
+    return ""
