@@ -5,10 +5,14 @@ pair, as the kernel's netlink socket hands them: ``ACTION@DEVPATH`` then NUL-sep
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
 import socket
 import threading
 import time
+
+import pytest
 
 from diskplan.backend.write import udevhandoff
 from diskplan.backend.write.udevhandoff import Held
@@ -67,3 +71,44 @@ def test_nothing_is_held_for_an_image_file(tmp_path) -> None:
     img = tmp_path / "disk.img"
     img.write_bytes(b"\0" * 4096)
     assert udevhandoff.hold(str(img)) is None
+
+
+def test_a_disk_gone_from_sysfs_is_not_held_and_raises_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node whose disk has left sysfs (unplugged while locked; here a node of a loop minor no kernel device
+    has): hold() raised FileNotFoundError from listing its sysfs directory, out of the lock's release, with
+    the lock's descriptor left open."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: mknod")
+    control = tmp_path / "control"
+    control.touch()  # udevd "runs"
+    monkeypatch.setattr(udevhandoff, "UDEVD_CONTROL", str(control))
+    node = tmp_path / "gone"
+    os.mknod(node, 0o600 | 0o060000, os.makedev(7, 1048000))  # a block node: loop minor 1048000 does not exist
+    assert not os.path.exists("/sys/dev/block/7:1048000")
+    assert udevhandoff.hold(str(node)) is None
+
+
+def test_the_lock_descriptor_is_closed_whatever_hold_raises(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from diskplan.backend.write import lock
+
+    def boom(path: str) -> None:
+        raise OSError(5, "sysfs went away")
+
+    img = tmp_path / "img"
+    img.write_bytes(b"\0" * 4096)
+    held = lock.take(str(img))
+    fd = held._fd
+    assert fd is not None
+    monkeypatch.setattr(udevhandoff, "hold", boom)
+    with contextlib.suppress(OSError):
+        held.release()
+    try:
+        os.fstat(fd)
+    except OSError:
+        return  # closed: the lock went with it
+    os.close(fd)
+    raise AssertionError("the lock's descriptor stayed open after release raised")

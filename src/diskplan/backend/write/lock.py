@@ -52,9 +52,11 @@ class WriteLock:
 
     def release(self) -> None:
         if self._fd is not None:
-            held = udevhandoff.hold(self.path)  # udevd answers the close: it must not re-read the table
-            os.close(self._fd)  # the last descriptor of this open file: the lock goes with it
-            self._fd = None
+            fd, self._fd = self._fd, None
+            try:
+                held = udevhandoff.hold(self.path)  # udevd answers the close: it must not re-read the table
+            finally:
+                os.close(fd)  # the last descriptor of this open file: the lock goes with it, whatever hold raised
             if held is not None:
                 held.wait()
 

@@ -70,7 +70,10 @@ def hold(path: str) -> Held | None:
     sysdir = block_sysdir(path)
     if sysdir is None or not os.path.exists(UDEVD_CONTROL):
         return None
-    parts = sorted(e for e in os.listdir(sysdir) if os.path.exists(os.path.join(sysdir, e, "partition")))
+    try:
+        parts = sorted(e for e in os.listdir(sysdir) if os.path.exists(os.path.join(sysdir, e, "partition")))
+    except OSError:  # the disk went away under its node (unplugged): nothing to hold, the lock still goes
+        return None
     if not parts:
         return None
     try:
