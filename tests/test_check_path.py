@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -195,3 +196,20 @@ def test_the_backup_gpt_takes_the_primarys_entries_only_when_its_array_is_the_sa
     damaged = check_gpt(str(img), 512, sectors)
     assert damaged is not None and not damaged.primary.ok and damaged.backup.ok
     assert damaged.backup.entries == healthy.primary.entries and len(damaged.backup.entries) == 4
+
+
+@pytest.mark.parametrize(("vendor", "answer"), [("Apple Inc.", ""), ("Dell Inc.", "0")])
+def test_a_mac_is_left_to_libparted_own_question(tmp_path: pathlib.Path, vendor: str, answer: str) -> None:
+    """sys_vendor says "Apple" to every user, dmidecode only to root (the SMBIOS table and /dev/mem are
+    root's): answering "1" from sysfs made libparted write a hybrid MBR where its own question gives a
+    protective one. A Mac is left to libparted; elsewhere "0" stands (the answer dmidecode gives there too).
+    The machine's DMI is faked in a mount namespace of the child alone."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare: a private mount namespace with a tmpfs over /sys/class")
+    script = (f"mount -t tmpfs none /sys/class && mkdir -p /sys/class/dmi/id && printf '%s\\n' '{vendor}' > "
+              f"/sys/class/dmi/id/sys_vendor && exec {sys.executable} -c "
+              f"\"import os, diskplan.backend.parted; print(os.environ.get('{ANSWER}', ''))\"")
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True,
+                          text=True, env=_without_answer(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == answer
