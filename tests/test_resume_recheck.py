@@ -193,6 +193,33 @@ def test_a_verified_mark_is_no_proof_the_new_place_still_holds_the_data(tmp_path
     assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
 
 
+
+def test_a_table_mark_over_a_table_without_the_rewrite_reads_the_new_place_back_again(tmp_path: pathlib.Path) -> None:
+    """The two records' seam: "table" in the journal, the table as it was before the move (the rewrite lost in the
+    disk's cache, or the old table put back), and the new place written over meanwhile (that table shows it free).
+    resume rewrites the entry, so it must first read the new place back again as it does after "verified" alone;
+    it pointed the entry at the changed bytes (the SHA-256 of the partition differed, and resume said 'moved and
+    verified')."""
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    sectors = 72 * 2048
+    with open(image, "rb") as f:
+        head, tail = f.read(34 * 512), (f.seek((sectors - 33) * 512), f.read(33 * 512))[1]
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill="record:4")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    assert journal_of(state).read_text().splitlines()[-1].startswith("table"), journal_of(state).read_text()
+    with open(image, "r+b") as f:
+        f.write(head)
+        f.seek((sectors - 33) * 512)
+        f.write(tail)
+        f.seek((2048 + 100) * 512)  # chunk 0's new place; same_data samples the last chunk's only
+        f.write(os.urandom(4096))
+    assert entry_of(image)[:2] == (90_000, SIZE)
+    done = dp(state, "resume", image, "--yes")
+    assert done.returncode == 0, out(done)
+    assert entry_of(image)[:2] == (2048, SIZE) and sha256_at(image, 2048, SIZE) == sha
+
 # --- 3. other dead ends ---------------------------------------------------------------------------------
 
 

@@ -566,6 +566,9 @@ def _finish(
     except JournalError as exc:
         return replace(base, verdict=Verdict.FAILED, resumable=False,
                        message=f"the move journal {journal.path} is inconsistent: {exc}")
+    # "table" is a record, not proof (_entry_moved): an entry not at its new place is rewritten, and the new place
+    # read back again first, as after "verified" alone (the table without the rewrite showed it free meanwhile)
+    moved = "table" in journal.marks and _entry_moved(h)
     if "verified" not in journal.marks:
         try:
             _hide(journal.header)
@@ -618,11 +621,11 @@ def _finish(
                            "files there must come from another copy of them)")
         journal.append("verified")
         fault("verified")
-    elif "table" not in journal.marks:  # "verified" is a record: read back again before the entry points there
+    elif not moved:  # "verified" is a record: read back again before the entry points there
         failed = _read_back_again(journal, base, where, progress)
         if failed is not None:
             return failed
-    if "table" not in journal.marks or not _entry_moved(h):
+    if not moved:
         if progress:
             progress(1, 1, "rewriting the partition's table entry")
         try:
