@@ -53,12 +53,15 @@ class WriteLock:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            held = None
             try:
                 held = udevhandoff.hold(self.path)  # udevd answers the close: it must not re-read the table
             finally:
-                os.close(fd)  # the last descriptor of this open file: the lock goes with it, whatever hold raised
-            if held is not None:
-                held.wait()
+                try:
+                    os.close(fd)  # the last descriptor of this open file: the lock goes with it, whatever hold raised
+                finally:
+                    if held is not None:  # the partition let go whatever the close said
+                        held.wait()
 
     def __enter__(self) -> WriteLock:
         return self
