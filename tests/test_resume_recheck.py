@@ -294,3 +294,32 @@ def test_a_journal_that_cannot_be_written_during_resume_is_not_called_a_torn_gpt
     got = with_journal(p, p.confirm_word, host(), full)
     assert "torn GPT" not in got.message and "No space left" in got.message and got.exit_code == 3, got.message
     assert got.resume_command, got
+
+
+
+def test_a_move_rolled_back_while_its_resume_waited_for_yes_is_refused_under_the_lock(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prepare said what the journal allows (not ended, no rollback begun), but only journal_checks ran again under
+    the lock: a `resume --rollback` finished by another process while this resume waited for its confirmation left
+    the journal 'undone' and the partition back at its old place, and the resume hid it and moved it again over
+    the records of the undone move."""
+    from diskplan.backend.move.engine import execute_resume, prepare_resume
+    from diskplan.backend.move.movejournal import MARKS
+    from diskplan.cli.options import host
+
+    image, _ = make_image(tmp_path, start=90_000, size=SIZE, disk_mib=72)
+    state = tmp_path / "state"
+    sha = sha256_at(image, 90_000, SIZE)
+    n = 2 if "copy" in MARKS else 1
+    got = dp(state, "move", image, "--partition", "1", "--to", "2048", "--yes", kill=f"record:{n}")
+    assert got.returncode == -signal.SIGKILL, out(got)
+    monkeypatch.setenv("DISKPLAN_MOVES_DIR", str(state / "moves"))  # where the CLI's move put it (state_env)
+    p = prepare_resume(image, host())
+    assert not p.refusals, p.refusals
+    undone = dp(state, "resume", image, "--rollback", "--yes")  # meanwhile, from another terminal
+    assert undone.returncode == 0 and "rolled back" in undone.stdout, out(undone)
+    o = execute_resume(p, p.confirm_word, host())
+    assert o.message.startswith("refused") and "rolled back" in o.message, o.message
+    assert journal_of(state).read_text().splitlines()[-1].startswith("undone")
+    assert entry_of(image)[:2] == (90_000, SIZE) and sha256_at(image, 90_000, SIZE) == sha

@@ -46,7 +46,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from diskplan.backend.faults import fault
 from diskplan.backend.fs import fscheck
@@ -732,16 +732,11 @@ def prepare_resume(target: str, host: Host, journal: str | None = None, *, rollb
         raise CommitError(f"the move journal {paths[0]} is inconsistent: {exc}") from exc
     finally:
         j.close()
-    if set(ENDED) & set(marks):
-        refusals.insert(0, f"the move in {paths[0]} is already {'done' if 'done' in marks else 'rolled back'}")
+    refusals[:0] = marks_refusals(target, paths[0], marks, rollback)
     plan = Schedule(h.start, h.to, h.length, h.chunk)
-    if rollback:
-        refusals += _rollback_refusals(target, marks)
-        if needs_copy(h, j.records, marks):
-            notes.append(f"rolling back copies the chunks written over the old place back there first ({done} of "
-                         f"{plan.count} chunks were copied), then puts the entry back")
-    elif "rollback" in marks:
-        refusals.append(f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`")
+    if rollback and needs_copy(h, j.records, marks):
+        notes.append(f"rolling back copies the chunks written over the old place back there first ({done} of "
+                     f"{plan.count} chunks were copied), then puts the entry back")
     blocking, idle = unwritable(target, host, h.sector_size)
     refusals += blocking
     state = (f"{done} of {plan.count} chunks copied" + (", verified" if "verified" in marks else "")
@@ -789,12 +784,18 @@ def journal_checks(target: str, j: Journal, rollback: bool) -> tuple[list[str], 
     return refusals, entry, notes
 
 
-def _rollback_refusals(target: str, marks: list[str]) -> list[str]:
-    """Why the move cannot be rolled back: a verified move is finished instead (what is written over the old
-    place is copied back first: backend.move.reverse)."""
-    if "verified" in marks:
+def marks_refusals(target: str, path: str, marks: Sequence[str], rollback: bool) -> list[str]:
+    """What the journal ``path``'s marks forbid: an ended move; a rollback of a verified move (it is finished
+    instead: what is written over the old place is copied back first, backend.move.reverse); a plain resume once
+    a rollback began. Run by prepare and again under the lock: another process may have resumed or rolled the
+    move back while this one waited for its confirmation."""
+    if set(ENDED) & set(marks):
+        return [f"the move in {path} is already {'done' if 'done' in marks else 'rolled back'}"]
+    if rollback and "verified" in marks:
         return [f"the data is already copied and verified at its new place: finishing the move (`diskplan resume "
                 f"{target} --yes`) only rewrites the table entry"]
+    if not rollback and "rollback" in marks:
+        return [f"a rollback of this move was begun: finish it with `diskplan resume {target} --rollback`"]
     return []
 
 
@@ -823,7 +824,8 @@ def with_journal(
                 return refused(base, now)
             journal = Journal.open(p.journal)
             try:
-                now, _, _ = journal_checks(p.target, journal, p.rollback)
+                now = marks_refusals(p.target, p.journal, journal.marks, p.rollback)
+                now = now or journal_checks(p.target, journal, p.rollback)[0]
                 if now:
                     return refused(base, now)
                 # Only the disk checked and locked is written, whatever path the journal recorded.
