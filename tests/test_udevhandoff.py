@@ -9,6 +9,7 @@ import contextlib
 import os
 import pathlib
 import socket
+import subprocess
 import threading
 import time
 
@@ -16,6 +17,7 @@ import pytest
 
 from diskplan.backend.write import udevhandoff
 from diskplan.backend.write.udevhandoff import Held
+from helpers.images import partx_update
 
 
 def uevent(action: str, name: str) -> bytes:
@@ -67,6 +69,47 @@ def test_no_answer_lets_go_at_the_bound() -> None:
     kernel.close()
 
 
+def listening(path: pathlib.Path) -> pathlib.Path:
+    """A control socket someone listens on, as udevd's (closed when the test's process ends)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.bind(str(path))
+    s.listen(4)
+    _LISTENERS.append(s)
+    return path
+
+
+_LISTENERS: list[socket.socket] = []
+
+
+def test_a_control_socket_nobody_answers_on_holds_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, loop_device
+) -> None:
+    """udevd stopped but its control socket left behind (or a plain file there): nothing is held, where the
+    release used to wait the whole WAIT (10 s a write, measured) for an answer that never came. A socket
+    that is listened on still gets the hold, on a loop device with a partition."""
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(8 << 20)
+    subprocess.run(["sfdisk", "-q", str(img)], input="label: gpt\nstart=2048, size=4096\n", text=True, check=True)
+    dev = loop_device(img)
+    partx_update(dev)
+    if not os.path.exists(dev + "p1"):
+        pytest.skip("no partition node for the loop device")
+    stale = tmp_path / "stale"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.bind(str(stale))
+    s.close()  # the socket's file stays, nobody listens: ECONNREFUSED
+    plain = tmp_path / "plain"
+    plain.touch()
+    for control in (stale, plain, tmp_path / "missing"):
+        monkeypatch.setattr(udevhandoff, "UDEVD_CONTROL", str(control))
+        assert udevhandoff.hold(dev) is None, control
+    monkeypatch.setattr(udevhandoff, "UDEVD_CONTROL", str(listening(tmp_path / "control")))
+    got = udevhandoff.hold(dev)
+    assert got is not None
+    got.wait(wait=0.05)
+
+
 def test_nothing_is_held_for_an_image_file(tmp_path) -> None:
     img = tmp_path / "disk.img"
     img.write_bytes(b"\0" * 4096)
@@ -81,8 +124,7 @@ def test_a_disk_gone_from_sysfs_is_not_held_and_raises_nothing(
     the lock's descriptor left open."""
     if os.geteuid() != 0:
         pytest.skip("needs root: mknod")
-    control = tmp_path / "control"
-    control.touch()  # udevd "runs"
+    control = listening(tmp_path / "control")  # udevd "runs"
     monkeypatch.setattr(udevhandoff, "UDEVD_CONTROL", str(control))
     node = tmp_path / "gone"
     os.mknod(node, 0o600 | 0o060000, os.makedev(7, 1048000))  # a block node: loop minor 1048000 does not exist

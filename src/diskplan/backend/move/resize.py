@@ -38,7 +38,7 @@ from diskplan.backend.move.engine import (
 )
 from diskplan.backend.move.moveentry import EntryError, rewrite_entry
 from diskplan.backend.move.proposal import PartitionProposal
-from diskplan.backend.raw import kernelparts
+from diskplan.backend.raw import kernelparts, look
 from diskplan.backend.raw.look import fresh_look, in_one_look
 from diskplan.backend.write import backup as bk
 from diskplan.backend.write.steps import (
@@ -168,7 +168,10 @@ def _tool_view(p: ResizeProposal, fs: str, start: int, size: int) -> Iterator[st
     those bytes, but on a disk, for content a loop must not show (``tools.ON_THE_NODE``: an LVM physical
     volume, which LVM would activate on the loop), the kernel's own partition node, told the size first."""
     if p.kind == "block" and fs in tools.ON_THE_NODE:
-        yield kernelparts.partition_node(p.target, p.number, start, size, p.sector_size)
+        try:
+            yield kernelparts.partition_node(p.target, p.number, start, size, p.sector_size)
+        finally:
+            look.forget()  # the tool wrote through the node, past every diskplan write that forgets by itself
         return
     with fscheck.view(p.target, start * p.sector_size, size * p.sector_size, read_only=False) as loop:
         yield loop

@@ -64,11 +64,24 @@ class Held:
             os.close(self._fd)
 
 
+def udevd_listens(control: str) -> bool:
+    """Does a udevd answer on its control socket? The socket's file alone is no proof: one left behind by a
+    udevd that stopped (a container, a rescue system) made every lock release wait the whole ``WAIT``. A bare
+    connect and close is what ``udevadm control --ping`` starts with; udevd takes it as an empty message."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC) as s:
+            s.settimeout(0.5)
+            s.connect(control)
+    except OSError:  # no such file, not a socket, nobody listening (ECONNREFUSED), or no answer in time
+        return False
+    return True
+
+
 def hold(path: str) -> Held | None:
     """Before the lock on the whole disk ``path`` is released: a partition of it held open, when udevd
     runs and the disk has one (None otherwise: an image file, no udevd, no partition)."""
     sysdir = block_sysdir(path)
-    if sysdir is None or not os.path.exists(UDEVD_CONTROL):
+    if sysdir is None or not udevd_listens(UDEVD_CONTROL):
         return None
     try:
         parts = sorted(e for e in os.listdir(sysdir) if os.path.exists(os.path.join(sysdir, e, "partition")))
