@@ -18,6 +18,7 @@ import pytest
 from diskplan.backend.move import movejournal as mj
 from diskplan.backend.move.diskmark import disk_mark
 from diskplan.backend.write.steps import half_moved
+from helpers.movedisk import unfinished_journal
 from helpers.tools import REPO, run
 from helpers.units import MiB
 
@@ -34,12 +35,7 @@ def _gpt(path: pathlib.Path, guid: str = "") -> pathlib.Path:
 
 def _journal(target: pathlib.Path, name: str = "disk-20260101T000000Z") -> str:
     """An unfinished move's journal for ``target`` as a move writes it (its disk's mark in the header)."""
-    mark = disk_mark(str(target), SIZE)
-    h = mj.Header(str(target), SIZE, 512, "gpt", 1, "", 2048, 40960, 20480, 16384, f"/x/{name}.dpbackup",
-                  created="2026-01-01T00:00:00Z", table_id=mark.table_id, serial=mark.serial)
-    j = mj.Journal.create(mj.journal_path(f"/x/{name}.dpbackup"), h)
-    j.close()
-    return j.path
+    return unfinished_journal(str(target), SIZE, name)
 
 
 def _diskplan(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

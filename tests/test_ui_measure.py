@@ -22,6 +22,7 @@ from diskplan.backend.write.steps import Host
 from diskplan.ui import measure_screen
 from diskplan.ui.app import PlannerApp
 from diskplan.ui.measure_screen import MeasureScreen
+from helpers.movedisk import unfinished_journal
 from helpers.pilot import image_target, run, screen_text, started, wait_for
 from helpers.tools import need_tool
 from helpers.tools import run as run_tool
@@ -145,6 +146,25 @@ async def test_b_refuses_a_disk_in_use(image: pathlib.Path) -> None:
         screen = await measuring(app, pilot, FREE_LBA, "b")
         await wait_for(pilot, lambda: "refused:\n" in text(screen))
         assert "refused:\nmounted on /mnt/test (a test says so)" in text(screen) and screen.ask is None
+    assert image.read_bytes() == before
+
+
+@run
+async def test_b_refuses_under_the_lock_a_move_begun_after_the_confirmation_was_shown(image: pathlib.Path) -> None:
+    """A move started (and killed) while the confirmation waits leaves its journal: the partition's entry hidden,
+    its bytes looking free. Asked again under the write lock, as `diskplan measure` does, b writes nothing."""
+    before = image.read_bytes()
+    app = PlannerApp(start=image_target(image), host=NOBODY)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await measuring(app, pilot, FREE_LBA, "b")
+        await wait_for(pilot, lambda: screen.ask is not None)
+        assert "refused:" not in text(screen)  # nothing refused when asked
+        journal = unfinished_journal(str(image), 16 * MiB)
+        await pilot.press(*"yes", "enter")
+        await wait_for(pilot, lambda: screen.results is not None, what="the answer")
+        shown = " ".join(text(screen).split())
+        assert f"refused: a data move on {image} is unfinished (journal {journal})" in shown, shown
+        assert "Nothing was written." in shown and "write 4 KiB:" not in shown
     assert image.read_bytes() == before
 
 

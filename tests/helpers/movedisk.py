@@ -48,6 +48,20 @@ def diskplan(d: Disk, *args: str, kill: str = "") -> subprocess.CompletedProcess
                           stdin=subprocess.DEVNULL)
 
 
+def unfinished_journal(target: str, size: int, name: str = "disk-20260101T000000Z") -> str:
+    """An unfinished move's journal for ``target`` (``size`` bytes) as a move writes it, its disk's mark in the
+    header (partition 1 of a GPT at LBA 2048 on its way to 40960): what a move killed before it finished leaves."""
+    from diskplan.backend.move import movejournal as mj
+    from diskplan.backend.move.diskmark import disk_mark
+
+    mark = disk_mark(target, size)
+    h = mj.Header(target, size, 512, "gpt", 1, "", 2048, 40960, 20480, 16384, f"/x/{name}.dpbackup",
+                  created="2026-01-01T00:00:00Z", table_id=mark.table_id, serial=mark.serial)
+    j = mj.Journal.create(mj.journal_path(f"/x/{name}.dpbackup"), h)
+    j.close()
+    return j.path
+
+
 class View:
     """A loop device over a byte range of the disk (what the tests mount and check)."""
 

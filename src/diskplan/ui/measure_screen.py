@@ -26,7 +26,7 @@ from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, holes_note, measure, measure_refusals
 from diskplan.backend.write.lock import LockBusy, take
-from diskplan.backend.write.steps import Host
+from diskplan.backend.write.steps import Host, half_moved
 from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.model.disk import Disk
 from diskplan.model.safetext import safe
@@ -237,7 +237,9 @@ class MeasureScreen(ModalScreen[None]):
                                   self.count, progress)
             else:
                 with take(self.path):
-                    again = self._users()  # under the lock: nothing may have started using it meanwhile
+                    # under the lock, as `diskplan measure` asks again: nothing may have started using it, nor a
+                    # move been started (and stopped) meanwhile, whose hidden partition's bytes look free
+                    again = self._users() + half_moved(self.path, self.disk.geometry.size_bytes)
                     if again:
                         self.app.call_from_thread(self._failed, "refused: " + "; ".join(again)
                                                   + ". Nothing was written.")
