@@ -8,6 +8,7 @@ import pytest
 from rich.style import Style
 from textual.message import Message
 
+from diskplan.model.exitstatus import Exit
 from diskplan.model.extent import Partition, State
 from diskplan.model.teach import demos
 from diskplan.model.value import replace
@@ -323,7 +324,7 @@ def test_an_internal_error_is_one_line_not_a_traceback(monkeypatch, capsys) -> N
     monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
     monkeypatch.setattr(backup, "SAVED", [])  # no write in this process (earlier tests' commits would be one)
     app, err = _internal_error(capsys)
-    assert app.return_code == 1
+    assert app.return_code == Exit.UNREADABLE  # 2, as the commands: nothing written (1 would say "refused")
     assert "diskplan: internal error: boom (nothing was written; run with DISKPLAN_DEBUG=1 for details)" in err
     assert "Traceback" not in err
 
@@ -333,8 +334,33 @@ def test_an_internal_error_after_a_commit_does_not_say_nothing_was_written(monke
 
     monkeypatch.delenv("DISKPLAN_DEBUG", raising=False)
     monkeypatch.setattr(backup, "SAVED", ["/var/backups/disk-1.dpbackup"])  # as a commit in the planner leaves it
-    _, err = _internal_error(capsys)
+    app, err = _internal_error(capsys)
     assert "nothing was written" not in err and "disk-1.dpbackup" in err and "diskplan check" in err, err
+    assert app.return_code == Exit.FAILED  # 3, as a command an internal error stops after its write began
+
+
+@pytest.mark.parametrize(("saved", "code"), [([], Exit.UNREADABLE), (["/var/backups/disk-1.dpbackup"], Exit.FAILED)])
+def test_sigterm_or_a_lost_terminal_ends_the_planner_as_ctrl_c_ends_a_command(monkeypatch, capsys, saved,
+                                                                            code) -> None:
+    """SIGTERM, SIGHUP: 2 while nothing was written, 3 once a write began (never 0, "done"), with one line."""
+    import signal
+
+    from diskplan.backend.write import backup
+
+    monkeypatch.setattr(backup, "SAVED", saved)
+
+    async def go() -> PlannerApp:
+        app = PlannerApp(start=target("modern"))
+        async with app.run_test(size=(80, 25)) as pilot:
+            await pilot.pause()
+            app.end_by_signal(signal.SIGTERM)
+            await pilot.pause()
+        return app
+
+    app = asyncio.run(go())
+    assert app.return_code == code
+    said = " ".join(capsys.readouterr().err.split())
+    assert "diskplan: ended by SIGTERM" in said and ("nothing was written" in said) is (not saved), said
 
 
 def _big_target(sectors: int, count: int) -> Target:

@@ -12,7 +12,7 @@ from diskplan.backend.iotime import Interrupted
 from diskplan.cli.textout import Out
 from diskplan.discovery.devicekind import DeviceKind
 from diskplan.discovery.topology import set_scheduler, topology
-from diskplan.model.exitstatus import Exit
+from diskplan.model.exitstatus import Exit, stopped
 from diskplan.model.teach.lab import SSD_DEPTH, SSD_JOBS, Lab, fio_job, stripe_arithmetic
 from diskplan.model.units import human_bytes
 
@@ -88,7 +88,7 @@ def run_lab(console: Out, err: Out, path: str, placed: tuple[int, int], lab: Lab
                       "range shown above, nothing outside it).", style="yellow")
             return Exit.FAILED  # as measure's own timing (model.exitstatus): a write began and was stopped
         err.print("diskplan: interrupted before the lab wrote; nothing was written.", style="yellow")
-        return Exit.REFUSED
+        return stopped(False)  # 2, as measure's own timing and any command's top level
     if not dev.hardware:
         console.print("This device cannot show a disk's alignment effect (see its first line): run the lab on the "
                       "disk itself, in its free space, to see one.", style="yellow")

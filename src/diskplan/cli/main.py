@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from diskplan.backend.write import write_began
 from diskplan.cli.textout import fit_streams
-from diskplan.model.exitstatus import SUMMARY, Exit
+from diskplan.model.exitstatus import SUMMARY, stopped
 from diskplan.model.safetext import safe
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
@@ -101,9 +101,8 @@ def interrupted() -> str:
 
 
 def _stopped() -> int:
-    """The status of a command that a Ctrl+C or an internal error ended: 2 (nothing written) only while no write
-    began; after one, 3, as every write that began and was stopped (model.exitstatus)."""
-    return Exit.FAILED if write_began() else Exit.UNREADABLE
+    """The status of a command that a Ctrl+C or an internal error ended (model.exitstatus.stopped)."""
+    return stopped(bool(write_began()))
 
 
 def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) -> int:

@@ -10,8 +10,8 @@ A scratch file must be new or empty (a file with data is refused, never overwrit
 read it. Ctrl+C says whether test data had been written by then, and where.
 
 Exit status (model.exitstatus): 0 measured, or shown without --yes; 1 refused or not confirmed (nothing
-written), or stopped by Ctrl+C before the first write; 2 the target could not be read, bad options, or
-(--read-only) a read failed; 3 the I/O failed, or Ctrl+C came, while test data was being written.
+written); 2 the target could not be read, bad options, (--read-only) a read failed, or Ctrl+C before the
+first write; 3 the I/O failed, or Ctrl+C came, while test data was being written.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from diskplan.cli.textout import Out, consoles
 from diskplan.discovery.devicekind import DeviceKind, device_kind
 from diskplan.discovery.inuse import culprits, loops_backed_by
 from diskplan.model.disk import Disk
-from diskplan.model.exitstatus import WRITES, Exit
+from diskplan.model.exitstatus import WRITES, Exit, stopped
 from diskplan.model.teach.lab import LABS
 from diskplan.model.teach.lab import find as find_lab
 from diskplan.model.teach.measure import (
@@ -255,7 +255,7 @@ def _run(console: Out, err: Out, path: str, base: int, args: argparse.Namespace,
                       "nothing outside it).", style="yellow")
             return Exit.FAILED
         err.print("diskplan: interrupted before the first write; nothing was written.", style="yellow")
-        return Exit.REFUSED
+        return stopped(False)  # 2, as a Ctrl+C reaching any command's top level before a write
     except OSError as exc:
         return _failed(err, path, exc, args.read_only)
     console.print(f"{plural(args.rounds, 'round')} x {plural(args.count, 'operation')} per offset, interleaved; "

@@ -246,7 +246,7 @@ def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bo
                      settings=settings)
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *_: app.exit(1))
+        signal.signal(sig, lambda signum, _: app.end_by_signal(signum))
     try:
         app.run()
     finally:

@@ -7,6 +7,7 @@ each step did."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,6 +20,7 @@ from textual.containers import Horizontal
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 
+from diskplan.model.exitstatus import stopped
 from diskplan.model.extent import Role, State
 from diskplan.model.grain import Grain, SnapTarget
 from diskplan.model.plan.plan import Outcome
@@ -245,14 +247,29 @@ class PlannerApp(PlanActions, DiskOpening, ExerciseActions, App[int]):
             return
         from rich.text import Text  # plain text, not markup: the message may quote a disk's strings
 
+        detail = safe(" ".join(str(error).split())) or type(error).__name__
+        code, said = self._stopped()
+        textual_private.end_with_line(self, error, Text(
+            f"diskplan: internal error: {detail} ({said}; run with DISKPLAN_DEBUG=1 for details)"), code)
+
+    def end_by_signal(self, signum: int) -> None:
+        """SIGTERM, or SIGHUP (the terminal went away): end with one line and the status a Ctrl+C gives a
+        command, never 0 ("done")."""
+        from rich.text import Text
+
+        code, said = self._stopped()
+        self.exit(return_code=code, message=Text(f"diskplan: ended by {signal.Signals(signum).name} ({said})"))
+
+    @staticmethod
+    def _stopped() -> tuple[int, str]:
+        """The exit status and the words of a planner stopped from outside its course (model.exitstatus.stopped):
+        the planner may have written before (a commit, a move), then it says so, not "nothing was written"."""
         from diskplan.backend.write import write_began
 
-        detail = safe(" ".join(str(error).split())) or type(error).__name__
-        began = write_began()  # the planner may have written before (a commit, a move): then say so, not "nothing"
+        began = write_began()
         said = f"a write had begun, its backup {safe(began)}: `diskplan check` shows the disk now" if began else \
             "nothing was written"
-        textual_private.end_with_line(self, error, Text(
-            f"diskplan: internal error: {detail} ({said}; run with DISKPLAN_DEBUG=1 for details)"))
+        return stopped(bool(began)), said
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:

@@ -45,10 +45,10 @@ def border_glyphs_changed() -> None:
     _border.get_box.cache_clear()
 
 
-def end_with_line(app: App[Any], error: Exception, line: RenderableType) -> None:
-    """End the app with exit status 1 and ``line`` printed after it, as Textual's own handler ends it
-    after an uncaught exception, but without its traceback. Pilot still re-raises ``error`` in tests."""
-    app._return_code = 1
+def end_with_line(app: App[Any], error: Exception, line: RenderableType, code: int) -> None:
+    """End the app with exit status ``code`` and ``line`` printed after it, as Textual's own handler ends it
+    after an uncaught exception (with 1), but without its traceback. Pilot still re-raises ``error`` in tests."""
+    app._return_code = code
     if app._exception is None:
         app._exception = error
         app._exception_event.set()
