@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -87,8 +88,9 @@ def test_a_lookalike_is_ascii_and_as_wide(ch: str) -> None:
     assert shown.isascii() and width(shown) == width(ch)
 
 
-def _pty_run(env: dict[str, str], keys: bytes, seconds: float) -> tuple[int, bytes]:
-    """The planner on a pseudo-terminal of 80x25: what it drew, and its exit status after ``keys``."""
+def _pty_run(env: dict[str, str], keys: bytes, seconds: float, signum: int = 0) -> tuple[int, bytes]:
+    """The planner on a pseudo-terminal of 80x25: what it drew, and its exit status after ``keys`` (or, with
+    ``signum``, that signal sent instead)."""
     main, sub = os.openpty()
     fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 25, 80, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "diskplan", "--demo"], stdin=sub, stdout=sub, stderr=sub,
@@ -106,7 +108,10 @@ def _pty_run(env: dict[str, str], keys: bytes, seconds: float) -> tuple[int, byt
                     break
             if not sent and b"quit" in drawn:
                 time.sleep(0.5)
-                os.write(main, keys)
+                if signum:
+                    proc.send_signal(signum)
+                else:
+                    os.write(main, keys)
                 sent = True
             if sent and proc.poll() is not None:
                 break
@@ -124,6 +129,14 @@ def test_the_planner_draws_in_ascii_on_an_ascii_terminal() -> None:
     assert b"UnAlign" in drawn
     assert drawn.isascii()
     assert b"\\u25" not in drawn and b"\\u2502" not in drawn  # not Python's escapes of the box drawing
+
+
+def test_sigterm_ends_the_idle_planner_at_once_with_a_line_and_status_2() -> None:
+    """The handler runs while the idle loop waits in select(): the planner must end then (it went on until a
+    key woke it), not with 0 ("done") but as a Ctrl+C ends a command before any write (model.exitstatus)."""
+    code, drawn = _pty_run({**os.environ, "TERM": "linux"}, b"", 30, signal.SIGTERM)
+    assert b"diskplan: ended by SIGTERM (nothing was written)" in drawn, drawn[-500:]
+    assert code == 2
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "C locale"])

@@ -25,7 +25,7 @@ from diskplan.ui.target import Target
 if TYPE_CHECKING:  # the backend is imported when a disk is opened (a demo's in a forked child)
     from diskplan.backend.demo_image import DemoImage
     from diskplan.backend.parted.isolate import Child
-
+    from diskplan.ui.app import PlannerApp
 
 DESCRIPTION = ("See where every partition lies on the disk's physical blocks, and why a misaligned one "
                "is slow. Nothing is written to the disk you open.")
@@ -225,6 +225,22 @@ def main(argv: list[str]) -> int:
                        mono=mono_wanted(os.environ, args.mono), exercise=args.exercise, theme=args.theme)
 
 
+def _end_by_signal(app: PlannerApp, signum: int) -> None:
+    """SIGTERM or SIGHUP: end the planner (PlannerApp.end_by_signal) from its own loop. The handler runs while
+    the idle loop waits in select(), which it then resumes: a callback scheduled from here only runs once the
+    loop wakes, so it is woken (call_soon_threadsafe), or the planner ignored the signal until a key came."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # before the loop starts or after it ended: nothing on the screen to end
+        from diskplan.backend.write import write_began
+        from diskplan.model.exitstatus import stopped
+
+        raise SystemExit(stopped(bool(write_began()))) from None
+    loop.call_soon_threadsafe(app.end_by_signal, signum)
+
+
 def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bool, mono: bool,
                 served: bool = False, exercise: bool = False, theme: str | None = None) -> int:
     """Run the planner on ``source`` until it quits; ``served``: in a browser (cli/serve.py), where the
@@ -246,7 +262,7 @@ def run_planner(source: CliSource, start: tuple[str, str] | None, *, console: bo
                      settings=settings)
     app.after_first_disk = lambda: gc.set_threshold(*threshold)
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _: app.end_by_signal(signum))
+        signal.signal(sig, lambda signum, _: _end_by_signal(app, signum))
     try:
         app.run()
     finally:
