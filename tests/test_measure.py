@@ -226,18 +226,42 @@ def test_ctrl_c_after_writes_says_what_was_written(tmp_path: pathlib.Path) -> No
         else:
             raise AssertionError("the interrupt was swallowed")
     # the command: SIGINT once a round has ended
-    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "measure", "--scratch", str(tmp_path / "n.bin"),
-                             "--yes", "--rounds", "100", "--count", "64"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    code, err = _interrupted_in_round_2("--scratch", str(tmp_path / "n.bin"), "--yes")
+    assert code == 3 and "test data was written to bytes 0-" in err and "nothing was written" not in err, err
+    assert not (tmp_path / "n.bin").exists()  # the scratch it made is removed all the same
+
+
+def _interrupted_in_round_2(*args: str) -> tuple[int, str]:
+    """``measure ARGS`` (100 rounds of 64) sent SIGINT once its first round ended: its status and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "diskplan", "measure", *args, "--rounds", "100", "--count", "64"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     assert proc.stderr is not None
     line = proc.stderr.readline()
     if "round 1/" not in line:
         proc.kill()
+        proc.communicate()
         pytest.skip(line.strip())
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 3 and "test data was written to bytes 0-" in err and "nothing was written" not in err, err
-    assert not (tmp_path / "n.bin").exists()  # the scratch it made is removed all the same
+    return proc.returncode, err
+
+
+def test_ctrl_c_before_any_write_is_2_as_at_the_top_level(sparse_image: Callable[..., pathlib.Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing written and nothing refused: a Ctrl+C before any write is 2 wherever it lands (it was 1 here),
+    so `check` (1: findings) and `export` (0 and 2 only) never exit with a status they do not document."""
+    from diskplan.backend.write import backup
+    from diskplan.cli.main import main
+
+    def ctrl_c(argv: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(backup, "SAVED", [])  # no write in this process (earlier tests' would be one)
+    assert main(["check", "x"], run=ctrl_c) == 2  # the top level, as every command meets it
+    img = gpt_disk(sparse_image, "label: gpt\nstart=2048, size=2048\n")
+    code, err = _interrupted_in_round_2(str(img), "--read-only")
+    assert "nothing was written" in err and "Traceback" not in err, err
+    assert code == 2, err
 
 
 # --- issue 26 items 8-9: offsets on the disk, holes, page cache, fio lines that can verify --------------------
