@@ -204,4 +204,3 @@ def test_realign_stopped_part_way_by_an_unreadable_disk_is_a_failure_not_unreada
     assert "moved and verified" in said.out and "the moves before it are done" in said.err, said.out + said.err
     starts = run("sfdisk", "--dump", str(img))
     assert "start=        2048" in starts or "start=       30720" in starts, starts  # one of them moved
-
