@@ -1,16 +1,18 @@
-"""Real power cuts (issue 23): a guest machine moves or grows a partition and QEMU is killed at a random
-moment of its writing (what the guest had not handed to its disk is lost, as in a power cut); the next boot
-of the same disks runs the recovery the README documents (``diskplan resume DISK --yes``, ``--rollback``
-where a rollback was begun; for a resize ``diskplan repair`` then the same resize again), and the host
-checks every byte: the partition's entry at its old or new place and its bytes the ones it had (a move), or
-its filesystem clean with every file's SHA-256 (a resize).
+"""Real power cuts (issues 23, 24): a guest machine moves or grows a partition, or applies a plan, and QEMU
+is killed at a random moment of its writing (what the guest had not handed to its disk is lost, as in a power
+cut); the next boot of the same disks runs the recovery the README documents (``diskplan resume DISK --yes``,
+``--rollback`` where a rollback was begun; for a resize or an apply ``diskplan repair`` then the same command
+again), and the host checks every byte: the partition's entry at its old or new place and its bytes the ones
+it had (a move), its filesystem clean with every file's SHA-256 (a resize), or the plan's table whole, both GPT
+copies verified by sfdisk and the kept partition's bytes the ones it had (an apply).
 
 The journal lives where it would on a real system: on another disk of the guest (``/state``, an ext4
 filesystem), not in memory. The power goes a random time after the command's table backup appears (its
 first write is next), within how long the command writes (the full run measures it in a first, uncut boot);
 a run that ends before its cut is checked but does not count. Each boot recovers the previous cut, then
-makes the next. The default run cuts one move; DISKPLAN_GUEST=all cuts 30 moves and 10 resizes
-(DISKPLAN_GUEST_CUTS=N, DISKPLAN_GUEST_RESIZE_CUTS=N: N of each; DISKPLAN_GUEST_SPAN=S: draw within S
+makes the next. The default run cuts one move; DISKPLAN_GUEST=all cuts 30 moves, 10 resizes and 10 applies
+(DISKPLAN_GUEST_CUTS=N, DISKPLAN_GUEST_RESIZE_CUTS=N, DISKPLAN_GUEST_APPLY_CUTS=N: N of each;
+DISKPLAN_GUEST_SPAN=S: draw within S
 seconds, no measuring boot). Every cut is printed (``-s``): when it came, where the entry was, the journal's
 last record, where the partition ended."""
 
@@ -52,6 +54,11 @@ watch=$!
 END = 'rc=$?; echo "end_at=$(date +%s.%N)"; kill $watch 2>/dev/null; exit $rc\n'
 MOVE = MOUNT_STATE + GO + f"diskplan move $A --partition 1 --to {TO} --yes\n" + END
 RESIZE = MOUNT_STATE + GO + f"diskplan resize $A --partition 1 --size {GROWN}s --yes\n" + END
+# an apply: the disk's own dump plus a new partition 2 in the free space before 1 (kept); the plan is on the
+# state disk, synced before the command starts, as a user's plan file would be
+NEW = f"start={TO}, size={SIZE}, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+APPLY = MOUNT_STATE + (f'{{ sfdisk -d $A; echo "${{A}}2 : {NEW}"; }} > /state/plan && sync\n'
+                       + GO + "diskplan apply /state/plan $A --yes\n" + END)
 # where the cut landed: the journal's last intact record (a mark, R n / W n: chunk n read / written) and its
 # length, read before the recovery touches it
 LANDED = r"""
@@ -70,6 +77,12 @@ diskplan repair $A --yes || true
 diskplan resize $A --partition 1 --size {GROWN}s --yes
 sync; umount /state
 """
+RECOVER_APPLY = MOUNT_STATE + LANDED + """
+diskplan repair $A --yes || true
+diskplan apply /state/plan $A --yes
+sync; umount /state
+"""
+SCRIPTS = {"move": (MOVE, RECOVER_MOVE), "resize": (RESIZE, RECOVER_RESIZE), "apply": (APPLY, RECOVER_APPLY)}
 
 
 @dataclass
@@ -95,9 +108,9 @@ class Cut:
 
 
 def _cuts(kind: str) -> int:
-    """How many power cuts of ``kind``: DISKPLAN_GUEST_CUTS (moves) / DISKPLAN_GUEST_RESIZE_CUTS, else 30
-    moves and 10 resizes with DISKPLAN_GUEST=all, else one move."""
-    name = "DISKPLAN_GUEST_CUTS" if kind == "move" else "DISKPLAN_GUEST_RESIZE_CUTS"
+    """How many power cuts of ``kind``: DISKPLAN_GUEST_CUTS (moves) / DISKPLAN_GUEST_RESIZE_CUTS /
+    DISKPLAN_GUEST_APPLY_CUTS, else 30 moves, 10 resizes and 10 applies with DISKPLAN_GUEST=all, else one move."""
+    name = "DISKPLAN_GUEST_CUTS" if kind == "move" else f"DISKPLAN_GUEST_{kind.upper()}_CUTS"
     if os.environ.get(name):
         return int(os.environ[name])
     full = os.environ.get("DISKPLAN_GUEST") == "all"
@@ -160,6 +173,13 @@ def _verdict(kind: str, c: Cut) -> tuple[tuple[int, int, str], str]:
         if (start, size) not in ((START, SIZE), (TO, SIZE)):
             return now, "dead end"
         return now, "bytes differ" if sha256_at(c.image, start, SIZE) != c.sha else ""
+    if kind == "apply":  # the plan applied whole by the recovery, partition 1 untouched, both GPT copies whole
+        if (start, size) != (START, SIZE) or entry_of(c.image, 2)[:2] != (TO, SIZE):
+            return now, f"not the plan: 1 at {start}+{size}, 2 at {entry_of(c.image, 2)[:2]}"
+        verify = subprocess.run(["sfdisk", "--verify", c.image], capture_output=True, text=True)
+        if verify.returncode or "No errors detected" not in verify.stdout:
+            return now, "sfdisk --verify: " + verify.stdout + verify.stderr
+        return now, "bytes differ" if sha256_at(c.image, START, SIZE) != c.sha else ""
     if (start, size) != (START, GROWN):
         return now, "not resized"
     with View(c.image, start, size) as v:
@@ -169,13 +189,13 @@ def _verdict(kind: str, c: Cut) -> tuple[tuple[int, int, str], str]:
     return now, ""
 
 
-@pytest.mark.parametrize("kind", ["move", "resize"])
+@pytest.mark.parametrize("kind", ["move", "resize", "apply"])
 def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> None:
     cuts = _cuts(kind)
     if not cuts:
-        pytest.skip("resizes are cut in the full run (DISKPLAN_GUEST=all)")
+        pytest.skip(f"{kind} is cut in the full run (DISKPLAN_GUEST=all)")
     rng = random.Random(int(os.environ.get("DISKPLAN_FAULT_SEED", "23")))
-    script, recover = (MOVE, RECOVER_MOVE) if kind == "move" else (RESIZE, RECOVER_RESIZE)
+    script, recover = SCRIPTS[kind]
     # how long the command writes in the guest (from ``go`` to its end), to draw the cuts within: a move of
     # 20 MiB wrote for 1.9-4.4 s there, and the host's load varies: the full run measures it first with one
     # boot left uncut, and learns again from every run the cut came too late for
@@ -206,6 +226,9 @@ def test_power_cuts_recover_every_byte(tmp_path: pathlib.Path, kind: str) -> Non
         if pending is not None:
             now, problem = _verdict(kind, pending)
             landed = next((ln[8:] for ln in said.splitlines() if ln.startswith("landed: ")), "no journal")
+            if kind == "apply":  # where the cut landed, by what the recovery found
+                landed = ("the plan already whole" if "already holds the plan" in said else
+                          ("a GPT copy repaired, " if "nothing to repair" not in said else "") + "applied again")
             line = (f"{pending.n}: {pending.delay:.1f}s cut, entry {pending.after[0]}+{pending.after[1]}, {landed} "
                     f"-> {now[0]}+{now[1]}")
             print(line + (f" FAILED: {problem}" if problem else " ok"), flush=True)
