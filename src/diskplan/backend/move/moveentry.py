@@ -53,7 +53,8 @@ class Entry:
 def _gpt_copies(path: str, sector_size: int, sectors: int) -> tuple[GptCopy, GptCopy]:
     state = check_gpt(path, sector_size, sectors)
     if state is None or not state.primary.ok or not state.backup.ok:
-        raise EntryError(f"the GPT on {path} is not whole (both copies must pass their checks): repair it first")
+        raise EntryError(f"the GPT on {path} is not whole (both copies must pass their checks): repair it first "
+                         f"(`diskplan repair {path}` rebuilds the bad copy from the good one)")
     return state.primary, state.backup
 
 

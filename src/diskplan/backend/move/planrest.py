@@ -9,7 +9,8 @@ kill, a power cut or Ctrl+C anywhere in step i leaves a file that matches the ta
 has finished (or rolled back) the move, or, when the cut came before the move's journal existed, the table as
 it is; the file is right even when nothing could be said after the stop. (The crash-state suite found a cut
 before the journal existed left a rest plan made against the table after step i: refused as stale.) A resize
-step (no journal) is saved made against the table after it, as before.
+step (no journal) is saved made against the table after it, as before: a cut before its entry write leaves the
+disk one step behind, which planmoves accepts for a resize (``_made_against_here``).
 When apply itself stops cleanly (a step refused at its turn, a failure that left no move unfinished) it
 writes the table as read then. Applying the rest plan does only the steps still to do ("nothing to do" when
 all are), and on another disk it is refused as stale like any plan.
