@@ -200,8 +200,8 @@ APPLY_CASES = [
               {1: (2048, 16_384), 2: (20_480, 16_384)}, "resize tool"),
     # 2 moves right out of the way, then 1 grows into the room (the entry first, then the filesystem's tool). Known
     # gap: a cut after the grow's entry write and before its tool finished leaves the table as planned and the
-    # filesystem its old size; the rest plan has nothing left to do (4 of 72 states). `diskplan resize` with the
-    # same size grows it; the rest plan does not know to (a plan file has no field for "grow its filesystem").
+    # filesystem its old size; the rest plan has nothing left to do (4 of 72 states), nor has `diskplan resize` with
+    # that size; the filesystem's own tool grows it (a plan file has no field for "grow its filesystem").
     pytest.param(ApplyCase("a move, then a grow into its room", {1: (2048, 16_384), 2: (20_480, 16_384)},
                            {1: (2048, 30_000), 2: (40_000, 16_384)}, "", default=False),
                  marks=pytest.mark.xfail(strict=True, reason="a grow cut after its entry write: the rest plan does "
