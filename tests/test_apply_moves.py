@@ -218,6 +218,27 @@ def test_a_plan_one_resize_ahead_of_the_disk_applies_and_one_move_ahead_is_stale
     refused(e, doc, "made against another table")
 
 
+def test_a_kept_filesystem_smaller_than_its_entry_is_said_with_the_command_that_grows_it(tmp_path) -> None:
+    """A grow cut after its entry write leaves the table as the plan wants it and the filesystem its old size:
+    the rest plan has nothing left to do, and says so with the command that finishes the grow (it said nothing
+    before: the crash-state suite found the filesystem left small). The plan itself grows nothing."""
+    d = Img(tmp_path, [(2048, 16384)])
+    doc = place(d.export(), 1, 2048, 30000)
+    run("sfdisk", "-q", "--no-reread", "-N", "1", d.dev, input="2048,30000\n")  # the grow's entry, then the cut
+    doc["made_against"] = d.export()["made_against"]
+    before = d.digest()
+    got = d.cli("apply", d.plan(doc), d.dev, "--yes")
+    out = got.stdout
+    assert got.returncode == 0 and "nothing to do" in out, out + got.stderr
+    assert "partition 1: its filesystem spans 8 MiB of its 14.6 MiB" in out
+    assert f"`diskplan resize {d.dev} --partition 1 --size 30000s` grows it" in out
+    assert d.digest() == before
+    assert d.cli("resize", d.dev, "--partition", "1", "--size", "30000s", "--yes").returncode == 0
+    d.intact(1, 2048, 30000)
+    again = d.cli("apply", d.plan(doc), d.dev, "--yes")
+    assert again.returncode == 0 and "spans" not in again.stdout, again.stdout
+
+
 def refused(d: Img, doc: Doc, why: str) -> None:
     before = d.digest()
     got = d.cli("apply", d.plan(doc), d.dev, "--yes")

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from diskplan.backend.fs.fssize import filesystem_bytes
 from diskplan.model.plan.fsresize import refusals, resizer, steps
 from helpers.movedisk import CHECK, Disk, View, diskplan, entry, file_sums, make_disk
 from helpers.tools import need_tool, run
@@ -73,6 +74,28 @@ def test_xfs_grows_and_never_shrinks(loop_device, tmp_path) -> None:
     got = resize(d, 650_000)
     assert got.returncode == 1 and "an XFS filesystem cannot shrink" in got.stderr
     assert entry(d)[1] == 680_000
+
+
+@pytest.mark.parametrize(("fs", "size", "grown"), [("ext4", 40960, 61440), ("xfs", 620_000, 680_000)])
+def test_a_grow_cut_after_its_entry_is_finished_by_the_same_resize(loop_device, tmp_path, fs, size, grown) -> None:
+    """A crash between a grow's entry write and its filesystem's tool leaves the entry grown and the filesystem
+    its old size: the same resize grows the filesystem alone (it said "nothing to do" before, the filesystem
+    left small), the dry run says so, and a filesystem that fills its entry is nothing to do again."""
+    need_tool("xfs_growfs" if fs == "xfs" else "resize2fs")
+    d = make_disk(loop_device, tmp_path, start=2048, size=size, fs=fs, disk_mib=grown // 2048 + 4)
+    partuuid = entry(d)[2]
+    run("sfdisk", "-q", "--no-reread", "-N", "1", d.dev, input=f"2048,{grown}\n")  # the entry alone, grown
+    dry = diskplan(d, "resize", d.dev, "--partition", "1", "--size", f"{grown}s")
+    assert dry.returncode == 0 and f"its {fs} filesystem spans" in dry.stdout, dry.stdout + dry.stderr
+    assert f"1. grow the {fs} filesystem with its own tool to fill the entry" in dry.stdout
+    got = resize(d, grown)
+    assert got.returncode == 0 and "grown" in got.stdout, got.stdout + got.stderr
+    assert_resized(d, grown, partuuid)
+    with View(d.dev, d.start, grown) as v:
+        spans = filesystem_bytes(v, 0, fs)
+    assert spans is not None and grown * 512 - spans < 1 << 20  # it fills the entry, but for the tool's rounding
+    again = resize(d, grown)
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
 
 
 def test_the_rules_order_and_refuse() -> None:

@@ -279,6 +279,11 @@ def resize_outcome(image: str, state: pathlib.Path, start: int, sizes: tuple[int
         if clean.returncode != 0:
             return Outcome("", False, "\n".join([*said, clean.stdout]))
         lost = file_sums(v, "ext4", list(sums)) != sums
+        head = subprocess.run(["dumpe2fs", "-h", v], capture_output=True, text=True).stdout
+    block, count = (int(line.split(":")[1]) for key in ("Block size:", "Block count:") for line in head.splitlines()
+                    if line.startswith(key))
+    if size == sizes[1] and block * count != size * 512 // block * block:  # resized: the filesystem fills it
+        return Outcome("", False, "\n".join([*said, f"its filesystem spans {block * count} B of {size * 512}"]))
     return Outcome("resized" if size == sizes[1] else "as before", lost, "\n".join(said))
 
 

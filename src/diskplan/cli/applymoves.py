@@ -48,6 +48,8 @@ def run_plan_moves(args: argparse.Namespace, spec: PlanSpec, disk: Disk, desired
     except CommitError as exc:
         err.print(f"diskplan apply: {exc}")
         return 2
+    for note in pm.unfilled:
+        console.print(("note: ", "cyan"), note)
     if not pm.steps and not pm.refusals:
         return None
     if pm.steps:

@@ -40,7 +40,13 @@ def parser() -> argparse.ArgumentParser:
 def render(p: ResizeProposal, console: Out) -> None:
     ss = p.sector_size
     console.print(f"{p.target}: partition {p.number} ({p.fs})", style="bold")
-    if p.entry is not None and p.new != p.old:
+    if p.entry is not None and p.fills:
+        s = p.entry.start
+        console.print(f"  its {p.fs.fs} filesystem spans {human_bytes(p.fills)} ({p.fills} B) of the entry's "
+                      f"{s}..{s + p.old - 1} ({human_bytes(p.old * ss)}): a grow stopped after its entry was "
+                      "written, or an image copied into a larger partition")
+        console.print(f"  1. grow the {p.fs.fs} filesystem with its own tool to fill the entry (the entry stays)")
+    elif p.entry is not None and p.new != p.old:
         s = p.entry.start
         console.print(f"  from {s}..{s + p.old - 1} ({human_bytes(p.old * ss)}) to {s}..{s + p.new - 1} "
                       f"({human_bytes(p.new * ss)}), sectors of {ss} B, end inclusive")

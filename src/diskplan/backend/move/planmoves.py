@@ -24,9 +24,10 @@ and returns its path: step i's move journal records it, for a rollback to make i
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 
-from diskplan.backend.fs import fscheck
+from diskplan.backend.fs import fscheck, fssize
 from diskplan.backend.fs import fsresize as tools
 from diskplan.backend.move.datamove import Progress
 from diskplan.backend.move.engine import (
@@ -59,6 +60,7 @@ from diskplan.model.plan.fsresize import refusals as fs_refusals
 from diskplan.model.plan.move import DataStep, SequenceError, data_layout, data_steps, kept_moves, schedule
 from diskplan.model.plan.operations import plan_writes
 from diskplan.model.table import Table
+from diskplan.model.units import human_bytes
 from diskplan.model.value import replace, value
 
 # Why a plan that moves data and changes the table is refused rather than written in one go: the table
@@ -83,6 +85,7 @@ class PlanMoves(ConfirmedByName):
     notes: tuple[str, ...] = ()
     rate: float = 0.0  # bytes/s of a short read (0: not measured)
     sector_size: int = 512
+    unfilled: tuple[str, ...] = ()  # kept partitions, where they are, whose filesystem is smaller than the entry
 
     @property
     def prompt(self) -> str:
@@ -152,6 +155,25 @@ def fingerprints_after(disk: Disk, steps: list[DataStep]) -> list[str]:
             for k in range(len(steps) + 1)]
 
 
+def _unfilled(target: str, disk: Disk, spec: PlanSpec, desired: Table) -> tuple[str, ...]:
+    """What to say of each kept partition the plan leaves where it is whose filesystem does not fill it: a grow
+    that a crash stopped after its entry was written (the rest plan of an apply has nothing left to do then; the
+    entry is as planned), or an image copied into a larger partition. Not done by the plan (it asks for no grow):
+    said, with the command that does it."""
+    ss, said = disk.geometry.logical, []
+    for k in spec.keeps:
+        p, want = disk.table.by_number(k.number), desired.by_number(k.number)
+        if p is None or want is None or (p.start, p.end) != (want.start, want.end) or p.role is Role.EXTENDED:
+            continue
+        spans = fssize.unfilled(target, p.start * ss, p.size * ss)
+        if spans:
+            said.append(f"partition {p.number}: its filesystem spans {human_bytes(spans)} of its "
+                        f"{human_bytes(p.size * ss)} (a grow stopped after its entry was written, or an image copied "
+                        f"into a larger partition): `diskplan resize {shlex.quote(target)} --partition {p.number} "
+                        f"--size {p.size}s` grows it to fill the partition")
+    return tuple(said)
+
+
 def _made_against_here(made_against: str, disk: Disk, wanted: dict[int, Extent]) -> bool:
     """The plan was made against the table on ``disk``, or against the table the plan's first step leaves when
     that step is a resize: a rest plan saved before a resize step is made against the table after it (a resize
@@ -196,7 +218,7 @@ def prepare_plan_moves(target: str, disk: Disk, spec: PlanSpec, desired: Table, 
     except SequenceError as exc:
         return PlanMoves(target, kind, (), (str(exc),), sector_size=ss)
     if not steps:
-        return PlanMoves(target, kind, (), sector_size=ss)
+        return PlanMoves(target, kind, (), sector_size=ss, unfilled=_unfilled(target, disk, spec, desired))
     rest = plan_writes(table_after(disk.table, steps), desired, disk.geometry, filesystem=disk.filesystem)
     mixed = [str(op) for op in rest.operations if op.pending]
     if mixed:

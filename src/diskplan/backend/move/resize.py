@@ -12,10 +12,11 @@ reach and what forbids it; nothing is written. ``execute_resize`` then, holding 
    never a loop device LVM would activate its volume group on);
 4. tells the kernel and checks the filesystem again: same type, UUID and label, clean.
 
-A crash between the two steps leaves a filesystem smaller than its partition: harmless; a shrink is
-finished by the same command run again, a grow by the filesystem's own tool (the entry is already
-grown). A crash inside the filesystem's tool is that tool's to survive (resize2fs, for one, is not
-crash-safe: the backup of the table does not cover it).
+A crash between the two steps leaves a filesystem smaller than its partition: harmless; the same command
+run again finishes either: a shrink as before, a grow by growing the filesystem alone to fill the entry it
+already has (a *fill*: ``fills``, the filesystem's size read from its superblock, backend.fs.fssize). A crash
+inside the filesystem's tool is that tool's to survive (resize2fs, for one, is not crash-safe: the backup of the
+table does not cover it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from diskplan.backend.fs import fscheck
+from diskplan.backend.fs import fscheck, fssize
 from diskplan.backend.fs import fsresize as tools
 from diskplan.backend.move.datamove import Progress
 from diskplan.backend.move.engine import (
@@ -73,10 +74,11 @@ class ResizeProposal(PartitionProposal):
     fs: fscheck.Identity = field(default_factory=fscheck.Identity)
     minimum: int | None = None  # bytes: the smallest the filesystem can shrink to (None: unknown or cannot)
     protect: tuple[Extent, ...] = ()
+    fills: int = 0  # bytes: a filesystem this small in its unchanged entry is grown to fill it (a grow cut short)
 
     @property
-    def order(self) -> tuple[str, str]:
-        return steps(self.old, self.new)
+    def order(self) -> tuple[str, ...]:
+        return ("filesystem",) if self.fills else steps(self.old, self.new)
 
     @property
     def prompt(self) -> str:
@@ -85,7 +87,9 @@ class ResizeProposal(PartitionProposal):
     @property
     def nothing(self) -> str:
         """Why there is nothing to resize ("" when there is)."""
-        return "" if self.new != self.old else f"nothing to do: partition {self.number} already has {self.new} sectors"
+        if self.new != self.old or self.fills:
+            return ""
+        return f"nothing to do: partition {self.number} already has {self.new} sectors"
 
 
 @in_one_look  # the disk read once for every check (backend.raw.look); nothing is written
@@ -115,7 +119,14 @@ def prepare_resize(
     if not refusals:
         entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
     refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
-    fs, least = fscheck.Identity(read=False), None
+    fs, least, fills = fscheck.Identity(read=False), None, 0
+    if not refusals and p is not None and length == old:  # a grow cut after its entry: its filesystem smaller
+        found = fscheck.identify_at(target, p.start * ss, old * ss)
+        fills = fssize.unfilled(target, p.start * ss, old * ss, found.fs) or 0
+        if fills:
+            fs = found
+            why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
+            refusals += [why] if why else fs_refusals(fs.fs, fills, old * ss, None)
     if not refusals and p is not None and length != old:
         try:
             fs, why, least = _content(target, p.start * ss, old * ss, length < old)
@@ -127,7 +138,7 @@ def prepare_resize(
     protect = (*(q.extent for q in disk.table.live if q.role is not Role.EXTENDED),)
     return ResizeProposal(target, "block" if ident.kind == "block" else "file", disk.geometry.model,
                           disk.geometry.sectors, ss, number, entry, old, length, tuple(refusals), tuple(notes), ident,
-                          fs, least, protect)
+                          fs, least, protect, fills)
 
 
 def content_limits(target: str, start: int, sectors: int, sector_size: int) -> Limits:
@@ -234,7 +245,8 @@ def execute_resize(
         if isinstance(checked, MoveOutcome):
             return checked
         after, kernel = checked
-    verb = "grown" if p.new > p.old else "shrunk"
+    verb = "grown" if p.new > p.old or p.fills else "shrunk"
+    was = human_bytes(p.fills) + " (its filesystem)" if p.fills else human_bytes(p.old * ss)
     return replace(base, verdict=Verdict.WRITTEN, kernel=kernel,
                    message=f"{verb}: partition {p.number} ({start}..{start + p.new - 1}), "
-                   f"{human_bytes(p.old * ss)} → {human_bytes(p.new * ss)}; {after}{partuuid_kept(p.entry.guid)}")
+                   f"{was} → {human_bytes(p.new * ss)}; {after}{partuuid_kept(p.entry.guid)}")
