@@ -239,6 +239,21 @@ def test_a_kept_filesystem_smaller_than_its_entry_is_said_with_the_command_that_
     assert again.returncode == 0 and "spans" not in again.stdout, again.stdout
 
 
+def test_nothing_to_do_on_a_torn_gpt_says_how_to_repair_it(tmp_path) -> None:
+    """A table write a crash cut short leaves one GPT copy failing its CRC; libparted reads the other. A plan the
+    table already matches is "nothing to do", and says the copy is torn with the command that rebuilds it (it
+    said only "nothing to do" before, the disk left with one whole copy)."""
+    d = Img(tmp_path, [(2048, 16384)])
+    plan = d.plan(d.export())
+    with open(d.path, "r+b") as f:  # a byte of the backup entry array (it ends before the last LBA's header)
+        f.seek((64 * MiB // 512 - 2) * 512)
+        f.write(b"\xff")
+    got = d.cli("apply", plan, d.dev, "--yes")
+    assert got.returncode == 0 and "nothing to do" in got.stdout, got.stdout + got.stderr
+    assert "note: the backup GPT copy fails its checks" in got.stdout
+    assert f"`diskplan repair {d.dev}` rebuilds it from the other" in got.stdout
+
+
 def refused(d: Img, doc: Doc, why: str) -> None:
     before = d.digest()
     got = d.cli("apply", d.plan(doc), d.dev, "--yes")

@@ -15,6 +15,7 @@ written); 3 the write went wrong (the message says what state the disk is in and
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from diskplan.backend.read.planread import read_plan_text
 from diskplan.backend.write.commit import execute, prepare
@@ -23,6 +24,7 @@ from diskplan.backend.write.steps import CommitError, Proposal, Verdict, WriteOu
 from diskplan.cli.confirm import before_writing, confirm, progress_lines
 from diskplan.cli.options import TargetError, add_open_writers, host, open_target
 from diskplan.cli.textout import Out, consoles
+from diskplan.model.disk import Disk
 from diskplan.model.exitstatus import WRITES
 from diskplan.model.formats.planfile import PlanFileError, load_plan, placed_on, table_from_spec
 
@@ -109,6 +111,10 @@ def main(argv: list[str]) -> int:
     for note in spec.notes:  # what is not written (an sfdisk dump's uuid=), what a relative size became here
         console.print(("note: ", "cyan"), note)
     nothing = "" if proposal.changes else "nothing to do: the disk already holds the plan"
+    if nothing and disk.table.label == "gpt":
+        torn = _torn_copy(args.target, disk)
+        if torn:  # libparted read the good copy; the table is as planned, but not whole on the disk
+            console.print(("note: ", "cyan"), torn)
     code = before_writing(proposal.refusals, nothing, args.yes, "write (a backup of the old table is saved first)",
                           console, err)
     if code is not None:
@@ -116,3 +122,15 @@ def main(argv: list[str]) -> int:
     outcome = execute(proposal, confirm(proposal, args.yes), h, backup_path=args.backup, progress=progress_lines(err))
     render_outcome(outcome, console, err)
     return outcome.exit_code
+
+
+def _torn_copy(target: str, disk: Disk) -> str:
+    """What to say when one GPT copy fails its checks (a table write a crash cut short): "" when both pass."""
+    from diskplan.backend.raw.gptcheck import check_gpt
+
+    state = check_gpt(target, disk.geometry.logical, disk.geometry.sectors)
+    bad = [c for c in (state.primary, state.backup) if not c.ok] if state is not None else []
+    if len(bad) != 1:
+        return ""
+    return (f"the {bad[0].which} GPT copy fails its checks ({bad[0].problem or 'no GPT signature'}): "
+            f"`diskplan repair {shlex.quote(target)}` rebuilds it from the other")
