@@ -3,7 +3,7 @@ is killed at a random moment of its writing (what the guest had not handed to it
 cut); the next boot of the same disks runs the recovery the README documents (``diskplan resume DISK --yes``,
 ``--rollback`` where a rollback was begun; for a resize or an apply ``diskplan repair`` then the same command
 again), and the host checks every byte: the partition's entry at its old or new place and its bytes the ones
-it had (a move), its filesystem clean with every file's SHA-256 (a resize), or the plan's table whole, both GPT
+it had (a move), its filesystem clean with every file's SHA-256 and filling its grown entry (a resize), or the plan's table whole, both GPT
 copies verified by sfdisk and the kept partition's bytes the ones it had (an apply).
 
 The journal lives where it would on a real system: on another disk of the guest (``/state``, an ext4
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from diskplan.backend.fs.fssize import SLACK, filesystem_bytes
 from helpers.crashrec import entry_of, sha256_at
 from helpers.guest import Case, Disk, Machine, boot_guest, e512
 from helpers.movedisk import CHECK, View, file_sums, make_image
@@ -186,6 +187,9 @@ def _verdict(kind: str, c: Cut) -> tuple[tuple[int, int, str], str]:
         clean = subprocess.run([*CHECK["ext4"], v], capture_output=True, text=True)
         if clean.returncode or file_sums(v, "ext4", list(c.sums)) != c.sums:
             return now, "filesystem or files differ: " + clean.stdout[-300:]
+    spans = filesystem_bytes(c.image, start * 512, "ext4")
+    if spans is None or size * 512 - spans >= SLACK:  # a cut between the entry and resize2fs: the same resize fills it
+        return now, f"its filesystem spans {spans} B of {size * 512}"
     return now, ""
 
 
