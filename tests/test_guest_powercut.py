@@ -3,8 +3,8 @@ is killed at a random moment of its writing (what the guest had not handed to it
 cut); the next boot of the same disks runs the recovery the README documents (``diskplan resume DISK --yes``,
 ``--rollback`` where a rollback was begun; for a resize or an apply ``diskplan repair`` then the same command
 again), and the host checks every byte: the partition's entry at its old or new place and its bytes the ones
-it had (a move), its filesystem clean with every file's SHA-256 and filling its grown entry (a resize), or the plan's table whole, both GPT
-copies verified by sfdisk and the kept partition's bytes the ones it had (an apply).
+it had (a move), its filesystem clean with every file's SHA-256 and filling its grown entry (a resize), or the
+plan's table whole, both GPT copies verified by sfdisk and the kept partition's bytes the ones it had (an apply).
 
 The journal lives where it would on a real system: on another disk of the guest (``/state``, an ext4
 filesystem), not in memory. The power goes a random time after the command's table backup appears (its
