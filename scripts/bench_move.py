@@ -8,6 +8,11 @@ per 8 MiB chunk; target: at least 1.0x dd's throughput) and the whole move (also
 byte, the table backup and entry rewrite, the kernel update; target 0.65x), which by design reads the data
 twice; and the fixed cost around the copy (the whole move less its copy and read-back; target under 0.3 s).
 Beside them, how many times the move's own process opened the disk (backend.raw.look: once a look and a write).
+
+Old against new (speed work: compare in one run, interleaved, never against a figure from another time):
+``bench_move.py N --against DIR`` where DIR is another tree's ``src`` (``git archive main src | tar -x -C /tmp/old``
+gives /tmp/old/src): each round runs dd, then the move with this tree's code and with DIR's, in turns (the
+order swapped every round), and prints the rows of both, each ratio against the dd of its own round.
 """
 
 from __future__ import annotations
@@ -34,7 +39,11 @@ def _run(*cmd: str, input: str | None = None) -> str:
     return subprocess.run(cmd, input=input, capture_output=True, text=True, check=True).stdout
 
 
-def bench_move(runs: int = 1) -> list[Row]:
+SRC = str(pathlib.Path(__file__).resolve().parents[1] / "src")
+
+
+def bench_move(runs: int = 1, against: str = "") -> list[Row]:
+    """The rows of this tree's move (``against``: and of that other tree's ``src``, interleaved, see the doc)."""
     if os.geteuid() != 0:
         return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", "needs root for a loop device")]
     with tempfile.TemporaryDirectory(prefix="diskplan-bench-move-", dir=os.environ.get("BENCH_DIR")) as tmp:
@@ -69,43 +78,57 @@ out = execute_move(p, p.confirm_word, host(), progress=progress)
 marks["end"] = time.perf_counter(); marks["start"] = t
 print(json.dumps({"ok": out.exit_code == 0, "message": out.message, "opens": opens[0], **marks}))
 """
-            env = {**os.environ, "XDG_STATE_HOME": tmp, "DISKPLAN_MOVES_DIR": tmp,
-                   "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1] / "src")}
-            pairs: list[tuple[float, float, float]] = []
-            fixed: list[tuple[float, float]] = []  # (around the copy and read-back, the prepare before it)
+            env = {**os.environ, "XDG_STATE_HOME": tmp, "DISKPLAN_MOVES_DIR": tmp}
+            trees = [SRC, *([os.path.abspath(against)] if against else [])]
+            got: dict[str, list[tuple[float, dict[str, Any]]]] = {t: [] for t in trees}  # (dd, marks) a move
             m: dict[str, Any] = {}
-            for i in range(max(1, min(runs, 5))):
-                src, dst = (START, TO) if i % 2 == 0 else (TO, START)
+            at = START  # where the partition is now: each move takes it to the other place
+            for i in range(max(1, min(runs, 5) if not against else runs)):
                 t = time.perf_counter()
                 _run("dd", f"if={dev}", f"of={dev}", "bs=4M", f"count={GIB // (4 << 20)}", "iflag=direct,skip_bytes",
-                     "oflag=direct,seek_bytes", f"skip={src * 512}", f"seek={dst * 512}", "status=none")
+                     "oflag=direct,seek_bytes", f"skip={at * 512}", f"seek={(TO if at == START else START) * 512}",
+                     "status=none")
                 dd = time.perf_counter() - t
-                proc = subprocess.run([sys.executable, "-c", code, dev, str(dst)], capture_output=True, text=True,
-                                      env=env)
-                m = json.loads(proc.stdout.strip().splitlines()[-1])
+                for tree in trees if i % 2 == 0 else trees[::-1]:
+                    dst = TO if at == START else START
+                    proc = subprocess.run([sys.executable, "-c", code, dev, str(dst)], capture_output=True, text=True,
+                                          env={**env, "PYTHONPATH": tree})
+                    m = json.loads(proc.stdout.strip().splitlines()[-1])
+                    if not m["ok"]:
+                        break
+                    at = dst
+                    got[tree].append((dd, m))
                 if not m["ok"]:
                     break
-                pairs.append((dd, m["copying1"] - m["copying0"], m["end"] - m["start"]))
-                # no filesystem here (random bytes): no checker runs, so this is the fixed cost alone
-                fixed.append((m["end"] - m["start"] - (m["verifying1"] - m["copying0"]), m["prepare"]))
         finally:
             # the move told the kernel about the partition: drop it first, or a detached loop device can keep it
             subprocess.run(["partx", "-d", dev], capture_output=True)
             subprocess.run(["losetup", "--detach", dev], capture_output=True)
-    if not pairs:
-        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", f"failed: {m['message']}")]
+    if not m.get("ok"):
+        return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", f"failed: {m.get('message', 'no move ran')}")]
+    return [row for tree in trees for row in _rows(got[tree], "" if tree == SRC else f" [{tree}]")]
+
+
+def _rows(runs: list[tuple[float, dict[str, Any]]], which: str) -> list[Row]:
+    """The rows of one tree's moves (``which``: after each row's name)."""
+    pairs = [(dd, m["copying1"] - m["copying0"], m["end"] - m["start"]) for dd, m in runs]
+    # no filesystem here (random bytes): no checker runs, so this is the fixed cost alone
+    fixed = [(m["end"] - m["start"] - (m["verifying1"] - m["copying0"]), m["prepare"]) for _, m in runs]
+    opens = runs[-1][1]["opens"]
     dd, copy, whole = (statistics.median(x) for x in zip(*pairs, strict=True))
     ratios = ", ".join(f"{d / c:.2f}" for d, c, _ in pairs)
     return [
-        Row("move 1 GiB: copy phase", f"{fmt_s(copy)} ({GIB / copy / 2**20:.0f} MiB/s)",
+        Row("move 1 GiB: copy phase" + which, f"{fmt_s(copy)} ({GIB / copy / 2**20:.0f} MiB/s)",
             f"{fmt_s(dd)} (dd, {GIB / dd / 2**20:.0f} MiB/s)", statistics.median(d / c for d, c, _ in pairs),
             ">= 1.0x", f"throughput ratio dd time / ours, median of {len(pairs)} pairs ({ratios})"),
-        Row("move 1 GiB: whole move", fmt_s(whole), f"{fmt_s(dd)} (dd)", statistics.median(d / w for d, _, w in pairs),
-            ">= 0.65x", "also reads every byte back, backs up and rewrites the table"),
-        Row("move: opens of the disk", str(m["opens"]), "-", None, "-",
+        Row("move 1 GiB: whole move" + which, fmt_s(whole), f"{fmt_s(dd)} (dd)",
+            statistics.median(d / w for d, _, w in pairs), ">= 0.65x",
+            "also reads every byte back, backs up and rewrites the table"),
+        Row("move: opens of the disk" + which, str(opens), "-", None, "-",
             "prepare and execute, in diskplan's own process (libparted's and the tools' children not counted); "
             "each table check used to open it again (issue 28)"),
-        Row("move: fixed cost around the copy", fmt_s(statistics.median(f for f, _ in fixed)), "-", None, "< 0.3 s",
+        Row("move: fixed cost around the copy" + which, fmt_s(statistics.median(f for f, _ in fixed)), "-", None,
+            "< 0.3 s",
             "the whole move less its copy and read-back (backup, journal, entry hidden and revealed, kernel told, "
             f"blkid; no filesystem checker here); prepare: {fmt_s(statistics.median(p for _, p in fixed))}"),
     ]
@@ -113,5 +136,8 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, "opens": ope
 
 if __name__ == "__main__":
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    for row in bench_move(int(sys.argv[1]) if len(sys.argv) > 1 else 5):
+    args = sys.argv[1:]
+    base = args[args.index("--against") + 1] if "--against" in args else ""
+    counts = [a for a in args if a.isdigit()]
+    for row in bench_move(int(counts[0]) if counts else 5, base):
         print(row)
