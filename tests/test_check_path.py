@@ -8,6 +8,8 @@ processes it starts, and the modules it never needs. Each was a cost measured on
   body (the answers travel through its C functions) are not imported.
 - diskplan's own regular expressions are compiled where they are first used, not as their modules are imported:
   a check uses none of them (three compiled at import cost it ~0.4 ms).
+- libparted's reads start before argparse (and the rest of the command) is imported, when the command line is
+  plainly targets and ``--json``: the parent's ~20 ms of imports and parsing run beside them, not before them.
 """
 
 from __future__ import annotations
@@ -74,6 +76,77 @@ def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: p
     (tmp_path / "asked").unlink()
     subprocess.run([sys.executable, "-c", "import _ped"], check=True, env={**env, ANSWER: "0"})
     assert not (tmp_path / "asked").exists()
+
+
+# --- the reads begun before argparse ----------------------------------------------------------------------------
+
+_FORK_SEEN = """
+import os, sys
+from diskplan.backend.parted import isolate
+fork = isolate._fork
+def seen(work):
+    late = ("argparse", "diskplan.cli.options", "diskplan.backend.read.reader")
+    os.write(2, " ".join(m for m in late if m in sys.modules).encode() + b"|")
+    return fork(work)
+isolate._fork = seen
+sys.argv = ["diskplan", "check", "--json", sys.argv[1]]
+from diskplan.cli.main import program
+program()
+"""
+
+
+def test_the_reading_child_is_forked_before_argparse_is_imported(sparse_image) -> None:
+    """As a user runs it (cli.main.program): what the parent had imported when it forked its one reading child."""
+    img = _gpt_image(sparse_image)
+    proc = subprocess.run([sys.executable, "-c", _FORK_SEEN, str(img)], capture_output=True, text=True)
+    assert proc.returncode in (0, 1) and '"partitions"' in proc.stdout, proc.stderr
+    assert proc.stderr == "|"  # one fork, and none of them imported yet
+
+
+# (plain, but argparse refuses it: its positional list ends at --json, and the reads begun are ended)
+_REFUSED = ["{img}", "--json", "{blank}"]
+_PLAIN = [["{img}"], ["--json", "{img}"], ["{img}", "{blank}", "--json"], _REFUSED, ["--json", "{fifo}"],
+          ["{missing}"], ["--json", "{img}", "{missing}", "{fifo}", "{img}"]]
+_NOT_PLAIN = [["--help"], ["--json", "--bogus", "{img}"], [], ["--json"], ["--json", "{img}", "--ssd"],
+              ["{img}", "--physical-block", "8k"], ["--", "{img}"]]
+
+
+@pytest.mark.parametrize("shape", _PLAIN + _NOT_PLAIN)
+def test_the_early_reads_change_nothing_a_user_sees(shape: list[str], sparse_image, tmp_path: pathlib.Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The same command line with and without the reads begun before parsing: the same exit status, output and
+    messages. A plain one (targets and --json) is read by the reads begun early, started once, never with a FIFO
+    among them; any other is parsed first, as before. No reading child is left behind, even where the parse
+    failed after the reads had begun."""
+    from diskplan.backend.parted import readahead
+    from diskplan.cli import check
+    from diskplan.cli.main import main
+
+    paths = {"img": str(_gpt_image(sparse_image)), "blank": str(sparse_image(8 << 20, "blank.img")),
+             "fifo": str(tmp_path / "fifo"), "missing": str(tmp_path / "missing.img")}
+    os.mkfifo(paths["fifo"])
+    argv = ["check", *(word.format(**paths) for word in shape)]
+    begun, starts = [], []
+    early, start = check._early_reads, readahead.start
+    monkeypatch.setattr(check, "_early_reads", lambda words: begun.append(early(words)) or begun[-1])
+    monkeypatch.setattr(readahead, "start", lambda *a, **k: starts.append(a[0]) or start(*a, **k))
+    with_early = main(argv), *capsys.readouterr()
+    started_early = list(starts)
+    with pytest.raises(ChildProcessError):  # no child of this process is left, running or unreaped
+        os.waitpid(-1, os.WNOHANG)
+    monkeypatch.setattr(check, "_early_reads", lambda words: None)
+    without = main(argv), *capsys.readouterr()
+    assert with_early == without
+    assert with_early[0] in (0, 1, 2) and (with_early[1] or with_early[2])
+    if shape is _REFUSED:
+        assert with_early[0] == 2 and f"unrecognized arguments: {paths['blank']}" in with_early[2]
+    if shape in _PLAIN:
+        readable = [paths[w[1:-1]] for w in shape if w in ("{img}", "{blank}")]
+        assert begun[0] is not None and begun[0].items == readable
+        assert started_early == [readable]  # begun once, before parsing, and then used (not started again)
+    else:
+        assert begun == [None]
 
 
 # --- the modules it never needs ------------------------------------------------------------------------------

@@ -478,6 +478,11 @@ class IsolatedMap(Generic[T]):
             _Stream(fn, self._items[lane :: self._lanes]) for lane in range(self._lanes) if self._items
         ]
 
+    @property
+    def items(self) -> list[Any]:
+        """The items, in the order their answers come."""
+        return list(self._items)
+
     def __iter__(self) -> Generator[T | IsolatedFailure, None, None]:
         try:
             for i in range(len(self._items)):
