@@ -238,8 +238,8 @@ def test_the_reading_child_syncs_nothing() -> None:
 def test_the_parent_compiles_no_init_of_what_it_only_receives(sparse_image) -> None:
     """A value class's ``__init__`` is compiled at its first construction (model.value): check's parent receives
     the partitions already made by its reading child (pickle calls no ``__init__``), so it never compiles theirs;
-    the report it makes itself has its own."""
-    img = _gpt_image(sparse_image)
+    the report it makes itself, one record per partition (more than model.value.COMPILE_AFTER), has its own."""
+    img = _gpt_image(sparse_image, partitions=12)
     code = ("import inspect, sys; from diskplan.cli import check; check.main(['--json', sys.argv[1]]); "
             "from diskplan.model.extent import Partition; from diskplan.model.findings.report import PartitionReport; "
             "print(*(inspect.getfullargspec(c.__init__).varargs or 'compiled' for c in (Partition, PartitionReport)), "
