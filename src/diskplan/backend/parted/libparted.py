@@ -17,7 +17,6 @@ from contextlib import contextmanager
 import _ped
 
 from diskplan.backend.parted import isolate, readonly, siblings
-from diskplan.backend.raw import kernelparts
 from diskplan.backend.raw.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.raw.rawtable import mbr_layout
 from diskplan.model import ptypes
@@ -682,6 +681,8 @@ def commit_table(
         if device.type == parted.DEVICE_FILE:
             return True, "", tuple(messages)
         # not libparted's commitToOS: Debian's runs `udevadm settle` under our lock (backend.raw.kernelparts)
+        from diskplan.backend.raw import kernelparts  # (writes only: the reading child does without, ~0.4 ms)
+
         stale = kernelparts.sync(path, kernelparts.wanted(placed(disk)), sector_size)
         return not stale, "; ".join(stale), tuple(messages)
 
@@ -818,6 +819,8 @@ def inform_kernel(path: str) -> tuple[bool, str]:
             return False, " ".join(str(exc).split()) or "libparted could not read the table"
         finally:
             siblings.show_again()
+    from diskplan.backend.raw import kernelparts
+
     stale = kernelparts.sync(path, kernelparts.wanted(parts), sector_size)
     return not stale, "; ".join(stale)
 
