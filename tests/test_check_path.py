@@ -5,8 +5,9 @@ processes it starts, and the modules it never needs. Each was a cost measured on
   answers: backend.parted answers where the answer is known (its ``__init__``), so a check starts its reading
   child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
 - socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
-  body (the answers travel through its C functions) are not imported; nor is re in the reading child (~1.5 ms of
-  its imports: model.labels and model.ptypes import it where a typed type is parsed).
+  body (the answers travel through its C functions) are not imported; nor, in the reading child, are re (~1.5 ms
+  of its imports: model.labels and model.ptypes import it where a typed type is parsed), the type registry
+  (model.ptypes, model.labels: a write's) or backend.raw.kernelparts (a write tells the kernel).
 - diskplan's own regular expressions are compiled where they are first used, not as their modules are imported:
   a check uses none of them (three compiled at import cost it ~0.4 ms).
 - libparted's reads start before argparse (and the rest of the command) is imported, when the command line is
@@ -163,7 +164,8 @@ def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_
     assert "diskplan.backend.parted.isolate" in imported  # the list is the real one
     assert not {"socket", "signal", "platform", "selectors", "pickle"} & imported
     child = subprocess.run([sys.executable, "-c", "import sys, diskplan.backend.parted.libparted; "
-                            "print(' '.join(sorted({'socket', 'signal', 'platform', 're'} & set(sys.modules))))"],
+                            "print(' '.join(sorted({'socket', 'signal', 'platform', 're', 'diskplan.model.ptypes', "
+                            "'diskplan.model.labels', 'diskplan.backend.raw.kernelparts'} & set(sys.modules))))"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == ""
 
