@@ -21,6 +21,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -129,10 +130,20 @@ def test_the_early_reads_change_nothing_a_user_sees(shape: list[str], sparse_ima
              "fifo": str(tmp_path / "fifo"), "missing": str(tmp_path / "missing.img")}
     os.mkfifo(paths["fifo"])
     argv = ["check", *(word.format(**paths) for word in shape)]
-    begun, starts = [], []
+    begun: list[Any] = []
+    starts: list[list[str]] = []
     early, start = check._early_reads, readahead.start
-    monkeypatch.setattr(check, "_early_reads", lambda words: begun.append(early(words)) or begun[-1])
-    monkeypatch.setattr(readahead, "start", lambda *a, **k: starts.append(a[0]) or start(*a, **k))
+
+    def spied_early(words: list[str]) -> Any:
+        begun.append(early(words))
+        return begun[-1]
+
+    def spied_start(paths: list[str], *args: Any, **kwargs: Any) -> Any:
+        starts.append(list(paths))
+        return start(paths, *args, **kwargs)
+
+    monkeypatch.setattr(check, "_early_reads", spied_early)
+    monkeypatch.setattr(readahead, "start", spied_start)
     with_early = main(argv), *capsys.readouterr()
     started_early = list(starts)
     with pytest.raises(ChildProcessError):  # no child of this process is left, running or unreaped

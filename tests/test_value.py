@@ -208,7 +208,8 @@ _WRONG: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 
 
 def _compiled(cls: type) -> bool:
-    return cls.__init__.__code__.co_flags & 0x04 == 0  # type: ignore[misc]  # no *args: the generated one
+    flags: int = cls.__init__.__code__.co_flags  # type: ignore[misc]
+    return flags & 0x04 == 0  # no *args: the generated one
 
 
 def test_a_class_made_only_a_few_times_is_not_compiled_and_makes_the_same_values() -> None:
