@@ -162,6 +162,23 @@ def test_the_early_reads_change_nothing_a_user_sees(shape: list[str], sparse_ima
         assert begun == [None]
 
 
+def test_reads_begun_for_other_paths_are_ended_and_started_again(sparse_image) -> None:
+    """What passes filekind's checks when the command line is parsed is what is read: reads begun for other paths
+    (a target that became a FIFO in between; here another list) are ended, and those of the paths now start."""
+    from diskplan.backend.parted import readahead
+    from diskplan.cli.options import open_targets
+
+    img = str(_gpt_image(sparse_image))
+    blank = str(sparse_image(8 << 20, "blank.img"))
+    begun = readahead.start([blank, img], lanes=1, filesystems=False)
+    (opened,) = open_targets([img], lanes=1, filesystems=False, begun=begun)
+    assert opened.geometry.sectors == (256 << 20) // 512 and opened.table.label == "gpt"  # type: ignore[union-attr]
+    assert [p.number for p in opened.table.partitions] == [1, 2, 3, 4]  # type: ignore[union-attr]
+    assert begun.items == [blank, img]
+    with pytest.raises(ChildProcessError):  # the reads begun were ended and reaped, as were the new ones
+        os.waitpid(-1, os.WNOHANG)
+
+
 # --- the modules it never needs ------------------------------------------------------------------------------
 
 
