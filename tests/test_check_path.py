@@ -5,9 +5,13 @@ processes it starts, and the modules it never needs. Each was a cost measured on
   answers: backend.parted answers where the answer is known (its ``__init__``), so a check starts its reading
   child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
 - socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
-  body (the answers travel through its C functions) are not imported.
+  body (the answers travel through its C functions) are not imported; nor, in the reading child, are re (~1.5 ms
+  of its imports: model.labels and model.ptypes import it where a typed type is parsed), the type registry
+  (model.ptypes, model.labels: a write's) or backend.raw.kernelparts (a write tells the kernel).
 - diskplan's own regular expressions are compiled where they are first used, not as their modules are imported:
   a check uses none of them (three compiled at import cost it ~0.4 ms).
+- libparted's reads start before argparse (and the rest of the command) is imported, when the command line is
+  plainly targets and ``--json``: the parent's ~20 ms of imports and parsing run beside them, not before them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -76,6 +81,104 @@ def test_libparted_still_asks_dmidecode_when_the_answer_is_not_known(tmp_path: p
     assert not (tmp_path / "asked").exists()
 
 
+# --- the reads begun before argparse ----------------------------------------------------------------------------
+
+_FORK_SEEN = """
+import os, sys
+from diskplan.backend.parted import isolate
+fork = isolate._fork
+def seen(work):
+    late = ("argparse", "re", "select", "diskplan.cli.options", "diskplan.backend.read.reader")
+    os.write(2, " ".join(m for m in late if m in sys.modules).encode() + b"|")
+    return fork(work)
+isolate._fork = seen
+sys.argv = ["diskplan", "check", "--json", sys.argv[1]]
+from diskplan.cli.main import program
+program()
+"""
+
+
+def test_the_reading_child_is_forked_before_argparse_is_imported(sparse_image) -> None:
+    """As a user runs it (cli.main.program): what the parent had imported when it forked its one reading child."""
+    img = _gpt_image(sparse_image)
+    proc = subprocess.run([sys.executable, "-c", _FORK_SEEN, str(img)], capture_output=True, text=True)
+    assert proc.returncode in (0, 1) and '"partitions"' in proc.stdout, proc.stderr
+    assert proc.stderr == "|"  # one fork, and none of them imported yet
+
+
+# (plain, but argparse refuses it: its positional list ends at --json, and the reads begun are ended)
+_REFUSED = ["{img}", "--json", "{blank}"]
+_PLAIN = [["{img}"], ["--json", "{img}"], ["{img}", "{blank}", "--json"], _REFUSED, ["--json", "{fifo}"],
+          ["{missing}"], ["--json", "{img}", "{missing}", "{fifo}", "{img}"]]
+_NOT_PLAIN = [["--help"], ["--json", "--bogus", "{img}"], [], ["--json"], ["--json", "{img}", "--ssd"],
+              ["{img}", "--physical-block", "8k"], ["--", "{img}"]]
+
+
+@pytest.mark.parametrize("shape", _PLAIN + _NOT_PLAIN)
+def test_the_early_reads_change_nothing_a_user_sees(shape: list[str], sparse_image, tmp_path: pathlib.Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The same command line with and without the reads begun before parsing: the same exit status, output and
+    messages. A plain one (targets and --json) is read by the reads begun early, started once, never with a FIFO
+    among them; any other is parsed first, as before. No reading child is left behind, even where the parse
+    failed after the reads had begun."""
+    from diskplan.backend.parted import readahead
+    from diskplan.cli import check
+    from diskplan.cli.main import main
+
+    paths = {"img": str(_gpt_image(sparse_image)), "blank": str(sparse_image(8 << 20, "blank.img")),
+             "fifo": str(tmp_path / "fifo"), "missing": str(tmp_path / "missing.img")}
+    os.mkfifo(paths["fifo"])
+    argv = ["check", *(word.format(**paths) for word in shape)]
+    begun: list[Any] = []
+    starts: list[list[str]] = []
+    early, start = check._early_reads, readahead.start
+
+    def spied_early(words: list[str]) -> Any:
+        begun.append(early(words))
+        return begun[-1]
+
+    def spied_start(paths: list[str], *args: Any, **kwargs: Any) -> Any:
+        starts.append(list(paths))
+        return start(paths, *args, **kwargs)
+
+    monkeypatch.setattr(check, "_early_reads", spied_early)
+    monkeypatch.setattr(readahead, "start", spied_start)
+    with_early = main(argv), *capsys.readouterr()
+    started_early = list(starts)
+    with pytest.raises(ChildProcessError):  # no child of this process is left, running or unreaped
+        os.waitpid(-1, os.WNOHANG)
+    monkeypatch.setattr(check, "_early_reads", lambda words: None)
+    without = main(argv), *capsys.readouterr()
+    assert with_early == without
+    assert with_early[0] in (0, 1, 2) and (with_early[1] or with_early[2])
+    if shape is _REFUSED:
+        assert with_early[0] == 2 and f"unrecognized arguments: {paths['blank']}" in with_early[2]
+    if shape in _PLAIN:
+        readable = [paths[w[1:-1]] for w in shape if w in ("{img}", "{blank}")]
+        assert begun[0] is not None and begun[0].items == readable
+        assert started_early == [readable]  # begun once, before parsing, and then used (not started again)
+    else:
+        assert begun == [None]
+
+
+def test_reads_begun_for_other_paths_are_ended_and_started_again(sparse_image) -> None:
+    """What passes filekind's checks when the command line is parsed is what is read: reads begun for other paths
+    (a target that became a FIFO in between; here another list) are ended, and those of the paths now start."""
+    from diskplan.backend.parted import readahead
+    from diskplan.cli.options import open_targets
+
+    img = str(_gpt_image(sparse_image))
+    blank = str(sparse_image(8 << 20, "blank.img"))
+    begun = readahead.start([blank, img], lanes=1, filesystems=False)
+    (opened,) = open_targets([img], lanes=1, filesystems=False, begun=begun)
+    assert opened.geometry.sectors == (256 << 20) // 512 and opened.table.label == "gpt"  # type: ignore[union-attr]
+    assert [p.number for p in opened.table.partitions] == [1, 2, 3, 4]  # type: ignore[union-attr]
+    assert begun.items == [blank, img]
+    with pytest.raises(ChildProcessError):  # the reads begun were ended and reaped, as were the new ones
+        os.waitpid(-1, os.WNOHANG)
+
+
 # --- the modules it never needs ------------------------------------------------------------------------------
 
 
@@ -89,7 +192,8 @@ def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_
     assert "diskplan.backend.parted.isolate" in imported  # the list is the real one
     assert not {"socket", "signal", "platform", "selectors", "pickle"} & imported
     child = subprocess.run([sys.executable, "-c", "import sys, diskplan.backend.parted.libparted; "
-                            "print(' '.join(sorted({'socket', 'signal', 'platform'} & set(sys.modules))))"],
+                            "print(' '.join(sorted({'socket', 'signal', 'platform', 're', 'diskplan.model.ptypes', "
+                            "'diskplan.model.labels', 'diskplan.backend.raw.kernelparts'} & set(sys.modules))))"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == ""
 
@@ -164,8 +268,8 @@ def test_the_reading_child_syncs_nothing() -> None:
 def test_the_parent_compiles_no_init_of_what_it_only_receives(sparse_image) -> None:
     """A value class's ``__init__`` is compiled at its first construction (model.value): check's parent receives
     the partitions already made by its reading child (pickle calls no ``__init__``), so it never compiles theirs;
-    the report it makes itself has its own."""
-    img = _gpt_image(sparse_image)
+    the report it makes itself, one record per partition (more than model.value.COMPILE_AFTER), has its own."""
+    img = _gpt_image(sparse_image, partitions=12)
     code = ("import inspect, sys; from diskplan.cli import check; check.main(['--json', sys.argv[1]]); "
             "from diskplan.model.extent import Partition; from diskplan.model.findings.report import PartitionReport; "
             "print(*(inspect.getfullargspec(c.__init__).varargs or 'compiled' for c in (Partition, PartitionReport)), "

@@ -196,3 +196,56 @@ def test_frozen_records_are_value_classes() -> None:
     frozen = [str(p.relative_to(src)) for p in src.rglob("*.py")
               if p.name != "value.py" and "dataclass(frozen" in p.read_text(encoding="utf-8")]
     assert frozen == []
+
+
+_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((1,), {}), ((1, 2), {}), ((1,), {"tags": ("a",)}), ((), {"x": 3, "note": "n"}), ((1, 2, ("b",), "m"), {}),
+    ((), {"y": 5, "x": 4}),
+]
+_WRONG: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}), ((1, 2, (), "", 5), {}), ((1,), {"x": 2}), ((1,), {"colour": "red"}), ((), {"y": 1}),
+]
+
+
+def _compiled(cls: type) -> bool:
+    flags: int = cls.__init__.__code__.co_flags  # type: ignore[misc]
+    return flags & 0x04 == 0  # no *args: the generated one
+
+
+def test_a_class_made_only_a_few_times_is_not_compiled_and_makes_the_same_values() -> None:
+    """The first COMPILE_AFTER well-formed calls bind their arguments without compiling ``__init__`` (each
+    compile ~0.1 ms); the next compiles it. The values made either way are the same, field for field and in
+    the same order, and each is its dataclass twin's."""
+    bound_cls, compiled_cls = _plain(v.value, v.field, {}), _plain(v.value, v.field, {})
+    for _ in range(v.COMPILE_AFTER + 1):
+        compiled_cls(0)
+    assert _compiled(compiled_cls) and not _compiled(bound_cls)
+    theirs = PLAIN[1]
+    for args, kwargs in _CALLS:
+        bound, compiled = bound_cls(*args, **kwargs), compiled_cls(*args, **kwargs)
+        assert list(vars(bound).items()) == list(vars(compiled).items())
+        assert repr(bound) == repr(theirs(*args, **kwargs))
+    for _ in range(v.COMPILE_AFTER - len(_CALLS)):
+        bound_cls(7)
+    assert not _compiled(bound_cls)
+    bound_cls(8)
+    assert _compiled(bound_cls)  # the call after COMPILE_AFTER
+
+
+@pytest.mark.parametrize(("args", "kwargs"), _WRONG)
+def test_a_wrong_first_call_raises_what_the_compiled_init_raises(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    fresh, compiled_cls = _plain(v.value, v.field, {}), _plain(v.value, v.field, {})
+    for _ in range(v.COMPILE_AFTER + 1):
+        compiled_cls(0)
+    with pytest.raises(TypeError) as first:
+        fresh(*args, **kwargs)
+    with pytest.raises(TypeError) as later:
+        compiled_cls(*args, **kwargs)
+    assert str(first.value) == str(later.value)
+
+
+def test_post_init_runs_on_a_call_bound_without_compiling() -> None:
+    span = _ordered(v.value, v.field, {})
+    with pytest.raises(ValueError):
+        span(5, 1)
+    assert span(1, 5).end == 5 and not _compiled(span)

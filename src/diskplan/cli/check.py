@@ -8,35 +8,33 @@ Exit status: 0 nothing found, 1 findings, 2 a target could not be read (the othe
 
 from __future__ import annotations
 
-import argparse
-import functools
 import gc
 import os
 import sys
-from collections.abc import Iterator
 
-from diskplan.cli.options import (
-    LateWidthFormatter,
-    TargetError,
-    add_overrides,
-    apply_overrides,
-    open_target_here,
-    open_targets,
-)
 from diskplan.model.safetext import safe
 
-# Most of the model and the output's modules (checkjson, checktext) are imported once the reads have
-# started (``checked``): they run in their children meanwhile. Nor is typing imported (~3.5 ms).
+# libparted's reads start before anything else is imported (``_early_reads``), even argparse and the options
+# (cli.options): the model and the output's modules (checkjson, checktext) are imported while they run in their
+# children. Nor is typing imported (~3.5 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterator
     from typing import Any
 
+    from diskplan.backend.parted.isolate import IsolatedMap
+    from diskplan.cli.options import TargetError
     from diskplan.model.disk import Disk
     from diskplan.model.findings.report import Report
     from diskplan.model.geometry import Geometry
 
 
 def parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from diskplan.cli.options import LateWidthFormatter, add_overrides
+
     p = argparse.ArgumentParser(
         prog="diskplan check",
         formatter_class=LateWidthFormatter,
@@ -56,23 +54,48 @@ FLEET = 16  # from this many targets on, the children run whole checks, not only
 CHECK_TIMEOUT = 60.0  # seconds for one target's whole check in a child (its read alone has 30)
 
 
-def checked(targets: list[str], args: argparse.Namespace) -> Iterator[tuple[Report | None, Geometry | None, str]]:
+def _lanes() -> int:
+    return min(os.cpu_count() or 1, MAX_LANES)
+
+
+def _early_reads(argv: list[str]) -> IsolatedMap[Disk] | None:
+    """libparted's reads of the targets, begun before argparse (and the rest of this command) is imported, when
+    ``argv`` is plainly targets (words not starting with "-") and ``--json``, fewer than FLEET: ``checked``
+    takes them over once argparse has parsed ``argv`` the usual way. None for any other command line (an
+    option, ``--help``, a fleet): that is read the usual way, after parsing. The targets that filekind
+    refuses (a FIFO must never reach the reader) are left out, as ``checked`` leaves them out."""
+    targets = [word for word in argv if word != "--json"]
+    if not targets or len(targets) >= FLEET or any(word.startswith("-") for word in targets):
+        return None
+    from diskplan.backend.parted import readahead
+    from diskplan.backend.raw.filekind import target_problem
+
+    return readahead.start([t for t in targets if not target_problem(t)], lanes=_lanes(), filesystems=False)
+
+
+def checked(
+    targets: list[str], args: argparse.Namespace, begun: IsolatedMap[Disk] | None = None
+) -> Iterator[tuple[Report | None, Geometry | None, str]]:
     """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
     could not be read). The report judges the geometry with the user's overrides; what the other tools would
     say uses the reported one. libparted's reads all start at once, in one child per core; no partition is
     probed for a filesystem (nothing here shows libparted's guess; the layers are diskplan's own sniffing).
-    The reads begin when this is called; the rest of the reader, the report and the output's modules are
-    imported while they run."""
-    # What the reading children build their answers with, imported once here (they inherit it; on a busy
-    # machine the cores are not free to import it side by side); the rest comes while they read.
-    import diskplan.backend.raw.gptcheck
-    import diskplan.model.disk  # noqa: F401
+    The reads begin when this is called, or were ``begun`` already (``_early_reads`` of the same targets); the
+    rest of the reader, the report and the output's modules are imported while they run."""
+    from diskplan.cli.options import open_targets
 
-    opening = open_targets(targets, lanes=min(os.cpu_count() or 1, MAX_LANES), filesystems=False)
+    if begun is None:
+        # What the reading children build their answers with, imported once here (they inherit it; on a busy
+        # machine the cores are not free to import it side by side); the rest comes while they read.
+        import diskplan.backend.raw.gptcheck
+        import diskplan.model.disk  # noqa: F401
+
+    opening = open_targets(targets, lanes=_lanes(), filesystems=False, begun=begun)
     return (_reported(opened, args) for opened in opening)
 
 
 def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Report | None, Geometry | None, str]:
+    from diskplan.cli.options import TargetError, apply_overrides
     from diskplan.model.findings.report import build_report
 
     try:
@@ -87,6 +110,7 @@ def _reported(opened: Disk | TargetError, args: argparse.Namespace) -> tuple[Rep
 def _whole_check(args: argparse.Namespace, as_json: bool, target: str) -> object:
     """In a child: one target's whole check, as ``checked`` gives it, or with ``as_json`` its json_result."""
     from diskplan.backend.raw.gptcheck import one_look
+    from diskplan.cli.options import open_target_here
 
     with one_look():  # libparted's types, the survey and the JSON read the GPT once
         result = _reported(open_target_here(target, filesystems=False), args)
@@ -101,6 +125,8 @@ def checked_in_children(targets: list[str], args: argparse.Namespace, as_json: b
     """What ``checked`` gives (``json_result``'s of it with ``as_json``), each target checked whole in one of
     the children, one per core, that take the targets in turn (isolate.IsolatedMap): this process only
     gathers the answers. A target whose child crashed or hung is checked again here, the usual way."""
+    import functools
+
     # What a whole check imports, imported once here: every child inherits it instead of importing it again
     # (on a busy machine the cores are not free to do that side by side).
     import diskplan.backend.parted.libparted
@@ -141,18 +167,21 @@ GEN0 = 50_000
 
 def main(argv: list[str]) -> int:
     before = gc.get_threshold()
-    gc.set_threshold(GEN0, *before[1:])
+    gc.set_threshold(GEN0, *before[1:])  # (before the reads begin: their children inherit it)
+    begun = _early_reads(argv)
     try:
-        return _check(argv)
+        return _check(argv, begun)
     finally:
+        if begun is not None:  # (what parsing refused, --help: the reads are not wanted; done ones: reaped)
+            begun.close()
         gc.set_threshold(*before)  # a caller in the same process (a test) keeps its own
 
 
-def _check(argv: list[str]) -> int:
+def _check(argv: list[str], begun: IsolatedMap[Disk] | None) -> int:
     args = parser().parse_args(argv)
     many = len(args.target) >= FLEET
     # The reads (or whole checks) run from here on, while the output's modules are imported.
-    reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args)
+    reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args, begun)
     from diskplan.backend.raw.gptcheck import one_look
 
     with one_look():  # this process writes nothing: the survey and the JSON read each GPT once

@@ -8,18 +8,22 @@ for those: a command's module parses its arguments itself, with the same parser 
 
 from __future__ import annotations
 
-import argparse
 import gc
-import importlib
 import os
-import re
 import sys
-from collections.abc import Callable
 
 from diskplan.backend.write import write_began
 from diskplan.cli.textout import fit_streams
-from diskplan.model.exitstatus import SUMMARY, stopped
 from diskplan.model.safetext import safe
+
+# argparse and re are imported where used (the help, a mistyped command), and so is the exit status scheme
+# (model.exitstatus: enum): a command's module imports argparse itself when it parses, and `check` starts its
+# reads before that (~10 ms of argparse, re, enum, gettext; collections for collections.abc's Callable).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from typing import Any
 
 # Subcommands live in their own modules and are imported only when used (start-up stays light).
 COMMANDS = {
@@ -47,7 +51,10 @@ _WORD = r"[a-z][a-z-]*"
 
 def parser() -> argparse.ArgumentParser:
     """The whole command line: imports every command's module, so only help, man page and completions use it."""
+    import argparse
+
     from diskplan.cli import planner
+    from diskplan.model.exitstatus import SUMMARY
 
     top = argparse.ArgumentParser(
         prog="diskplan",
@@ -59,24 +66,32 @@ def parser() -> argparse.ArgumentParser:
     planner.add_options(top)
     sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, (module, summary) in COMMANDS.items():
-        own = importlib.import_module(module).parser()
+        own = _module(module).parser()
         sub.add_parser(name, parents=[own], add_help=False, help=summary, prog=own.prog,
                        description=own.description, epilog=own.epilog)
     return top
 
 
+def _module(name: str) -> Any:
+    """The module ``name``, imported (importlib.import_module, without importing importlib's package)."""
+    __import__(name)
+    return sys.modules[name]
+
+
 def _mistyped_command(word: str) -> bool:
     """A first argument that can only have meant a command: a lower-case word that names no file."""
+    import re
+
     return word not in COMMANDS and re.fullmatch(_WORD, word) is not None and not os.path.exists(word)
 
 
 def _run(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS:
-        return int(importlib.import_module(COMMANDS[argv[0]][0]).main(argv[1:]) or 0)
+        return int(_module(COMMANDS[argv[0]][0]).main(argv[1:]) or 0)
     if (argv and _mistyped_command(argv[0])) or any(a in ("-h", "--help") for a in argv):
         parser().parse_args(argv)  # argparse says "invalid choice" (or prints the help) and exits
         return 2
-    return int(importlib.import_module(PLANNER).main(argv) or 0)
+    return int(_module(PLANNER).main(argv) or 0)
 
 
 def _reader_gone() -> int:
@@ -102,6 +117,8 @@ def interrupted() -> str:
 
 def _stopped() -> int:
     """The status of a command that a Ctrl+C or an internal error ended (model.exitstatus.stopped)."""
+    from diskplan.model.exitstatus import stopped
+
     return stopped(bool(write_began()))
 
 

@@ -7,6 +7,7 @@ from collections.abc import Generator, Sequence
 
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
+    from diskplan.backend.parted.isolate import IsolatedMap
     from diskplan.backend.parted.readahead import ReadError
     from diskplan.backend.write.steps import Host
     from diskplan.model.disk import Disk
@@ -120,18 +121,24 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
 
 
 def open_targets(
-    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True
+    paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True,
+    begun: IsolatedMap[Disk] | None = None,
 ) -> Generator[Disk | TargetError, None, None]:
     """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
     of them all start at once, in ``lanes`` children side by side (backend.read.reader.read_many);
-    ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty)."""
+    ``filesystems=False`` spares probing partitions for filesystems (``Partition.fs`` stays empty). ``begun``:
+    those reads started already (readahead.start with these ``lanes`` and ``filesystems``), used when they are
+    of exactly the paths that pass filekind's checks now, else ended and started again."""
     # Imported here: the planner's process starts without the backend (a demo is read in a forked child).
     from diskplan.backend.parted import readahead
     from diskplan.backend.raw.filekind import target_problem
 
     problems = [target_problem(path) for path in paths]  # (a FIFO must never reach the reader)
     readable = [path for path, why in zip(paths, problems, strict=True) if not why]
-    reads = readahead.start(readable, lanes=lanes, filesystems=filesystems)
+    if begun is not None and begun.items != readable:  # (a path that changed kind in between)
+        begun.close()
+        begun = None
+    reads = begun if begun is not None else readahead.start(readable, lanes=lanes, filesystems=filesystems)
     # The reads run in their children while the rest of the reader, and the model, are imported here.
     import diskplan.backend.read.stack
     import diskplan.discovery.topology  # noqa: F401 (for _dressed)

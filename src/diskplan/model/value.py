@@ -3,11 +3,13 @@
 A frozen dataclass costs about 0.6 ms to define on this project's machines (the dataclasses module compiles six
 generated functions for it, and importing it imports ``inspect``); diskplan defines about a hundred, thirty of
 them on ``diskplan check``'s path, where they were a fifth of its run. Here only ``__init__`` is generated (one
-compile: construction stays as fast as a dataclass's), and only when the class is first constructed: a process
-that never makes one (``check``'s parent receives what its reading child read, already made, through pickle,
-which calls no ``__init__``; the child never makes a report) never compiles it: the thirty compiles were ~4 ms
-of ``check``'s imports on a loaded machine, and its parent now makes 18. Equality, hashing, ordering, ``repr``
-and the refusal to assign are shared functions that read the fields through one ``operator.attrgetter``.
+compile: construction stays as fast as a dataclass's), and only once the class has been constructed
+COMPILE_AFTER times (its first calls bind their arguments without it): a process that never makes one
+(``check``'s parent receives what its reading child read, already made, through pickle, which calls no
+``__init__``; the child never makes a report) never compiles it, nor does one that makes a class once or twice
+(a disk, its table, a GPT copy, a report: ~0.1 ms each, ~2 ms of a 128-partition check). Equality, hashing,
+ordering, ``repr`` and the refusal to assign are shared functions that read the fields through one
+``operator.attrgetter``.
 
 The meaning is the dataclass one: fields in annotation order (inherited fields first), defaults and
 ``field(default_factory=...)``, ``compare=False`` and ``repr=False`` fields, ``__post_init__``, ``eq=False`` (identity)
@@ -125,14 +127,45 @@ def _init(cls: type, fields: list[Field]) -> Callable[..., None]:
     return init
 
 
+# A class's first constructions bind their arguments here, in Python, each slower than through the compiled
+# ``__init__`` (~3 µs more), which costs ~0.1 ms to compile: most classes on `check`'s path are made once or
+# twice (the disk, its table, each GPT copy, the report), so only a class made more often than this compiles.
+COMPILE_AFTER = 8
+
+
 def _first_init(cls: type, fields: list[Field]) -> Callable[..., None]:
-    """``cls``'s ``__init__`` until its first call, which compiles the real one (``_init``), puts it in the class
-    and runs it. It carries the same hints, for the readers of them (Hypothesis's ``builds``)."""
+    """``cls``'s ``__init__`` for its first COMPILE_AFTER calls: each well-formed call (every field given once,
+    or its default or factory) is bound here; the call after them, or any other call, compiles the real one
+    (``_init``), puts it in the class and runs it (so a wrong call raises the compiled one's TypeError). It
+    carries the same hints, for the readers of them (Hypothesis's ``builds``)."""
+    names = [f.name for f in fields]
+    post_init = hasattr(cls, "__post_init__")
+    calls = 0
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        init = _init(cls, fields)
-        type.__setattr__(cls, "__init__", init)
-        init(self, *args, **kwargs)
+        nonlocal calls
+        calls += 1
+        given = len(args)
+        rest = fields[given:]
+        if calls > COMPILE_AFTER or given > len(fields) or not kwargs.keys() <= set(names[given:]) or any(
+            f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING for f in rest
+        ):
+            init = _init(cls, fields)
+            type.__setattr__(cls, "__init__", init)
+            init(self, *args, **kwargs)
+            return
+        d = self.__dict__
+        for name, arg in zip(names[:given], args, strict=True):
+            d[name] = arg
+        for f in rest:
+            if f.name in kwargs:
+                d[f.name] = kwargs[f.name]
+            elif f.default_factory is not MISSING:
+                d[f.name] = f.default_factory()
+            else:
+                d[f.name] = f.default
+        if post_init:
+            self.__post_init__()
 
     __init__.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return __init__

@@ -17,14 +17,11 @@ from contextlib import contextmanager
 import _ped
 
 from diskplan.backend.parted import isolate, readonly, siblings
-from diskplan.backend.raw import kernelparts
 from diskplan.backend.raw.gptcheck import GptState, check_gpt, copies_differ
 from diskplan.backend.raw.rawtable import mbr_layout
-from diskplan.model import ptypes
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
 from diskplan.model.geometry import Geometry
-from diskplan.model.labels import attribute_flags, gpt_attribute_flags
 from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
 
 
@@ -43,6 +40,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     import parted
+
+    from diskplan.model.ptypes import PartType
 else:
     # Reading is done on pyparted's _ped objects; the parted package (its wrappers over them, ~8 ms to import:
     # decimal, platform, a flag table built at import) is loaded at its first use, by a write.
@@ -342,8 +341,14 @@ _KIND = {
     Role.EXTENDED: _ped.PARTITION_EXTENDED,
     Role.LOGICAL: _ped.PARTITION_LOGICAL,
 }
-# Flags that choose a partition's type in libparted 3.5: cleared before another type is set.
-_TYPE_FLAGS = frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
+# The type registry (model.ptypes, model.labels: their tables, ~0.8 ms) is a write's: the reading child starts
+# without it (a read takes the types from the raw table).
+@functools.cache
+def _type_flags() -> frozenset[str]:
+    """Flags that choose a partition's type in libparted 3.5: cleared before another type is set."""
+    from diskplan.model import ptypes
+
+    return frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
 
 
 # Flag names to libparted's codes. Flags are read and set on the _ped partition itself: pyparted wraps
@@ -365,7 +370,11 @@ def _flag_code(name: str) -> int | None:
     return _FLAG_CODES.get(name)
 
 
-_lookup = functools.cache(ptypes.lookup)  # a 128-partition plan names the same type 128 times
+@functools.cache  # a 128-partition plan names the same type 128 times
+def _lookup(text: str) -> PartType | None:
+    from diskplan.model import ptypes
+
+    return ptypes.lookup(text)
 
 
 def _flags_set(ped: _ped.Partition) -> list[str]:
@@ -397,7 +406,7 @@ def _set_type(ped: _ped.Partition, p: Partition, label: str) -> None:
             return
         raise BackendError(f"libparted 3.5 cannot give partition {p.number} the {label} type {p.type}")
     for name in _flags_set(ped):
-        if name in _TYPE_FLAGS and name != "boot":
+        if name in _type_flags() and name != "boot":
             ped.set_flag(_FLAG_CODES[name], 0)
     if t.fs:
         ped.set_system(parted.fileSystemType[t.fs])
@@ -431,12 +440,13 @@ def _set_attributes(ped: _ped.Partition, p: Partition, label: str, named: bool) 
     _set_type(ped, p, label)
     if named and (p.name or _ped_name(ped)):
         ped.set_name(p.name)
+    from diskplan.model.labels import attribute_flags
     from diskplan.model.plan.operations import ATTRIBUTE_FLAGS  # (a write's: a read's child starts without it)
 
     settable = ATTRIBUTE_FLAGS.get(label, ())
     for flag in p.flags:  # type flags ("esp", "swap") are the type's business: _set_type set them
         # the GPT bits libparted 3.5 cannot set (1, 48-63) are written by the raw patch after the commit
-        if flag not in settable and flag not in _TYPE_FLAGS and flag not in attribute_flags(label):
+        if flag not in settable and flag not in _type_flags() and flag not in attribute_flags(label):
             raise BackendError(f"libparted 3.5 cannot set the {flag} flag of partition {p.number} on {label}")
     for name in settable:
         code = _flag_code(name)
@@ -682,6 +692,8 @@ def commit_table(
         if device.type == parted.DEVICE_FILE:
             return True, "", tuple(messages)
         # not libparted's commitToOS: Debian's runs `udevadm settle` under our lock (backend.raw.kernelparts)
+        from diskplan.backend.raw import kernelparts  # (writes only: the reading child does without, ~0.4 ms)
+
         stale = kernelparts.sync(path, kernelparts.wanted(placed(disk)), sector_size)
         return not stale, "; ".join(stale), tuple(messages)
 
@@ -765,6 +777,8 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
             if layout is not None:
                 problems += [f"the extended partition {n} has no EBR at LBA {lba}" for n, lba in layout.missing_ebr]
                 problems += [f"the EBR chain of partition {n} is damaged: {why}" for n, why in layout.chain_problems]
+        from diskplan.model.labels import gpt_attribute_flags
+
         types = _raw_types(path, label, sector_size, gpt)
         bits = {e.number: e.attributes for e in gpt.good.entries} if gpt is not None and gpt.good else {}
         named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
@@ -818,6 +832,8 @@ def inform_kernel(path: str) -> tuple[bool, str]:
             return False, " ".join(str(exc).split()) or "libparted could not read the table"
         finally:
             siblings.show_again()
+    from diskplan.backend.raw import kernelparts
+
     stale = kernelparts.sync(path, kernelparts.wanted(parts), sector_size)
     return not stale, "; ".join(stale)
 
