@@ -25,7 +25,7 @@ class _CountedTuple(tuple):  # type: ignore[type-arg]
 
     walks = 0
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         type(self).walks += 1
         return super().__iter__()
 
@@ -77,7 +77,7 @@ def test_the_gpt_entries_are_what_the_plain_parse_gives(entries: list[bytes], ex
     assert parse_gpt_entries(raw, len(entries), size) == _plain(raw, len(entries), size)
 
 
-def test_a_type_guid_is_made_into_text_once_per_table(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_type_guid_is_made_into_text_once_per_table(monkeypatch) -> None:
     kinds = [bytes(range(16)), bytes(range(1, 17))]
     raw = b"".join(kinds[i % 2] + i.to_bytes(16, "little") + bytes(96) for i in range(128))
     made: list[bytes] = []
