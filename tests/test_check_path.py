@@ -317,3 +317,51 @@ def test_a_mac_is_left_to_libparted_own_question(tmp_path: pathlib.Path, vendor:
                           text=True, env=_without_answer(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == answer
+
+
+# --- the end of the process ---------------------------------------------------------------------------------------
+
+_ENDING = """
+import atexit, os, sys
+atexit.register(lambda: os.write(2, b"finalized"))
+sys.argv = ["diskplan", *sys.argv[1:]]
+from diskplan.cli.main import program
+program()
+"""
+
+
+def test_a_check_ends_without_the_interpreters_finalization_and_says_all(sparse_image, tmp_path: pathlib.Path) -> None:
+    """`check` ends with os._exit once its output is flushed (cli.main.ENDS_AT_ONCE): all of its JSON and its
+    messages still come out, to a pipe and to a file, with its exit status; other commands end as before."""
+    import json
+
+    img = _gpt_image(sparse_image)
+    missing = tmp_path / "missing.img"
+    proc = subprocess.run([sys.executable, "-c", _ENDING, "check", "--json", str(img), str(missing)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr  # the worst of the two: one target could not be read
+    assert "finalized" not in proc.stderr
+    assert proc.stderr.startswith("diskplan check: ") and str(missing) in proc.stderr
+    assert len(json.loads(proc.stdout)["disks"][0]["partitions"]) == 4
+    out = tmp_path / "out.json"
+    with out.open("w") as f:  # a file is block-buffered: what was printed is flushed before the end
+        proc = subprocess.run([sys.executable, "-c", _ENDING, "check", "--json", str(img)], stdout=f,
+                              stderr=subprocess.PIPE, text=True)
+    assert proc.returncode in (0, 1) and proc.stderr == ""
+    assert json.loads(out.read_text())["table"] == "gpt"
+    other = subprocess.run([sys.executable, "-c", _ENDING, "export", "--help"], capture_output=True, text=True)
+    assert other.returncode == 0 and other.stderr == "finalized"  # the usual end: atexit's work is done
+
+
+def test_a_check_whose_reader_went_away_still_ends_quietly(sparse_image) -> None:
+    """The reader of the output closed it early (`| head -c 1`): the status a shell gives a program SIGPIPE
+    ended, and no traceback, as before `check` ended at once. (100 partitions: ~95 KB of JSON, more than a
+    pipe holds, so the write meets the closed pipe.)"""
+    img = _gpt_image(sparse_image, partitions=100)
+    proc = subprocess.Popen([sys.executable, "-c", _ENDING, "check", "--json", str(img)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 141 and b"Traceback" not in err, err

@@ -150,10 +150,31 @@ def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = _run) 
 def program() -> None:
     """The installed command (and ``python -m diskplan``): ``main`` on this process's arguments, then its exit.
     What is still alive then is freed only by the exit, so it is frozen for the garbage collector first: the
-    interpreter's last collection would walk every object a command made (~5 ms of a 128-partition check's 70)."""
+    interpreter's last collection would walk every object a command made (~5 ms of a 128-partition check's 70).
+    A command of ENDS_AT_ONCE skips the interpreter's finalization altogether."""
     code = main()
+    if sys.argv[1:2] and sys.argv[1] in ENDS_AT_ONCE:
+        _end_now(code)
     gc.freeze()
     raise SystemExit(code)
+
+
+# Commands whose process holds nothing for the interpreter's finalization to close or flush but the standard
+# streams: they only read, start no threads, make no temporary files and register no atexit work (their children
+# are reaped before ``main`` returns). They end with os._exit once the streams are flushed: tearing down every
+# module they imported took ~2.5 ms of a 128-partition `check --json`'s ~45 (Nov 27, interleaved runs).
+ENDS_AT_ONCE = frozenset({"check"})
+
+
+def _end_now(code: int) -> None:
+    """Flush the standard streams and end the process with ``code`` at once; returns only when a flush failed
+    (the usual exit then says so, with the status Python gives that)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # (a reader gone since ``main`` flushed, a stream closed)
+        return
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,14 @@ class Disk:
     stacks: tuple[tuple[int, tuple[Layer, ...]], ...] = field(default=())
 
     def stack(self, number: int) -> tuple[Layer, ...]:
-        return dict(self.stacks).get(number, ())
+        # The number -> layers index is made on the first call and kept (a report asks once per partition:
+        # made each time it was O(n^2) over the partitions). Kept outside the fields: equality, hashing,
+        # repr and replace() see only ``stacks``.
+        index = self.__dict__.get("_stack_index")
+        if index is None:
+            index = self.__dict__["_stack_index"] = dict(self.stacks)
+        layers: tuple[Layer, ...] = index.get(number, ())
+        return layers
 
     def with_geometry(self, geometry: Geometry) -> Disk:
         return replace(self, geometry=geometry)

@@ -109,20 +109,32 @@ class GptEntry:
     attributes: int = 0  # the entry's 64 attribute bits (libparted 3.5 reports none of bits 48-63)
 
 
+_UNUSED_TYPE = bytes(16)  # an entry with this type GUID is unused
+_NO_NAME = bytes(72)  # an entry's name field, all NULs: the name ""
+
+
 def parse_gpt_entries(raw: bytes, count: int, size: int) -> list[GptEntry]:
+    # Each type GUID's text is made once (a table repeats a few types) and an all-NUL name is not decoded:
+    # `check` parses each table in its reading child and again in the report (for 128 entries: 0.47 ms -> 0.27).
     out = []
+    types: dict[bytes, str] = {}
     for i in range(count):
         e = raw[i * size : (i + 1) * size]
-        if len(e) < 128 or e[:16] == b"\0" * 16:
+        kind = e[:16]
+        if len(e) < 128 or kind == _UNUSED_TYPE:
             continue
+        type_guid = types.get(kind)
+        if type_guid is None:
+            type_guid = types[kind] = guid_text(kind)
+        name = e[56:128]
         out.append(
             GptEntry(
                 i + 1,
-                guid_text(e[0:16]),
+                type_guid,
                 guid_text(e[16:32]),
                 int.from_bytes(e[32:40], "little"),
                 int.from_bytes(e[40:48], "little"),
-                e[56:128].decode("utf-16-le", "replace").rstrip("\0"),
+                "" if name == _NO_NAME else name.decode("utf-16-le", "replace").rstrip("\0"),
                 int.from_bytes(e[48:56], "little"),
             )
         )
