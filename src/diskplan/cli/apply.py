@@ -125,12 +125,13 @@ def main(argv: list[str]) -> int:
 
 
 def _torn_copy(target: str, disk: Disk) -> str:
-    """What to say when one GPT copy fails its checks (a table write a crash cut short): "" when both pass."""
-    from diskplan.backend.raw.gptcheck import check_gpt
+    """What to say when one GPT copy fails its checks and the other can rebuild it (a table write a crash cut
+    short: backend.move.moveentry.torn_copy, what resume mends): "" otherwise."""
+    from diskplan.backend.move.moveentry import torn_copy
 
-    state = check_gpt(target, disk.geometry.logical, disk.geometry.sectors)
-    bad = [c for c in (state.primary, state.backup) if not c.ok] if state is not None else []
-    if len(bad) != 1:
+    state = torn_copy(target, disk.geometry.logical, disk.geometry.sectors)
+    if state is None:
         return ""
-    return (f"the {bad[0].which} GPT copy fails its checks ({bad[0].problem or 'no GPT signature'}): "
+    bad = state.backup if state.primary.ok else state.primary
+    return (f"the {bad.which} GPT copy fails its checks ({bad.problem or 'no GPT signature'}): "
             f"`diskplan repair {shlex.quote(target)}` rebuilds it from the other")

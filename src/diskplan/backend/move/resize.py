@@ -120,9 +120,11 @@ def prepare_resize(
         entry = checked_entry(target, label, number, ss, disk.geometry.sectors, p, refusals)
     refusals += in_use_or_half_moved(target, host, ident.size, ss, notes)
     fs, least, fills = fscheck.Identity(read=False), None, 0
-    if not refusals and p is not None and length == old:  # a grow cut after its entry: its filesystem smaller
+    if not refusals and p is not None and length == old and fssize.unfilled(target, p.start * ss, old * ss):
+        # a grow cut after its entry: its filesystem smaller (its superblock read first, blkid only then: "nothing
+        # to do" stays one read; blkid's type must agree)
         found = fscheck.identify_at(target, p.start * ss, old * ss)
-        fills = fssize.unfilled(target, p.start * ss, old * ss, found.fs) or 0
+        fills = (fssize.unfilled(target, p.start * ss, old * ss, found.fs) or 0) if found.fs else 0
         if fills:
             fs = found
             why = tools.missing(fs.fs) or fscheck.missing_tool(fs.fs)
