@@ -1,12 +1,15 @@
-"""Options shared by every command: what the firmware does not say about a disk, and opening a target."""
+"""Options shared by every command: what the firmware does not say about a disk, and opening a target.
+
+argparse is imported where a parser is built (~7 ms with re and gettext): `check` of plain targets opens them
+without one (cli.check's ``_plain_args``)."""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Generator, Sequence
-
 TYPE_CHECKING = False  # typing is not imported on `check`'s path (~3.5 ms)
 if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads before importing it
+    import argparse
+    from collections.abc import Generator, Sequence
+
     from diskplan.backend.parted.isolate import IsolatedMap
     from diskplan.backend.parted.readahead import ReadError
     from diskplan.backend.write.steps import Host
@@ -21,6 +24,8 @@ class TargetError(Exception):
 def _size(text: str) -> Amount:
     """The planner's size parser (model.sizes): ``100M`` is refused as ambiguous there and here, ``3s`` is
     three sectors of the disk's own size; a bare number is bytes (``--physical-block 4096``)."""
+    import argparse
+
     from diskplan.model.sizes import SizeError, parse_option
 
     try:
@@ -29,46 +34,14 @@ def _size(text: str) -> Amount:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-class LateWidthFormatter(argparse.HelpFormatter):
-    """argparse's own help formatter, but it asks the terminal's width only when it formats help: argparse
-    makes a formatter for every ``add_argument``, and the width costs importing shutil (~5 ms), which a
-    command that prints no help never needs."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        self._asked = max_help_position, width
-        self._sizes: tuple[int, int] | None = None
-        super().__init__(prog, indent_increment, max_help_position, width=0)  # the sizes come from _late
-
-    def _late(self) -> tuple[int, int]:
-        """(max help position, width) as argparse's __init__ computes them."""
-        if self._sizes is None:
-            max_help_position, width = self._asked
-            if width is None:
-                import shutil
-
-                width = shutil.get_terminal_size().columns - 2
-            self._sizes = min(max_help_position, max(width - 20, self._indent_increment * 2)), width
-        return self._sizes
-
-    @property
-    def _width(self) -> int:
-        return self._late()[1]
-
-    @_width.setter
-    def _width(self, value: int) -> None:
-        pass  # argparse's __init__ sets it from the placeholder width
-
-    @property
-    def _max_help_position(self) -> int:
-        return self._late()[0]
-
-    @_max_help_position.setter
-    def _max_help_position(self, value: int) -> None:
-        pass
+# What add_overrides' options are when none is given (tests/test_check_path.py holds this to argparse's defaults).
+NO_OVERRIDES: dict[str, object] = {"physical_block": None, "alignment_offset": None, "optimal_io": None,
+                                   "min_io": None, "ssd": None, "grain": None}
 
 
 def add_overrides(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
     g = parser.add_argument_group("what the device does not say (image files, lying firmware)")
     g.add_argument("--physical-block", type=_size, metavar="SIZE", help="physical block / flash page, e.g. 4096")
     g.add_argument("--alignment-offset", type=_size, metavar="SIZE", help="bytes LBA 0 lies before a boundary")

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diskplan.cli.options import LateWidthFormatter, TargetError, _size, add_overrides, open_target
+from diskplan.cli.helpformat import LateWidthFormatter
+from diskplan.cli.options import TargetError, _size, add_overrides, open_target
 from diskplan.cli.textout import write_document
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Role
