@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from diskplan.backend.parted.isolate import IsolatedMap
+    from diskplan.backend.parted.pedread import Rows
     from diskplan.cli.options import TargetError
     from diskplan.model.disk import Disk
     from diskplan.model.findings.report import Report
@@ -83,7 +84,7 @@ def _plain_args(argv: list[str]) -> argparse.Namespace | None:
     return SimpleNamespace(target=targets, json="--json" in argv, **NO_OVERRIDES)  # type: ignore[return-value]
 
 
-def _early_reads(targets: list[str] | None) -> IsolatedMap[Disk] | None:
+def _early_reads(targets: list[str] | None) -> IsolatedMap[Rows] | None:
     """libparted's reads of the ``targets`` of a plain command line (``_plain_targets``), fewer than FLEET, begun
     before the rest of this command, even the options, is imported: ``checked`` takes them over. None for any
     other command line (an option, ``--help``, a fleet): that is read the usual way, after parsing. The targets
@@ -97,7 +98,7 @@ def _early_reads(targets: list[str] | None) -> IsolatedMap[Disk] | None:
 
 
 def checked(
-    targets: list[str], args: argparse.Namespace, begun: IsolatedMap[Disk] | None = None
+    targets: list[str], args: argparse.Namespace, begun: IsolatedMap[Rows] | None = None
 ) -> Iterator[tuple[Report | None, Geometry | None, str]]:
     """For each target in turn: (the report, the geometry as the device reports it, "") or (None, None, why it
     could not be read). The report judges the geometry with the user's overrides; what the other tools would
@@ -205,7 +206,7 @@ def main(argv: list[str]) -> int:
         gc.unfreeze()
 
 
-def _check(args: argparse.Namespace, begun: IsolatedMap[Disk] | None) -> int:
+def _check(args: argparse.Namespace, begun: IsolatedMap[Rows] | None) -> int:
     many = len(args.target) >= FLEET
     # The reads (or whole checks) run from here on, while the output's modules are imported.
     reports = checked_in_children(args.target, args, args.json) if many else checked(args.target, args, begun)

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # the model is imported when used: `check` starts its reads b
     from collections.abc import Generator, Sequence
 
     from diskplan.backend.parted.isolate import IsolatedMap
+    from diskplan.backend.parted.pedread import Rows
     from diskplan.backend.parted.readahead import ReadError
     from diskplan.backend.write.steps import Host
     from diskplan.model.disk import Disk
@@ -95,7 +96,7 @@ def open_target(path: str, args: argparse.Namespace | None = None) -> Disk:
 
 def open_targets(
     paths: Sequence[str], args: argparse.Namespace | None = None, lanes: int = 1, filesystems: bool = True,
-    begun: IsolatedMap[Disk] | None = None,
+    begun: IsolatedMap[Rows] | None = None,
 ) -> Generator[Disk | TargetError, None, None]:
     """``open_target`` for each path in turn, as a Disk or the TargetError saying why not. libparted's reads
     of them all start at once, in ``lanes`` children side by side (backend.read.reader.read_many);

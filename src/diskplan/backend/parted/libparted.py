@@ -1,4 +1,5 @@
-"""The one module that imports pyparted: read a table into the model, write a table from it.
+"""The parted backend's model side: read a table into the model, write a table from it. pyparted is imported
+here and in backend.parted.pedread only (libparted's read as plain rows, and what every call into it shares).
 
 libparted asks questions ("Fix/Ignore/Cancel?") through an exception handler; pyparted's default answers
 Cancel, which fails to load tables with a missing backup GPT or a partition past the end. Ours answers
@@ -8,21 +9,36 @@ Callers read through ``backend.read.reader`` (a forked child) so a libparted cra
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import _ped
 
-from diskplan.backend.parted import isolate, readonly, siblings
-from diskplan.backend.raw.gptcheck import GptState, check_gpt, copies_differ
+from diskplan.backend.parted import siblings
+from diskplan.backend.parted.pedread import (
+    _FLAG_CODES,
+    _PED_ERRORS,
+    _flag_code,
+    _flags_set,
+    _held_open,
+    _messages,
+    _no_filesystem_probing,
+    _opened_read_only,
+    _ped_device,
+    _ped_name,
+    _read_handler,
+    _walk,
+    read_rows,
+)
+from diskplan.backend.parted.pedread import BackendError as BackendError  # (its callers': pedread's)
+from diskplan.backend.parted.pedread import answering as answering
+from diskplan.backend.parted.pedrows import disk_from_rows, raw_types
+from diskplan.backend.raw.gptcheck import check_gpt, copies_differ
 from diskplan.backend.raw.rawtable import mbr_layout
 from diskplan.model.disk import Disk
 from diskplan.model.extent import Extent, Partition, Role, State
-from diskplan.model.geometry import Geometry
-from diskplan.model.table import GPT_ENTRY_BYTES, MBR_LIMIT_SECTORS, Region, Table, gpt_entry_sectors
+from diskplan.model.table import GPT_ENTRY_BYTES, Table
 
 
 class _PartedOnFirstUse:
@@ -35,10 +51,8 @@ class _PartedOnFirstUse:
         return getattr(package, name)
 
 
-TYPE_CHECKING = False  # the reading child does without importing typing (~3 ms of its read)
+TYPE_CHECKING = False  # a child that reads and writes does without importing typing (~3 ms)
 if TYPE_CHECKING:
-    from typing import Any
-
     import parted
 
     from diskplan.model.ptypes import PartType
@@ -47,284 +61,17 @@ else:
     # decimal, platform, a flag table built at import) is loaded at its first use, by a write.
     parted = _PartedOnFirstUse()
 
-WRITABLE_LABELS = ("gpt", "msdos")
-
-
-class BackendError(Exception):
-    """libparted refused: one line a user can read."""
-
-
-_messages: list[str] = []
-
-
-def _handler(kind: int, options: int, message: str) -> int:
-    _messages.append(" ".join(message.split()))
-    if options in (
-        _ped.EXCEPTION_OPT_IGNORE_CANCEL,
-        _ped.EXCEPTION_OPT_RETRY_IGNORE_CANCEL,
-    ):
-        return int(_ped.EXCEPTION_RESOLVE_IGNORE)
-    if options == _ped.EXCEPTION_OPT_OK_CANCEL and kind in (
-        _ped.EXCEPTION_TYPE_INFORMATION,
-        _ped.EXCEPTION_TYPE_WARNING,
-    ):
-        return int(_ped.EXCEPTION_RESOLVE_OK)
-    if options in (_ped.EXCEPTION_OPT_YES_NO, _ped.EXCEPTION_OPT_YES_NO_CANCEL):
-        return int(_ped.EXCEPTION_RESOLVE_NO)  # never let libparted "fix" a table while we only read it
-    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
-
-
-def _opened_read_only(message: str) -> bool:
-    """libparted's warning that it fell back to a read-only open: what a read asks for (backend.parted.readonly)."""
-    return message.startswith("Unable to open ") and message.endswith("has been opened read-only.")
-
-
-def _read_handler(kind: int, options: int, message: str) -> int:
-    """While only reading: Ignore when offered, else OK ("the primary appears OK, so that will be used"),
-    else No (never "Fix": nothing is committed, but the user should see the table as it is). libparted's
-    word that it opened the device read-only is what a read wants: not kept."""
-    if _opened_read_only(" ".join(message.split())):
-        return int(_ped.EXCEPTION_RESOLVE_OK)
-    _messages.append(" ".join(message.split()))
-    for answer in (_ped.EXCEPTION_RESOLVE_IGNORE, _ped.EXCEPTION_RESOLVE_OK, _ped.EXCEPTION_RESOLVE_NO):
-        if options & answer:
-            _went_on.add(_messages[-1])
-            return int(answer)
-    return int(_ped.EXCEPTION_RESOLVE_CANCEL)
-
-
-_went_on: set[str] = set()  # messages _read_handler answered so that libparted would go on
-
-
-# pyparted 3.13's register_exn_handler stores the function without taking a reference and drops one
-# from the function it replaces. Unbalanced, the second swap in one process frees a handler that is
-# still in use (SIGSEGV in func_dealloc): a child that writes and then reads back did exactly that.
-# Each registration hands pyparted a reference of its own, kept here; a few entries per process.
-_pyparted_refs: list[Callable[[int, int, str], int]] = []
-
-
-def _register(handler: Callable[[int, int, str], int]) -> None:
-    _pyparted_refs.append(handler)
-    _ped.register_exn_handler(handler)
-
-
-@contextmanager
-def answering(handler: Callable[[int, int, str], int] = _handler) -> Iterator[list[str]]:
-    """Install our handler for the duration; yields the list that collects libparted's messages."""
-    _messages.clear()
-    _register(handler)
-    try:
-        yield _messages
-    finally:
-        _register(_handler)
-
-
-def _raw_types(path: str, label: str, sector: int, gpt: GptState | None) -> dict[int, str]:
-    """Type GUIDs and MBR ids straight from the table: libparted 3.5 cannot report them."""
-    try:
-        if label == "gpt":
-            good = gpt.good if gpt else None
-            return {e.number: e.type_guid for e in good.entries} if good else {}
-        if label == "msdos":
-            layout = mbr_layout(path, sector, 1 << 62)
-            if layout is None:
-                return {}
-            return {p.number: f"0x{p.type_id:02x}" for p in (*layout.primaries, *layout.logicals)}
-    except OSError:
-        pass
-    return {}
-
-
-def _ped_partitions(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
-    """Every entry of libparted's partition list, metadata and free space included, in its order."""
-    part = pdisk.next_partition()
-    while part is not None:
-        yield part
-        part = pdisk.next_partition(part)
-
-
-def _partition(part: _ped.Partition, named: bool, types: dict[int, str]) -> Partition:
-    """Read on the _ped partition itself, as pyparted's Partition would, without the two setlocale() calls
-    pyparted puts around every attribute (for 128 partitions they cost more than libparted's whole read)."""
-    return Partition(
-        number=part.num,
-        start=part.geom.start,
-        end=part.geom.end,
-        type=types.get(part.num, ""),
-        name=_ped_name(part) if named else "",
-        flags=tuple(_flags_set(part)),
-        role=_kind_role(part.type),
-        state=State.EXISTING,
-        fs=part.fs_type.name if part.fs_type is not None else "",
-    )
-
-
-def _gpt_usable(gpt: GptState | None, geom: Geometry) -> tuple[int, int]:
-    """First and last usable LBA from the good GPT header (libparted does not expose them)."""
-    good = gpt.good if gpt else None
-    if good is not None and good.header is not None and 0 < good.header.first_usable <= good.header.last_usable:
-        return good.header.first_usable, good.header.last_usable
-    entries = gpt_entry_sectors(geom)
-    return 2 + entries, geom.sectors - 2 - entries
-
-
-def _regions(pdisk: _ped.Disk, label: str, geom: Geometry, first: int, last: int) -> tuple[Region, ...]:
-    n = geom.sectors
-    if label == "gpt":
-        regions = [
-            Region("pmbr", Extent(0, 0), "protective MBR"),
-            Region("gpt-header", Extent(1, 1), "GPT header"),
-        ]
-        if first > 2:
-            regions.append(Region("gpt-entries", Extent(2, first - 1), "GPT entries"))
-        if last + 1 <= n - 2:
-            regions.append(Region("gpt-entries", Extent(last + 1, n - 2), "backup GPT entries"))
-        regions.append(Region("gpt-header", Extent(n - 1, n - 1), "backup GPT header"))
-        return tuple(regions)
-    regions = []
-    for part in _ped_partitions(pdisk):
-        if part.type & _ped.PARTITION_METADATA and part.geom.length > 0:
-            g = part.geom
-            inside_ext = bool(part.type & _ped.PARTITION_LOGICAL)
-            if label == "msdos" and g.start == 0:
-                regions.append(Region("mbr", Extent(0, 0), "MBR"))
-                if g.end > 0:
-                    regions.append(Region("metadata", Extent(1, g.end), "gap before the first partition"))
-            elif label == "msdos" and not inside_ext and g.end == n - 1:
-                # libparted keeps the disk's last partial track as metadata, but parted prints it as free
-                # space and a partition may use it (issue 26): it is not the table's.
-                continue
-            else:
-                kind = "ebr" if inside_ext else "metadata"
-                regions.append(Region(kind, Extent(g.start, g.end), "EBR" if inside_ext else "metadata"))
-    return tuple(regions)
-
-
-def _probe_filesystem(device: _ped.Device) -> str:
-    try:
-        fs = _ped.file_system_probe(_ped.Geometry(device, 0, device.length))
-        return str(fs.name) if fs is not None else ""
-    except Exception:
-        return ""
-
-
-def _probed_label(device: _ped.Device) -> str | None:
-    """The label libparted recognises, None when none at all (asked before newDisk, which would report
-    that as an error indistinguishable from a damaged table)."""
-    try:
-        return str(device.disk_probe().name)
-    except (_ped.IOException, _ped.PartedException, _ped.DiskException):
-        return None
-
-
-def _ped_device(path: str, read_only: bool = False) -> _ped.Device:
-    """libparted's device for ``path``. ``read_only`` (a read, a preview): in a forked child, nothing can be
-    opened for writing from now on (backend.parted.readonly), so libparted opens the device read-only and opens no
-    partition node to flush it: no udev re-probe, no LVM auto-activation. Otherwise (or where that filter
-    cannot be had), in a forked child, an image file is first made to stand alone in its directory, so
-    libparted opens nothing but it for writing (backend.parted.siblings)."""
-    if isolate.IN_CHILD and not (read_only and readonly.forbid_writes()):
-        siblings.stand_alone(path)
-    return _ped.device_get(path)
-
-
 def _device(path: str, read_only: bool = False) -> parted.Device:
     """``_ped_device`` in pyparted's wrapper."""
     return parted.Device(PedDevice=_ped_device(path, read_only))
 
 
 def read_disk(path: str, filesystems: bool = True) -> Disk:
-    """Read ``path`` (image file or block device). Raises BackendError with a one-line reason.
+    """Read ``path`` (image file or block device) into the model. Raises BackendError with a one-line reason.
     Run it in a child (backend.read.reader): some tables crash libparted. ``filesystems=False``: each
-    partition's ``fs`` is left empty rather than probed (for 128 partitions, ~44,000 reads of one sector).
-
-    The device is held open for the whole read: libparted fsyncs it each time it closes it, and a
-    probe, a read and a filesystem probe each open and close it (an fsync of an unchanged image still
-    flushes the disk's cache: milliseconds each, more than the read)."""
-    with answering(_read_handler) as messages:
-        try:
-            try:
-                device = _ped_device(path, read_only=True)
-            except (_ped.PartedException, _ped.IOException, _ped.DeviceException) as exc:
-                raise BackendError(f"cannot open {path}: {' '.join(str(exc).split())}") from exc
-            held = _held_open(device, messages)
-            try:
-                return _read_disk(path, device, messages, filesystems)
-            finally:
-                if held:
-                    device.close()
-        finally:
-            siblings.show_again()  # this process may go on to open other files of that directory
-
-
-def _held_open(device: _ped.Device, messages: list[str]) -> bool:
-    """Open ``device`` once more, so the opens inside libparted's calls nest in this one. False when it
-    would not open: each call then opens it and says why, as before (what this attempt said is dropped)."""
-    said = len(messages)
-    try:
-        device.open()
-    except _PED_ERRORS:
-        del messages[said:]
-        return False
-    return True
-
-
-def _read_disk(path: str, device: _ped.Device, messages: list[str], filesystems: bool) -> Disk:
-    geom = Geometry(
-        sectors=device.length,
-        logical=device.sector_size,
-        physical=max(device.phys_sector_size, device.sector_size),
-        path=path,
-        model=device.model or "",
-    )
-    if device.length <= 0:
-        raise BackendError(f"{path} is empty: no sectors to hold a table")
-    probed = _probed_label(device)
-    if probed is None:
-        fs = _probe_filesystem(device)
-        messages.clear()  # "unrecognised disk label" is what no table means, not a message
-        return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs)
-    # ("loop", a filesystem on the whole device, is recognised by probing filesystems: kept for it)
-    probing = filesystems or probed == "loop"
-    try:
-        with contextlib.nullcontext() if probing else _no_filesystem_probing():
-            pdisk = _ped.disk_new(device)
-    except (_ped.PartedException, _ped.IOException, _ped.DiskException, _ped.DiskLabelException) as exc:
-        reason = " ".join(str(exc).split()) or (messages[-1] if messages else "unreadable table")
-        if reason in _went_on:  # pyparted repeats a question we answered; the failure came later, unsaid
-            reason = f"it failed after saying: {reason}"
-        raise BackendError(f"libparted refused it: {reason}") from exc
-    label = str(pdisk.type.name)
-    if label == "loop":  # libparted's name for a filesystem on the whole device, not a table
-        fs = next((q.fs_type.name for q in _walk(pdisk) if q.fs_type), "") or _probe_filesystem(device)
-        return Disk(geom, Table(None, 0, geom.sectors - 1), path, filesystem=fs, messages=tuple(messages))
-    gpt = check_gpt(path, geom.logical, geom.sectors) if label == "gpt" else None
-    if label == "gpt":
-        first, last = _gpt_usable(gpt, geom)
-    elif label == "msdos":
-        first, last = 1, min(geom.sectors, MBR_LIMIT_SECTORS) - 1
-    else:
-        first, last = 0, geom.sectors - 1
-    types = _raw_types(path, label, geom.logical, gpt)
-    named = bool(pdisk.type.check_feature(_ped.DISK_TYPE_PARTITION_NAME))
-    parts = tuple(sorted((_partition(q, named, types) for q in _walk(pdisk)), key=lambda p: (p.start, p.number)))
-    read_only = ""
-    if label not in WRITABLE_LABELS:
-        read_only = f"diskplan writes gpt and msdos tables; this one is {label}"
-    max_parts = 4
-    if label == "gpt":
-        good = gpt.good if gpt else None
-        max_parts = good.header.entry_count if good and good.header else 128
-    table = Table(
-        label=label,
-        first_usable=first,
-        last_usable=last,
-        partitions=parts,
-        metadata=_regions(pdisk, label, geom, first, last),
-        max_partitions=max_parts,  # maxSupportedPartitionCount aborts in 3.5
-        read_only=read_only,
-    )
-    return Disk(geom, table, path, messages=tuple(messages))
+    partition's ``fs`` is left empty rather than probed. A reading child that sends its answer to a parent
+    sends ``pedread.read_rows`` instead, which the parent makes a Disk (``pedrows.disk_from_rows``)."""
+    return disk_from_rows(path, read_rows(path, filesystems))
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -333,9 +80,6 @@ def _read_disk(path: str, device: _ped.Device, messages: list[str], filesystems:
 # extent and number) and kept partitions whose name, type or flags change. Kept partitions are never
 # deleted and re-added, so their GUIDs, attributes and data stay as they are.
 
-_PED_ERRORS: tuple[type[BaseException], ...] = tuple(
-    v for k, v in vars(_ped).items() if k.endswith("Exception") and isinstance(v, type) and issubclass(v, Exception)
-)
 _KIND = {
     Role.PRIMARY: _ped.PARTITION_NORMAL,
     Role.EXTENDED: _ped.PARTITION_EXTENDED,
@@ -351,34 +95,11 @@ def _type_flags() -> frozenset[str]:
     return frozenset(t.flag for t in ptypes.TYPES if t.flag) | {"boot"}
 
 
-# Flag names to libparted's codes. Flags are read and set on the _ped partition itself: pyparted wraps
-# every call in two setlocale() calls (for untranslated messages; our children never set LC_MESSAGES),
-# which made setting 128 partitions' attributes cost more than building the table.
-def _flag_table() -> dict[str, int]:
-    """Every partition flag libparted knows, by name (as pyparted's partitionFlag, without importing it)."""
-    codes, code = {}, _ped.partition_flag_next(0)
-    while code:
-        codes[_ped.partition_flag_get_name(code)] = int(code)
-        code = _ped.partition_flag_next(code)
-    return codes
-
-
-_FLAG_CODES = _flag_table()
-
-
-def _flag_code(name: str) -> int | None:
-    return _FLAG_CODES.get(name)
-
-
 @functools.cache  # a 128-partition plan names the same type 128 times
 def _lookup(text: str) -> PartType | None:
     from diskplan.model import ptypes
 
     return ptypes.lookup(text)
-
-
-def _flags_set(ped: _ped.Partition) -> list[str]:
-    return [name for name, code in _FLAG_CODES.items() if ped.get_flag(code)]
 
 
 def _kind_role(kind: int) -> Role:
@@ -579,12 +300,6 @@ def build_disk(
     return disk
 
 
-def _walk(pdisk: _ped.Disk) -> Iterator[_ped.Partition]:
-    """The real partitions of ``pdisk`` (no free space or metadata), as pyparted's ``Disk.partitions``."""
-    hidden = _ped.PARTITION_FREESPACE | _ped.PARTITION_METADATA | _ped.PARTITION_PROTECTED
-    return (q for q in _ped_partitions(pdisk) if not q.type & hidden)
-
-
 def placed(disk: parted.Disk) -> tuple[Partition, ...]:
     """Number, extent and role of every partition in the in-memory table."""
     return _placed(disk.getPedDisk())
@@ -698,54 +413,6 @@ def commit_table(
         return not stale, "; ".join(stale), tuple(messages)
 
 
-def _ped_name(q: _ped.Partition) -> str:
-    try:
-        return q.get_name() or ""
-    except (_ped.PartedException, _ped.PartitionException):  # (pyparted's Partition.name gives None for the latter)
-        return ""
-
-
-@functools.cache
-def _fs_type_calls() -> tuple[Any, Any, Any] | None:
-    """libparted's get_next, unregister and register of filesystem types (looked up once: a child that reads
-    many images asks for each), or None when they cannot be reached."""
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL(_ped.__file__, mode=os.RTLD_NOLOAD)  # dlsym also searches its libparted
-        get_next, unregister = lib.ped_file_system_type_get_next, lib.ped_file_system_type_unregister
-        register = lib.ped_file_system_type_register
-    except (OSError, AttributeError, ImportError):
-        return None
-    get_next.restype, get_next.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    unregister.restype, unregister.argtypes = None, [ctypes.c_void_p]
-    register.restype, register.argtypes = None, [ctypes.c_void_p]
-    return get_next, unregister, register
-
-
-@contextmanager
-def _no_filesystem_probing() -> Iterator[None]:
-    """Take libparted's filesystem types off its list for the duration. Reading a table otherwise probes
-    every partition for each of them (128 partitions: 44,000 reads, 60 ms), and the comparison after a
-    write looks at the table, not at what the partitions hold. Public libparted API, reached through the
-    library _ped is linked with; when it cannot be reached, probing simply stays. The list is put back
-    as it was (libparted's own clean-up at exit unregisters every type and asserts that each is there)."""
-    taken: list[int] = []
-    calls = _fs_type_calls()
-    if calls is None:
-        yield
-        return
-    get_next, unregister, register = calls
-    try:
-        while len(taken) < 256 and (fs_type := get_next(None)):  # libparted 3.5 has about twenty
-            unregister(fs_type)
-            taken.append(fs_type)
-        yield
-    finally:
-        for fs_type in reversed(taken):  # register() puts each at the head: the list ends up as it was
-            register(fs_type)
-
-
 def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[str, ...]]:
     """What ``path`` holds now, for verifying a write: a new libparted disk read from the device (not
     the one that was committed), with types and attribute bits from the raw entries, and what is wrong
@@ -779,7 +446,7 @@ def read_back(path: str, sectors: int, sector_size: int) -> tuple[Table, tuple[s
                 problems += [f"the EBR chain of partition {n} is damaged: {why}" for n, why in layout.chain_problems]
         from diskplan.model.labels import gpt_attribute_flags
 
-        types = _raw_types(path, label, sector_size, gpt)
+        types = raw_types(path, label, sector_size, gpt)
         bits = {e.number: e.attributes for e in gpt.good.entries} if gpt is not None and gpt.good else {}
         named = disk.supportsFeature(parted.DISK_TYPE_PARTITION_NAME)
         parts = [
