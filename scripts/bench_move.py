@@ -9,6 +9,19 @@ byte, the table backup and entry rewrite, the kernel update; target 0.65x), whic
 twice; and the fixed cost around the copy (the whole move less its copy and read-back; target under 0.3 s).
 Beside them, how many times the move's own process opened the disk (backend.raw.look: once a look and a write).
 
+The disk alone, in the same rounds (before the moves, the steps in turns reversed every other round), on the
+same bytes: a direct read of the partition's 1 GiB (O_DIRECT, 4 MiB requests as dd's), a direct write of the
+free 1 GiB the next move writes (random bytes; the move overwrites them, its source is only read), the two at
+once, and a bare copy and read-back (pread, pwrite, fdatasync, pread of every byte again: no checksum, no
+journal, the floor of any verified copy). From their medians, R (read) and W (write): dd is one read and one
+write, a move that reads every byte back two reads and one write, so with reads and writes in turn it reaches
+at best (R+W)/(2R+W) of dd's throughput, and (R+W)/(R+B) if the disk does both at once in B < R+W; the last
+row is the whole move's ratio as a fraction of that bound. The 0.65x target needs R <= 1.17 W. On this
+machine (Nov 27, two runs of 5 rounds, ~90-100 s each with the 2 GiB of random bytes written first): R 1.37
+and 1.45 s, W 0.70 and 0.74 s, both at once 1.91 and 2.13 s (1.08x and 1.02x: hardly any overlap), so the
+bound was 0.60x in turn and 0.63x / 0.61x with that overlap (rounds 0.58-0.66), the bare loop 0.61x, and the
+move 0.50x / 0.53x: 0.79 / 0.87 of the bound. The target is out of this disk's reach.
+
 Old against new (speed work: compare in one run, interleaved, never against a figure from another time):
 ``bench_move.py N --against DIR`` where DIR is another tree's ``src`` (``git archive main src | tar -x -C /tmp/old``
 gives /tmp/old/src): each round runs dd, then the move with this tree's code and with DIR's, in turns (the
@@ -117,7 +130,7 @@ def bounds(read: float, write: float, both: float) -> tuple[float, float]:
     return (read + write) / (2 * read + write), (read + write) / (read + min(both, read + write))
 
 
-def _disk_rows(disk: list[dict[str, float]], whole: list[float]) -> list[Row]:
+def disk_rows(disk: list[dict[str, float]], whole: list[float]) -> list[Row]:
     """The disk's own rows: its read and write, their overlap, the bound they set on a verified move, the bare
     copy and read-back loop, and the move's whole ratio (``whole``: a round each) as a fraction of the bound."""
     med = {k: statistics.median(r[k] for r in disk) for k in disk[0]}
@@ -208,7 +221,7 @@ print(json.dumps({"ok": out.exit_code == 0, "message": out.message, "opens": ope
         return [Row("move 1 GiB", "-", "-", None, ">= 1.0x", f"failed: {m.get('message', 'no move ran')}")]
     return [
         *(row for tree in trees for row in _rows(got[tree], "" if tree == SRC else f" [{tree}]")),
-        *_disk_rows(disk, [d / (m["end"] - m["start"]) for d, m in got[SRC]]),
+        *disk_rows(disk, [d / (m["end"] - m["start"]) for d, m in got[SRC]]),
     ]
 
 
