@@ -20,8 +20,9 @@ row is the least time of such a move, R+B, against the whole move's. The 0.65x t
 machine (Nov 27, four runs of 5 rounds, 83-133 s each with the 2 GiB of random bytes written first): R 1.13-1.45 s,
 W 0.58-0.74 s (reads about twice as slow), both at once 0.90-1.08x as fast as in turn (no real overlap); the
 bound 0.60x in turn in all four, 0.60-0.63x with the overlap measured (single rounds 0.58-0.67); the bare loop
-0.50-0.68x dd (0.82-1.13 of the least time: the bound is a median, not a hard floor); the move 0.50-0.55x dd, 0.79 and 0.86 of the least time in the two later runs. The target is at
-or beyond what this disk allows any move that reads back.
+0.50-0.68x dd (0.82-1.13 of the least time: the bound is a median, not a hard floor); the move 0.50-0.55x dd,
+0.79 and 0.86 of the least time in the two later runs. The target is at or beyond (by 0.02-0.05, about one run's
+scatter) what this disk allows any move that reads back.
 
 Old against new (speed work: compare in one run, interleaved, never against a figure from another time):
 ``bench_move.py N --against DIR`` where DIR is another tree's ``src`` (``git archive main src | tar -x -C /tmp/old``
