@@ -128,7 +128,7 @@ def bounds(read: float, write: float, both: float) -> tuple[float, float]:
     on a disk that reads 1 GiB in ``read`` s, writes it in ``write`` s, and does both at once in ``both`` s:
     dd is one read and one write (in turn), the move two reads and one write. Without overlap (read + write) /
     (2 read + write); with the overlap measured, the read-back alone plus the copy's read and write at once,
-    (read + write) / (read + both) (never above the first when ``both`` is not faster than in turn)."""
+    (read + write) / (read + both) (the first again when ``both`` is no faster than in turn)."""
     return (read + write) / (2 * read + write), (read + write) / (read + min(both, read + write))
 
 
