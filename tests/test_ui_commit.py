@@ -148,7 +148,7 @@ def test_escape_waits_until_the_write_has_ended(sparse_image, tmp_path, monkeypa
                 assert screen.writing
                 await pilot.press("escape")
                 await pilot.pause()
-                assert app.screen is screen and screen.outcome is None
+                assert isinstance(app.screen, CommitScreen) and screen.is_current and screen.outcome is None
             finally:
                 release.set()
             await wait_for(pilot, lambda: screen.outcome is not None)
