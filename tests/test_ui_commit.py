@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -116,6 +117,46 @@ def test_a_refusal_writes_nothing_and_says_who_uses_the_disk(sparse_image) -> No
 
     asyncio.run(go())
     assert img.read_bytes()[: 34 * 512] == before
+
+
+def test_escape_waits_until_the_write_has_ended(sparse_image, tmp_path, monkeypatch) -> None:
+    """Going back while the write runs would leave its outcome unseen: Esc does nothing until it is known, then
+    goes back. The write is held inside its own check under the lock (who uses the disk), in the worker."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    img = gpt_image(sparse_image)
+    armed, inside, release = threading.Event(), threading.Event(), threading.Event()
+
+    def users(path: str) -> list[Busy]:
+        if armed.is_set() and threading.current_thread() is not threading.main_thread():
+            inside.set()
+            release.wait(30)
+        return []
+
+    async def go() -> None:
+        app = PlannerApp(start=image_target(img), host=Host(users=users))
+        async with app.run_test(size=(100, 32)) as pilot:
+            await pilot.pause()
+            app.sector_map.move_to(20 * MiB_SECTORS)
+            await pilot.press("n", "enter", "w")
+            screen = app.screen
+            assert isinstance(screen, CommitScreen)
+            await wait_for(pilot, lambda: screen.proposal is not None)
+            armed.set()
+            await pilot.press(*"yes", "enter")
+            try:
+                await wait_for(pilot, inside.is_set, what="the write's check under the lock")
+                assert screen.writing
+                await pilot.press("escape")
+                await pilot.pause()
+                assert isinstance(app.screen, CommitScreen) and screen.is_current and screen.outcome is None
+            finally:
+                release.set()
+            await wait_for(pilot, lambda: screen.outcome is not None)
+            assert screen.outcome is not None and screen.outcome.verdict is Verdict.WRITTEN, screen.outcome
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, CommitScreen))
+
+    asyncio.run(go())
 
 
 def test_a_demo_shown_from_the_model_cannot_be_written() -> None:

@@ -8,14 +8,10 @@ write has begun the screen cannot be left until the outcome is known.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.write.commit import execute, prepare
@@ -28,6 +24,7 @@ from diskplan.model.table import Table
 from diskplan.ui.dialogs import FORM_CSS
 from diskplan.ui.explain import fold_path, placed_path
 from diskplan.ui.glyphs import bar
+from diskplan.ui.workform import WorkForm
 
 STYLE = {"title": "bold", "heading": "bold", "table-head": "bold", "note": "$accent", "flag": "bold $warning",
          "op:repair": "bold $accent",
@@ -79,14 +76,10 @@ def progress_bar(step: int, steps: int, width: int = 20) -> str:
     return f"{bar(step, steps, width)} {step}/{steps}"
 
 
-class CommitScreen(ModalScreen[WriteOutcome | None]):
+class CommitScreen(WorkForm[WriteOutcome | None]):
     """Dismissed with the outcome of the write (None when nothing was tried)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back"),
-        Binding("pageup", "scroll(-1)", show=False),
-        Binding("pagedown", "scroll(1)", show=False),
-    ]
+    body_id = "commit-body"
     DEFAULT_CSS = "CommitScreen { align: center middle; }\n" + FORM_CSS + """
     CommitScreen > .form { width: 100%; height: 100%; }
     CommitScreen #commit-body { height: 1fr; }
@@ -222,15 +215,9 @@ class CommitScreen(ModalScreen[WriteOutcome | None]):
         if self.outcome is not None:
             self.dismiss(self.outcome)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back":
-            return not self.writing
-        return True
+    @property
+    def busy(self) -> bool:
+        return self.writing
 
-    def action_back(self) -> None:
-        if not self.writing:
-            self.dismiss(self.outcome)
-
-    def action_scroll(self, direction: int) -> None:
-        body = self.query_one("#commit-body", VerticalScroll)
-        body.scroll_relative(y=direction * max(1, body.size.height - 1), animate=False)
+    def result(self) -> WriteOutcome | None:
+        return self.outcome

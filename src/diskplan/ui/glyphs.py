@@ -77,20 +77,16 @@ UNICODE = Glyphs(
     layer="▸",
 )
 
-CONSOLE = Glyphs(
+# The unicode profile's fills and marks are CP437 glyphs already: the console profile differs only where a
+# console font lacks the glyph (eighth blocks, ✓, ▸, …), so that a fill changed in one is changed in both.
+CONSOLE = replace(
+    UNICODE,
     name="console",
-    free="·",
-    metadata="▒",
-    partition=" ",
-    flagged="░",
-    proposed="∙",
-    deleting="x",
-    problem="!",
     grid_physical="│",
     grid_mib="║",
     grid_grain="▌",
-    separator="│",
     ok="√",
+    layer="»",
     ellipsis="...",
 )
 

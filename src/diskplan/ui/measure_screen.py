@@ -14,14 +14,10 @@ not under it, as the help's keys do, so a screen of 80 columns stays readable.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from diskplan.backend.iotime import Ask, DirectIOUnsupported, holes_note, measure, measure_refusals
@@ -46,6 +42,7 @@ from diskplan.model.units import MiB, plural
 from diskplan.model.value import value
 from diskplan.ui.commit_screen import progress_bar
 from diskplan.ui.dialogs import FORM_CSS
+from diskplan.ui.workform import WorkForm
 
 # What each measurement runs (``diskplan measure``'s defaults; tests make them smaller).
 ROUNDS = 5
@@ -92,14 +89,10 @@ def row(label: str, text: str | Content, kind: str = "-key") -> Horizontal:
                       Static(text, classes="measure-text", markup=False), classes="measure-row")
 
 
-class MeasureScreen(ModalScreen[None]):
+class MeasureScreen(WorkForm[None]):
     """Measure ``path`` at ``lba``: its writes only after the confirmation; the results stay until Esc."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back"),
-        Binding("pageup", "scroll(-1)", show=False),
-        Binding("pagedown", "scroll(1)", show=False),
-    ]
+    body_id = "measure-body"
     DEFAULT_CSS = "MeasureScreen { align: center middle; }\n" + FORM_CSS + """
     MeasureScreen > .form { width: 100%; height: 100%; }
     MeasureScreen #measure-body { height: 1fr; }
@@ -297,15 +290,9 @@ class MeasureScreen(ModalScreen[None]):
         self.refresh_bindings()
         self.focus()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back":
-            return not self.running
-        return True
+    @property
+    def busy(self) -> bool:
+        return self.running
 
-    def action_back(self) -> None:
-        if not self.running:
-            self.dismiss(None)
-
-    def action_scroll(self, direction: int) -> None:
-        body = self.query_one("#measure-body", VerticalScroll)
-        body.scroll_relative(y=direction * max(1, body.size.height - 1), animate=False)
+    def result(self) -> None:
+        return None

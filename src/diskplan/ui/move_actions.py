@@ -33,13 +33,10 @@ class MoveActions(PlanBase):
     _mouse_moved = False
 
     def _begin_keys(self, kind: DragKind) -> None:
-        s = self._plan_session()
-        if s is None:
+        got = self._at_partition("Put the cursor on a partition first (n proposes one).")
+        if got is None:
             return
-        n = self._number_under_cursor()
-        if n is None:
-            self.notify("Put the cursor on a partition first (n proposes one).", timeout=4)
-            return
+        s, n = got
         p = s.plan.partition(n)
         data = p is not None and p.state is State.EXISTING
         why = s.begin(n, kind, keyboard=True, data=data)
@@ -70,8 +67,8 @@ class MoveActions(PlanBase):
         self._begin_keys(DragKind.END)
 
     def action_nudge(self, steps: int) -> None:
-        s = self.session
-        if s is None or s.drag is None:
+        s = self._dragging()
+        if s is None:
             return
         preview = s.nudge(steps)
         if preview.refused:
@@ -182,24 +179,24 @@ class MoveActions(PlanBase):
         return self._rate[1]
 
     def action_other_edge(self) -> None:
-        s = self.session
-        if s is None or s.drag is None:
+        s = self._dragging()
+        if s is None:
             return
         s.switch_edge()
         self._follow_edge()
         self.show_drag()
 
     def action_drag_done(self) -> None:
-        s = self.session
-        if s is None or s.drag is None:
+        s = self._dragging()
+        if s is None:
             return
         outcome = s.finish()
         self.refresh_bindings()
         self.drag_ended(outcome)
 
     def action_drag_cancel(self) -> None:
-        s = self.session
-        if s is None or s.drag is None:
+        s = self._dragging()
+        if s is None:
             return
         back = s.cancel()
         self.refresh_bindings()

@@ -5,6 +5,7 @@ in plan_base.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from diskplan.model.extent import State
@@ -12,6 +13,7 @@ from diskplan.model.plan.plan import Outcome
 from diskplan.ui.move_actions import MoveActions
 from diskplan.ui.plan_base import PlanBase
 from diskplan.ui.plan_files import PlanFileActions
+from diskplan.ui.planning import Session
 from diskplan.ui.write_actions import WriteActions
 
 # Dialogs, plan files and the commit are imported when first used: start-up (to the first frame) needs none.
@@ -51,13 +53,10 @@ class PlanActions(MoveActions, PlanFileActions, WriteActions, PlanBase):
     def action_edit_partition(self) -> None:
         from diskplan.ui.dialogs import PartitionScreen
 
-        s = self._plan_session()
-        if s is None:
+        got = self._at_partition("Put the cursor on a partition to change its type, name or flags.")
+        if got is None:
             return
-        n = self._number_under_cursor()
-        if n is None:
-            self.notify("Put the cursor on a partition to change its type, name or flags.", timeout=4)
-            return
+        s, n = got
         if s.plan.blocked():
             self.notify(s.plan.blocked(), severity="warning", timeout=6)
             return
@@ -89,26 +88,23 @@ class PlanActions(MoveActions, PlanFileActions, WriteActions, PlanBase):
         self._step(s.plan.undelete(p.number) if p.state is State.DELETE else s.plan.delete(p.number))
 
     def action_undo(self) -> None:
-        s = self._plan_session()
-        if s is None:
-            return
-        what = s.undo()
-        if what is None:
-            self.notify("Nothing to undo.", timeout=2)
-            return
-        self.show_plan()
-        self.say(f"undone: {what}")
+        self._undo_or_redo(Session.undo, "undo", "undone")
 
     def action_redo(self) -> None:
+        self._undo_or_redo(Session.redo, "redo", "redone")
+
+    def _undo_or_redo(self, step: Callable[[Session], str | None], verb: str, done: str) -> None:
+        """Undo and redo are one action in two directions (``step``): the plan shown again and the step said,
+        or that there is nothing to ``verb``."""
         s = self._plan_session()
         if s is None:
             return
-        what = s.redo()
+        what = step(s)
         if what is None:
-            self.notify("Nothing to redo.", timeout=2)
+            self.notify(f"Nothing to {verb}.", timeout=2)
             return
         self.show_plan()
-        self.say(f"redone: {what}")
+        self.say(f"{done}: {what}")
 
     def action_repair(self) -> None:
         """Plan the repair the disk offers (a damaged GPT copy or a lost protective MBR): a pending change

@@ -152,6 +152,25 @@ class PlanBase(_Base):
             return None
         return item.partition.number
 
+    def _at_partition(self, hint: str) -> tuple[Session, int] | None:
+        """The session (a keyboard drag recorded first) and the number of the live partition under the cursor,
+        for an action on one partition; None when no disk is open, or, with ``hint`` said, when the cursor is
+        on no partition."""
+        s = self._plan_session()
+        if s is None:
+            return None
+        n = self._number_under_cursor()
+        if n is None:
+            self.notify(hint, timeout=4)
+            return None
+        return s, n
+
+    def _dragging(self) -> Session | None:
+        """The session while a drag (by keys or by mouse) is under way, else None: what every drag step,
+        and ending one, starts from."""
+        s = self.session
+        return s if s is not None and s.drag is not None else None
+
     def _plan_session(self) -> Session | None:
         """The session, after ending a keyboard drag (any other action first records it)."""
         s = self.session

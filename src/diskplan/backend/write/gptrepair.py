@@ -40,6 +40,7 @@ from diskplan.backend.write.steps import (
     kernel_differences,
     not_as_planned,
     other_disk,
+    proposal_as_read,
     read_target,
     table_changed,
     unwritable,
@@ -101,7 +102,6 @@ def prepare_repair(
     read at all."""
     ident, current = read_target(target, current)
     geom = current.geometry
-    kind = "block" if ident.kind == "block" else "file"
     r = current.repair
     refusals: list[str] = []
     notes: list[str] = []
@@ -127,18 +127,14 @@ def prepare_repair(
     refusals += blocking
     notes += idle
     ops = repair_operations(r, current.table, geom.logical)
-    return Proposal(
-        target=target,
-        kind=kind,
-        model=geom.model,
-        sectors=geom.sectors,
-        sector_size=geom.logical,
-        current=current,
+    return proposal_as_read(
+        target,
+        ident,
+        current,
         result=replace(current.table, read_only=""),
         operations=ops,
         refusals=tuple(refusals),
         notes=tuple(notes),
-        identity=ident,
         table_sectors=written,
         protect=tuple(p.extent for p in data),
         repair=r,

@@ -25,7 +25,7 @@ import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from diskplan.backend.move.movejournal import unfinished
 from diskplan.backend.raw import kernelparts
@@ -350,6 +350,16 @@ def read_target(target: str, current: Disk | None) -> tuple[Identity, Disk]:
     if ident.size // current.geometry.logical != current.geometry.sectors:
         raise CommitError(f"{target} changed size while it was being read; try again")
     return ident, current
+
+
+def proposal_as_read(target: str, ident: Identity, current: Disk, **fields: Any) -> Proposal:
+    """A proposal to write ``target`` as ``read_target`` just gave it (``ident``, ``current``): what every kind
+    of proposal says about the disk (block device or file, model, size, sector size) and checks again under
+    the lock comes from what was read, never from the plan. ``fields``: what the kind of write adds (its
+    result, operations, refusals, notes, ...)."""
+    geom = current.geometry
+    return Proposal(target=target, kind="block" if ident.kind == "block" else "file", model=geom.model,
+                    sectors=geom.sectors, sector_size=geom.logical, current=current, identity=ident, **fields)
 
 
 def other_disk(target: str, geom: Geometry, sector_size: int | None, sectors: int | None) -> list[str]:

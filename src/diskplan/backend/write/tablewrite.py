@@ -43,6 +43,7 @@ from diskplan.backend.write.steps import (
     kernel_differences,
     not_as_planned,
     other_disk,
+    proposal_as_read,
     read_target,
     unwritable,
     write_failed,
@@ -83,7 +84,6 @@ def prepare_table(
     longer that one. Raises CommitError only when the target cannot be read at all."""
     ident, current = read_target(target, current)
     geom = current.geometry
-    kind = "block" if ident.kind == "block" else "file"
     refusals = other_disk(target, geom, sector_size, sectors)
     if isinstance(desired, Changes):
         ops = desired
@@ -116,18 +116,14 @@ def prepare_table(
     now = table_fingerprint(current.table, target, geom, current.filesystem)
     if made_against and made_against != now and any(op.kind != "keep" for op in done):
         refusals.append(plan_made_against_another(target))
-    proposal = Proposal(
-        target=target,
-        kind=kind,
-        model=geom.model,
-        sectors=geom.sectors,
-        sector_size=geom.logical,
-        current=current,
+    proposal = proposal_as_read(
+        target,
+        ident,
+        current,
         result=ops.result(new_table(ops.label, geom) if fresh else current.table),
         operations=done,
         refusals=tuple(refusals),
         notes=tuple(notes),
-        identity=ident,
         fresh=fresh,
         delete=() if fresh else tuple(p.extent for p in parts["delete", "rewrite"]),
         create=parts["create", "rewrite"],

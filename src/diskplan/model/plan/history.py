@@ -46,17 +46,18 @@ class History:
 
     def undo(self) -> str | None:
         """Go back one step; returns what was undone, or None when there was nothing."""
-        if not self._past:
-            return None
-        plan, message = self._past.pop()
-        self._future.append((self.present, message))
-        self.present = plan
-        return message
+        return self._travel(self._past, self._future)
 
     def redo(self) -> str | None:
-        if not self._future:
+        return self._travel(self._future, self._past)
+
+    def _travel(self, source: list[tuple[Plan, str]], other: list[tuple[Plan, str]]) -> str | None:
+        """Undo and redo are one move between the two stacks: the plan on top of ``source`` becomes the
+        present, and the present goes onto ``other`` with the same message, so that the step can be taken
+        back the other way."""
+        if not source:
             return None
-        plan, message = self._future.pop()
-        self._past.append((self.present, message))
+        plan, message = source.pop()
+        other.append((self.present, message))
         self.present = plan
         return message
