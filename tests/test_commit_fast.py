@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from diskplan.backend.parted import libparted
+from diskplan.backend.parted import libparted, pedread
 from diskplan.backend.parted.isolate import run_isolated
 from diskplan.backend.write import commit
 from diskplan.backend.write.steps import DiskState, Verdict
@@ -100,14 +100,14 @@ def test_building_the_table_stays_linear(sparse_image: Callable[..., pathlib.Pat
 
 
 def _swap_handlers(rounds: int) -> tuple[int, int]:
-    before = sys.getrefcount(libparted._read_handler)
+    before = sys.getrefcount(pedread._read_handler)
     for _ in range(rounds):
-        with libparted.answering(libparted._read_handler):
+        with pedread.answering(pedread._read_handler):
             pass
-        with libparted.answering():
+        with pedread.answering():
             pass
     gc.collect()
-    return before, sys.getrefcount(libparted._read_handler)
+    return before, sys.getrefcount(pedread._read_handler)
 
 
 def test_swapping_libparted_handlers_keeps_them_alive() -> None:
@@ -176,7 +176,7 @@ def _filesystems_seen(path: str) -> tuple[str, str, str]:
     import parted
 
     before = libparted.read_disk(path).table.partitions[0].fs
-    with libparted._no_filesystem_probing():
+    with pedread._no_filesystem_probing():
         inside = parted.newDisk(parted.getDevice(path)).partitions[0].fileSystem
     after = libparted.read_disk(path).table.partitions[0].fs
     return before, "" if inside is None else inside.type, after
