@@ -157,7 +157,9 @@ def bench_check(runs: int) -> list[Row]:
             "one": ([[*DISKPLAN, "check", "--json", str(big)]], [["parted", "-s", str(big), "unit", "s", "print"]]),
             "fleet": ([[*DISKPLAN, "check", "--json", *fleet]], [["sfdisk", "-J", img] for img in fleet]),
         }
-        med, cpu, repeats = {}, {}, {"one": runs * 3, "fleet": runs}  # one image: ~0.1 s a run, noise of a few ms
+        # One image: ~0.1 s a pair, and the machine's speed drifts by a tenth within seconds: many pairs, and the
+        # ratio is the median of the pairs' own ratios (a slow moment slows both sides of one pair), as the move's.
+        med, cpu, pair, repeats = {}, {}, {}, {"one": runs * 6, "fleet": runs}
         load = os.getloadavg()[0]
         for key, (ours_cmds, floor_cmds) in pairs.items():
             ours, floor = [], []
@@ -167,11 +169,13 @@ def bench_check(runs: int) -> list[Row]:
                     ours.append(o)
                     floor.append(t)
             med[key] = statistics.median(w for w, _ in ours), statistics.median(w for w, _ in floor)
+            pair[key] = statistics.median(o / f for (o, _), (f, _) in zip(ours, floor, strict=True))
             cpu[key] = statistics.median(c for _, c in ours), statistics.median(c for _, c in floor)
         load = max(load, os.getloadavg()[0])
     (a, b), (c, d), (cpu_ours, cpu_floor) = med["one"], med["fleet"], cpu["one"]
-    return [Row("check --json, 128 partitions", fmt_s(a), fmt_s(b) + " (parted print)", a / b, "<= 1.0x",
-                f"whole processes; median of {repeats['one']} interleaved pairs; load average up to {load:.1f} "
+    return [Row("check --json, 128 partitions", fmt_s(a), fmt_s(b) + " (parted print)", pair["one"], "<= 1.0x",
+                f"whole processes; times: medians; ratio: the median of {repeats['one']} interleaved pairs' ratios (of "
+                f"the medians: {a / b:.2f}x); load average up to {load:.1f} "
                 f"on {os.cpu_count()} cores"),
             Row("  the same, CPU time", fmt_s(cpu_ours), fmt_s(cpu_floor), cpu_ours / cpu_floor, "-",
                 "user+system of the process and the children it waited for (diskplan's reading child)"),
