@@ -5,9 +5,11 @@ processes it starts, and the modules it never needs. Each was a cost measured on
   answers: backend.parted answers where the answer is known (its ``__init__``), so a check starts its reading
   child and nothing else (two programs fewer, ~4 ms of the read, twice that on a busy machine).
 - socket and signal (the zygote's, a crash report's), platform (one machine name) and the pickle module's Python
-  body (the answers travel through its C functions) are not imported; nor, in the reading child, are re (~1.5 ms
-  of its imports: model.labels and model.ptypes import it where a typed type is parsed), the type registry
-  (model.ptypes, model.labels: a write's) or backend.raw.kernelparts (a write tells the kernel).
+  body (the answers travel through its C functions) are not imported. The reading child (backend.parted.pedread)
+  imports no model at all: it answers with plain rows, made a Disk in the parent (~10 ms of its ~24). libparted's
+  read into the model (backend.parted.libparted, a fleet's whole checks) imports no re (~1.5 ms: model.labels
+  and model.ptypes import it where a typed type is parsed), no type registry (model.ptypes, model.labels: a
+  write's) and no backend.raw.kernelparts (a write's).
 - diskplan's own regular expressions are compiled where they are first used, not as their modules are imported:
   a check uses none of them (three compiled at import cost it ~0.4 ms).
 - libparted's reads start before the rest of the command is imported, when the command line is plainly targets
@@ -224,6 +226,22 @@ def test_check_imports_neither_socket_nor_signal_nor_platform_nor_pickle(sparse_
                             "'diskplan.model.labels', 'diskplan.backend.raw.kernelparts'} & set(sys.modules))))"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == ""
+
+
+def test_the_reading_child_imports_no_model(sparse_image) -> None:
+    """What check's reading child runs (readahead's ``_read_tables``: pedread.read_rows) imports none of the model
+    nor the raw GPT parsers, and answers with builtins only, which the parent's unpickling imports nothing for."""
+    img = _gpt_image(sparse_image)
+    code = ("import sys; from diskplan.backend.parted import isolate, readahead; "
+            "isolate.IN_CHILD = True; rows = readahead._read_tables(sys.argv[1]); "
+            "print(len(rows['partitions'])); print(' '.join(sorted(m for m in sys.modules if m.startswith("
+            "('diskplan.model.', 'diskplan.backend.raw.', 'enum'))))); import pickle, pickletools; "
+            "print(' '.join(op.name for op, _, _ in pickletools.genops(pickle.dumps(rows)) if 'GLOBAL' in op.name))")
+    child = subprocess.run([sys.executable, "-c", code, str(img)], capture_output=True, text=True, check=True)
+    count, modules, globals_ = [*child.stdout.splitlines(), "", ""][:3]
+    assert count == "4"
+    assert modules == "diskplan.model.mountinfo"  # (siblings': which mounts to let go of)
+    assert globals_ == ""  # no class to import to unpickle the answer
 
 
 _OWN_COMPILES = """

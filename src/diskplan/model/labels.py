@@ -127,7 +127,7 @@ def default_type(label: str, role: Role = Role.PRIMARY) -> str:
 def type_code(label: str, text: str) -> str:
     """The canonical type code for what the user typed: a name ("EFI system", "swap", "lvm"), a GPT GUID,
     or an MBR id ("0x83", "83"). Raises LabelError naming what would have been accepted."""
-    import re  # here: a check's reading child imports this module and never types a type (re costs it ~1.5 ms)
+    import re  # here: a check imports this module and never types a type (re costs it ~1.5 ms)
 
     text = text.strip()
     known = ptypes.lookup(text) if text else None

@@ -98,7 +98,7 @@ _DPS_ARCH = {"mips-le": "mips-32-le", "mips64-le": "mips-64-le", "parisc": "hppa
 
 def alias_type(text: str) -> str | None:
     """The GPT GUID of an alias ("uefi", "xbootldr", "root-x86-64", "usr-arm64-verity-sig"), or None."""
-    import re  # here: a check's reading child imports this module and never types a type (re costs it ~1.5 ms)
+    import re  # here: a check imports this module and never types a type (re costs it ~1.5 ms)
 
     key = text.strip().lower()
     name = _GPT_ALIASES.get(key)

@@ -4,10 +4,9 @@ A frozen dataclass costs about 0.6 ms to define on this project's machines (the 
 generated functions for it, and importing it imports ``inspect``); diskplan defines about a hundred, thirty of
 them on ``diskplan check``'s path, where they were a fifth of its run. Here only ``__init__`` is generated (one
 compile: construction stays as fast as a dataclass's), and only once the class has been constructed
-COMPILE_AFTER times (its first calls bind their arguments without it): a process that never makes one
-(``check``'s parent receives what its reading child read, already made, through pickle, which calls no
-``__init__``; the child never makes a report) never compiles it, nor does one that makes a class once or twice
-(a disk, its table, a GPT copy, a report: ~0.1 ms each, ~2 ms of a 128-partition check). Equality, hashing,
+COMPILE_AFTER times (its first calls bind their arguments without it): a process that never makes one (``check``'s
+reading child sends plain rows, backend.parted.pedread) never compiles it, nor does one that makes a class once or
+twice (a disk, its table, a GPT copy, a report: ~0.1 ms each, ~2 ms of a 128-partition check). Equality, hashing,
 ordering, ``repr`` and the refusal to assign are shared functions that read the fields through one
 ``operator.attrgetter``.
 

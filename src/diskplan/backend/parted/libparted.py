@@ -85,8 +85,8 @@ _KIND = {
     Role.EXTENDED: _ped.PARTITION_EXTENDED,
     Role.LOGICAL: _ped.PARTITION_LOGICAL,
 }
-# The type registry (model.ptypes, model.labels: their tables, ~0.8 ms) is a write's: the reading child starts
-# without it (a read takes the types from the raw table).
+# The type registry (model.ptypes, model.labels: their tables, ~0.8 ms) is a write's: a read does without it (it
+# takes the types from the raw table).
 @functools.cache
 def _type_flags() -> frozenset[str]:
     """Flags that choose a partition's type in libparted 3.5: cleared before another type is set."""
@@ -407,7 +407,7 @@ def commit_table(
         if device.type == parted.DEVICE_FILE:
             return True, "", tuple(messages)
         # not libparted's commitToOS: Debian's runs `udevadm settle` under our lock (backend.raw.kernelparts)
-        from diskplan.backend.raw import kernelparts  # (writes only: the reading child does without, ~0.4 ms)
+        from diskplan.backend.raw import kernelparts  # (writes only: a read does without, ~0.4 ms)
 
         stale = kernelparts.sync(path, kernelparts.wanted(placed(disk)), sector_size)
         return not stale, "; ".join(stale), tuple(messages)
